@@ -1,0 +1,187 @@
+/**
+ * The model catalog (contract §3): public ids, labs, context windows, prices and turbo flags.
+ * The default catalog is embedded in the binary (a JSON import); SWITCHYARD_CATALOG may replace
+ * or extend it, and is re-read when the file changes so new models go live without a restart.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { readFileSync, statSync } from "node:fs";
+import embedded from "./catalog.json" with { type: "json" };
+import { parseUsd, PRIORITY, STANDARD, type Multiplier } from "../billing/money";
+
+const Decimal = Type.String({ pattern: "^\\d+(\\.\\d{1,9})?$" });
+
+const EntrySchema = Type.Object({
+  id: Type.String({ pattern: "^[a-z0-9][a-z0-9.\\-]*$", maxLength: 64 }),
+  kind: Type.Union([Type.Literal("chat"), Type.Literal("speech"), Type.Literal("embedding")]),
+  owned_by: Type.String({ minLength: 1 }),
+  created: Type.Integer({ minimum: 0 }),
+  context_window: Type.Optional(Type.Integer({ minimum: 1 })),
+  max_output_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 32768 })),
+  dimensions: Type.Optional(Type.Integer({ minimum: 1 })),
+  turbo: Type.Boolean(),
+  input_modalities: Type.Array(Type.Union([Type.Literal("text"), Type.Literal("image")])),
+  pricing: Type.Object({
+    input_per_million: Type.Optional(Decimal),
+    output_per_million: Type.Optional(Decimal),
+    characters_per_million: Type.Optional(Decimal),
+  }),
+  /** Set false in an override catalog to remove an embedded entry. */
+  enabled: Type.Optional(Type.Boolean()),
+});
+const CatalogSchema = Type.Object({ models: Type.Array(EntrySchema) });
+
+export type CatalogEntryJson = Static<typeof EntrySchema>;
+export type ModelKind = CatalogEntryJson["kind"];
+
+/** A catalog entry with prices converted to integer units per million. */
+export interface ModelEntry {
+  id: string;
+  kind: ModelKind;
+  ownedBy: string;
+  created: number;
+  contextWindow: number;
+  maxOutputTokens: number;
+  dimensions: number | null;
+  turbo: boolean;
+  inputModalities: ("text" | "image")[];
+  prices: { inputPerMillion: number; outputPerMillion: number; charactersPerMillion: number };
+  pricingJson: CatalogEntryJson["pricing"];
+}
+
+/** The endpoint a model kind belongs to, as named in wrong-endpoint errors. */
+export const ENDPOINT_OF_KIND: Record<ModelKind, string> = {
+  chat: "POST /v1/chat/completions",
+  speech: "POST /v1/audio/speech",
+  embedding: "POST /v1/embeddings",
+};
+
+export const OUTPUT_CEILING = 32768;
+export const TURBO_SUFFIX = "-turbo";
+
+export type ServiceTier = "default" | "priority";
+
+export interface ResolvedModel {
+  entry: ModelEntry;
+  /** The id the client sent (base id or base id + "-turbo"). */
+  requestedId: string;
+  tier: ServiceTier;
+  multiplier: Multiplier;
+}
+
+export class CatalogError extends Error {}
+
+function toEntry(j: CatalogEntryJson): ModelEntry {
+  const p = (v: string | undefined) => (v === undefined ? 0 : parseUsd(v));
+  return {
+    id: j.id,
+    kind: j.kind,
+    ownedBy: j.owned_by,
+    created: j.created,
+    contextWindow: j.context_window ?? (j.kind === "embedding" ? 2048 : 200_000),
+    maxOutputTokens: Math.min(j.max_output_tokens ?? OUTPUT_CEILING, OUTPUT_CEILING),
+    dimensions: j.dimensions ?? null,
+    turbo: j.turbo,
+    inputModalities: j.input_modalities,
+    prices: {
+      inputPerMillion: p(j.pricing.input_per_million),
+      outputPerMillion: p(j.pricing.output_per_million),
+      charactersPerMillion: p(j.pricing.characters_per_million),
+    },
+    pricingJson: j.pricing,
+  };
+}
+
+export function parseCatalog(json: unknown, source: string): CatalogEntryJson[] {
+  if (!Value.Check(CatalogSchema, json)) {
+    const first = [...Value.Errors(CatalogSchema, json)][0];
+    throw new CatalogError(`${source}: ${first?.path || "/"} ${first?.message ?? "is not a valid catalog"}`);
+  }
+  return json.models;
+}
+
+export class Catalog {
+  private entries = new Map<string, ModelEntry>();
+  private overrideMtime = -1;
+  private lastCheck = 0;
+
+  constructor(private readonly overridePath: string | null = null) {
+    this.rebuild();
+  }
+
+  /** Re-reads the override file when it changed (checked at most once a second). */
+  private refresh(): void {
+    if (!this.overridePath || this.overridePath.trim().startsWith("{")) return;
+    const now = Date.now();
+    if (now - this.lastCheck < 1000) return;
+    this.lastCheck = now;
+    let mtime = -1;
+    try {
+      mtime = statSync(this.overridePath).mtimeMs;
+    } catch {
+      return;
+    }
+    if (mtime !== this.overrideMtime) {
+      try {
+        this.rebuild();
+      } catch (err) {
+        // A broken edit keeps the last good catalog serving.
+        console.error(JSON.stringify({ level: "error", msg: "catalog reload failed", error: String((err as Error).message) }));
+      }
+    }
+  }
+
+  private rebuild(): void {
+    const merged = new Map<string, CatalogEntryJson>();
+    for (const e of parseCatalog(embedded, "embedded catalog")) merged.set(e.id, e);
+    if (this.overridePath) {
+      const inline = this.overridePath.trim().startsWith("{");
+      const text = inline ? this.overridePath : readFileSync(this.overridePath, "utf8");
+      if (!inline) this.overrideMtime = statSync(this.overridePath).mtimeMs;
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        throw new CatalogError("SWITCHYARD_CATALOG: is not valid JSON");
+      }
+      const replace = (json as { replace?: boolean })?.replace === true;
+      if (replace) merged.clear();
+      for (const e of parseCatalog({ models: (json as { models?: unknown }).models }, "SWITCHYARD_CATALOG")) merged.set(e.id, e);
+    }
+    const next = new Map<string, ModelEntry>();
+    for (const e of merged.values()) {
+      if (e.enabled === false) continue;
+      if (e.id.endsWith(TURBO_SUFFIX)) throw new CatalogError(`catalog: id '${e.id}' may not end in ${TURBO_SUFFIX}`);
+      next.set(e.id, toEntry(e));
+    }
+    this.entries = next;
+  }
+
+  all(): ModelEntry[] {
+    this.refresh();
+    return [...this.entries.values()];
+  }
+
+  get(id: string): ModelEntry | undefined {
+    this.refresh();
+    return this.entries.get(id);
+  }
+
+  /**
+   * Maps a requested id to its entry and tier. `-turbo` is valid only on turbo-capable models;
+   * `service_tier: "priority"` on a model without turbo is served at the standard tier.
+   */
+  resolve(requestedId: string, priorityHint = false): ResolvedModel | null {
+    this.refresh();
+    const direct = this.entries.get(requestedId);
+    if (direct) {
+      const priority = priorityHint && direct.turbo;
+      return { entry: direct, requestedId, tier: priority ? "priority" : "default", multiplier: priority ? PRIORITY : STANDARD };
+    }
+    if (requestedId.endsWith(TURBO_SUFFIX)) {
+      const base = this.entries.get(requestedId.slice(0, -TURBO_SUFFIX.length));
+      if (base?.turbo) return { entry: base, requestedId, tier: "priority", multiplier: PRIORITY };
+    }
+    return null;
+  }
+}

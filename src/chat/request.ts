@@ -1,0 +1,90 @@
+/**
+ * The chat-completions request as Switchyard reads it: `model` and `messages` are checked,
+ * token limits enforced, and every other field passes through to the upstream untouched.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { validate } from "../http/validate";
+import { ApiError, invalidField } from "../http/errors";
+import { OUTPUT_CEILING, type ModelEntry } from "../catalog/catalog";
+import { promptTokenBound, promptTokenCount } from "./tokens";
+
+const Role = Type.Union(
+  ["system", "developer", "user", "assistant", "tool", "function"].map((r) => Type.Literal(r)),
+);
+
+const ContentPart = Type.Object({ type: Type.String() }, { additionalProperties: true });
+
+export const ChatMessage = Type.Object(
+  {
+    role: Role,
+    content: Type.Optional(
+      Type.Union([Type.String(), Type.Array(ContentPart), Type.Null()], { description: "a string, an array of content parts, or null" }),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+export const ChatCompletionRequest = Type.Object(
+  {
+    model: Type.String({ minLength: 1, description: "A public model id from GET /v1/models." }),
+    messages: Type.Array(ChatMessage, { minItems: 1 }),
+    stream: Type.Optional(Type.Boolean()),
+    stream_options: Type.Optional(
+      Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, { additionalProperties: true }), Type.Null()]),
+    ),
+    max_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: "a positive integer or null" })),
+    max_completion_tokens: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: "a positive integer or null" }),
+    ),
+    service_tier: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  },
+  { additionalProperties: true },
+);
+
+export type ChatRequest = Static<typeof ChatCompletionRequest> & Record<string, unknown>;
+
+export function parseChatRequest(body: unknown): ChatRequest {
+  return validate(ChatCompletionRequest, body) as ChatRequest;
+}
+
+/** Asks for the priority tier: `service_tier` "priority" (or "fast"). */
+export function wantsPriority(req: { service_tier?: string | null }): boolean {
+  return req.service_tier === "priority" || req.service_tier === "fast";
+}
+
+export interface TokenBudget {
+  /** Upper bound of prompt tokens, for the hold. */
+  inputBound: number;
+  /** Most output tokens the request may produce. */
+  maxOutput: number;
+}
+
+/**
+ * Enforces the output ceiling and the context window and returns what the hold must cover.
+ * Tokenizing only happens when the cheap bound says the prompt might not fit.
+ */
+export function tokenBudget(req: ChatRequest, entry: ModelEntry): TokenBudget {
+  const field = req.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
+  const asked = req.max_completion_tokens ?? req.max_tokens ?? null;
+  const ceiling = Math.min(entry.maxOutputTokens, OUTPUT_CEILING);
+  if (asked !== null && asked > ceiling) {
+    throw invalidField(field, `must be at most ${ceiling} (the output ceiling of this API), got ${asked}`);
+  }
+  const extra = [req.tools, req.functions, req.response_format];
+  const bound = promptTokenBound(req.messages, extra);
+  const reserveOutput = asked ?? ceiling;
+  if (bound + (asked ?? 0) > entry.contextWindow) {
+    const count = promptTokenCount(req.messages, extra);
+    if (count + (asked ?? 0) > entry.contextWindow) {
+      throw new ApiError(
+        400,
+        "context_length_exceeded",
+        `This model's maximum context length is ${entry.contextWindow} tokens. However, your messages resulted in about ${count} tokens` +
+          (asked ? ` and ${field} asks for ${asked} more` : "") +
+          ". Please reduce the length of the messages" + (asked ? ` or ${field}.` : "."),
+        "messages",
+      );
+    }
+  }
+  return { inputBound: Math.min(bound, entry.contextWindow), maxOutput: Math.min(reserveOutput, entry.contextWindow) };
+}

@@ -1,0 +1,141 @@
+/**
+ * The command line: `switchyard [serve]`, and administration of the local database
+ * (`accounts`, `keys`, `credits`) over the same code as the admin HTTP API.
+ */
+import { ConfigError, loadConfig, type Config } from "../config";
+import { startServer } from "../server";
+import { createServices } from "../services";
+import { Admin } from "../accounts/admin";
+import { ApiError } from "../http/errors";
+import { SERVICE_NAME, VERSION } from "../version";
+import { parseArgs } from "./args";
+
+export const HELP = `${SERVICE_NAME} ${VERSION} — OpenAI-compatible inference API in one executable
+
+Usage:
+  switchyard [serve]                          start the server (configured by environment variables)
+  switchyard accounts create <name> [--credits USD]
+  switchyard accounts list
+  switchyard accounts show <account-id>
+  switchyard accounts update <account-id> [--disabled true|false] [--rate-limit-rpm N|default] [--concurrency-limit N|default]
+  switchyard keys create <account-id> [--name NAME]     prints the key once
+  switchyard keys list <account-id>
+  switchyard keys revoke <key-id>
+  switchyard credits add <account-id> <USD> [--reason TEXT]
+  switchyard credits deduct <account-id> <USD> [--reason TEXT]
+  switchyard ledger <account-id>
+  switchyard models pull [model-id ...]       download model files into SWITCHYARD_MODELS_DIR
+  switchyard --help | --version
+
+Environment: PORT, HOST, SWITCHYARD_DATA_DIR, SWITCHYARD_ADMIN_TOKEN, SWITCHYARD_UPSTREAM_URL,
+SWITCHYARD_UPSTREAM_KEY, SWITCHYARD_ROUTES, SWITCHYARD_CATALOG, SWITCHYARD_MODELS_DIR,
+SWITCHYARD_RATE_LIMIT_RPM, SWITCHYARD_CONCURRENCY_LIMIT (see README).`;
+
+function print(value: unknown): void {
+  process.stdout.write(JSON.stringify(value, null, 2) + "\n");
+}
+
+function fail(message: string): number {
+  process.stderr.write(`switchyard: ${message}\n`);
+  return 2;
+}
+
+export async function runCli(argv: string[]): Promise<number> {
+  const { positional, flags } = parseArgs(argv);
+  if (flags.help || positional[0] === "help") {
+    process.stdout.write(HELP + "\n");
+    return 0;
+  }
+  if (flags.version) {
+    process.stdout.write(VERSION + "\n");
+    return 0;
+  }
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) return fail(`configuration error: ${e.message}`);
+    throw e;
+  }
+  const [command = "serve", sub, ...rest] = positional;
+  if (command === "serve") {
+    try {
+      const server = await startServer(config);
+      const shutdown = async () => {
+        await server.stop();
+        process.exit(0);
+      };
+      process.on("SIGINT", shutdown);
+      process.on("SIGTERM", shutdown);
+      return await new Promise<number>(() => {});
+    } catch (e) {
+      if (e instanceof ConfigError) return fail(`configuration error: ${e.message}`);
+      const code = (e as { code?: string }).code;
+      if (code === "EADDRINUSE") return fail(`PORT: ${config.port} is already in use on ${config.host}`);
+      return fail(String((e as Error).message));
+    }
+  }
+  if (command === "models") {
+    const { runModelsCommand } = await import("./models");
+    return runModelsCommand(config, sub, rest);
+  }
+  const services = createServices(config);
+  const admin = new Admin(services);
+  try {
+    const out = adminCommand(admin, command, sub, rest, flags);
+    if (out === undefined) return fail(`unknown command '${[command, sub].filter(Boolean).join(" ")}'. Run 'switchyard --help'.`);
+    print(out);
+    return 0;
+  } catch (e) {
+    if (e instanceof ApiError) return fail(e.message);
+    throw e;
+  } finally {
+    services.close();
+  }
+}
+
+function limitFlag(v: string | boolean | undefined): number | null | undefined {
+  if (v === undefined || v === true) return undefined;
+  if (v === "default") return null;
+  return /^-?\d+$/.test(v as string) ? Number(v) : (v as unknown as number);
+}
+
+function adminCommand(admin: Admin, command: string, sub: string | undefined, rest: string[], flags: Record<string, string | boolean>): unknown {
+  const need = (value: string | undefined, what: string): string => {
+    if (!value) throw new ApiError(400, "missing_argument", `missing ${what}. Run 'switchyard --help'.`);
+    return value;
+  };
+  switch (`${command} ${sub ?? ""}`.trim()) {
+    case "accounts create":
+      return admin.createAccount({ name: need(rest[0], "<name>"), ...(flags.credits !== undefined ? { credits: String(flags.credits) } : {}) });
+    case "accounts list":
+      return admin.listAccounts();
+    case "accounts show":
+      return admin.getAccount(need(rest[0], "<account-id>"));
+    case "accounts update":
+      return admin.patchAccount(need(rest[0], "<account-id>"), {
+        ...(flags.disabled !== undefined ? { disabled: flags.disabled === true || flags.disabled === "true" } : {}),
+        ...(flags["rate-limit-rpm"] !== undefined ? { rate_limit_rpm: limitFlag(flags["rate-limit-rpm"]) } : {}),
+        ...(flags["concurrency-limit"] !== undefined ? { concurrency_limit: limitFlag(flags["concurrency-limit"]) } : {}),
+      });
+    case "keys create":
+      return admin.createKey(need(rest[0], "<account-id>"), { ...(typeof flags.name === "string" ? { name: flags.name } : {}) });
+    case "keys list":
+      return admin.listKeys(need(rest[0], "<account-id>"));
+    case "keys revoke":
+      return admin.revokeKey(need(rest[0], "<key-id>"));
+    case "credits add":
+    case "credits deduct": {
+      const amount = need(rest[1], "<USD>");
+      if (amount.startsWith("-")) throw new ApiError(400, "invalid_value", `<USD> must be positive; use 'credits ${sub === "add" ? "deduct" : "add"}' instead.`);
+      return admin.adjustCredits(need(rest[0], "<account-id>"), {
+        amount: sub === "deduct" ? `-${amount}` : amount,
+        reason: typeof flags.reason === "string" ? flags.reason : `cli credits ${sub}`,
+      });
+    }
+    case "ledger":
+      return admin.ledger(need(sub, "<account-id>"));
+    default:
+      return undefined;
+  }
+}

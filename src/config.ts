@@ -1,0 +1,99 @@
+/**
+ * Typed configuration, read once from the environment (contract §2).
+ * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
+ * Secrets (keys, tokens) are kept in the object but never printed: see describeConfig().
+ */
+import { resolve } from "node:path";
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  adminToken: string | null;
+  upstreamUrl: string | null;
+  upstreamKey: string | null;
+  /** Path to a routes JSON file, or the inline JSON itself. */
+  routes: string | null;
+  catalogPath: string | null;
+  modelsDir: string;
+  rateLimitRpm: number;
+  concurrencyLimit: number;
+  /** Largest accepted request body in bytes (413 above). */
+  maxBodyBytes: number;
+  /** Execution provider for local ONNX models. */
+  onnxProvider: "cpu" | "cuda";
+  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, rule: string) {
+    super(`${variable}: ${rule}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v.trim() === "" ? null : v.trim();
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(", ")}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function httpUrl(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(name, "must be an http(s) URL ending at /v1, e.g. http://127.0.0.1:8000/v1");
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    throw new ConfigError(name, "must be an http(s) URL ending at /v1");
+  }
+  if (/\/chat\/completions\/?$/.test(u.pathname)) {
+    throw new ConfigError(name, "must be the base address ending at /v1, without /chat/completions");
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const upstreamUrl = httpUrl(env, "SWITCHYARD_UPSTREAM_URL");
+  const adminToken = str(env, "SWITCHYARD_ADMIN_TOKEN");
+  if (adminToken !== null && adminToken.length < 16) {
+    throw new ConfigError("SWITCHYARD_ADMIN_TOKEN", "must be at least 16 characters long");
+  }
+  return {
+    port: int(env, "PORT", 8080, 0, 65535),
+    host: str(env, "HOST") ?? "0.0.0.0",
+    dataDir: resolve(str(env, "SWITCHYARD_DATA_DIR") ?? "./data"),
+    adminToken,
+    upstreamUrl,
+    upstreamKey: str(env, "SWITCHYARD_UPSTREAM_KEY"),
+    routes: str(env, "SWITCHYARD_ROUTES"),
+    catalogPath: str(env, "SWITCHYARD_CATALOG"),
+    modelsDir: resolve(str(env, "SWITCHYARD_MODELS_DIR") ?? "./models"),
+    rateLimitRpm: int(env, "SWITCHYARD_RATE_LIMIT_RPM", 600, 1, 10_000_000),
+    concurrencyLimit: int(env, "SWITCHYARD_CONCURRENCY_LIMIT", 32, 1, 1_000_000),
+    maxBodyBytes: int(env, "SWITCHYARD_MAX_BODY_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["cpu", "cuda"] as const, "cpu"),
+    logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
+  };
+}

@@ -1,0 +1,91 @@
+/**
+ * The HTTP application: request ids, body parsing, the one error hook, and every route module.
+ * Route modules register on the app they are given, so all share these hooks and `bearer`.
+ */
+import { Elysia } from "elysia";
+import { bearer } from "@elysiajs/bearer";
+import type { Services } from "../services";
+import { ApiError, dialectForPath, errorBody, internalError } from "./errors";
+import { newId } from "../accounts/ids";
+import { RouteDocs } from "./route-docs";
+import { registerRootRoutes } from "./routes/root";
+import { registerModelRoutes } from "./routes/models";
+import { registerAdminRoutes } from "./routes/admin";
+import { registerChatRoutes } from "./routes/chat";
+import { registerLocalModelRoutes } from "./routes/local-models";
+import { registerDocsRoutes } from "./routes/docs";
+
+export function baseApp() {
+  return new Elysia({ name: "switchyard" }).use(bearer());
+}
+export type App = ReturnType<typeof baseApp>;
+
+/** The request id the hooks assigned, as seen by handlers. */
+export function requestIdOf(set: { headers: Record<string, unknown> }): string {
+  return set.headers["x-request-id"] as string;
+}
+
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const q = url.indexOf("?", start);
+  return q < 0 ? url.slice(start) : url.slice(start, q);
+}
+
+export function createApp(s: Services): { app: App; docs: RouteDocs } {
+  const docs = new RouteDocs();
+  const maxBody = s.config.maxBodyBytes;
+  const app = baseApp()
+    .onRequest(({ request, set }) => {
+      set.headers["x-request-id"] = newId("req", 16);
+      const length = Number(request.headers.get("content-length") ?? 0);
+      if (length > maxBody) {
+        throw new ApiError(413, "request_too_large", `The request body is ${length} bytes; the limit is ${maxBody} bytes.`);
+      }
+    })
+    .onParse(async ({ request }) => {
+      const text = await request.text();
+      if (Buffer.byteLength(text) > maxBody) {
+        throw new ApiError(413, "request_too_large", `The request body is larger than the limit of ${maxBody} bytes.`);
+      }
+      if (text.trim() === "") return null;
+      try {
+        return JSON.parse(text);
+      } catch (e) {
+        throw new ApiError(400, "invalid_json", `The request body is not valid JSON: ${(e as Error).message}.`);
+      }
+    })
+    .onError(({ code, error, request, set }) => {
+      const path = pathOf(request.url);
+      let err: ApiError;
+      if (error instanceof ApiError) err = error;
+      else if (code === "NOT_FOUND") err = notFoundFor(path, request.method, docs);
+      else if (code === "PARSE") err = new ApiError(400, "invalid_json", "The request body is not valid JSON.");
+      else {
+        s.log.error("unhandled error", { request_id: set.headers["x-request-id"], path, error: String((error as Error)?.stack ?? error) });
+        err = internalError();
+      }
+      set.status = err.status;
+      for (const [k, v] of Object.entries(err.headers)) set.headers[k] = v;
+      set.headers["content-type"] = "application/json";
+      return errorBody(err, dialectForPath(path));
+    });
+
+  registerRootRoutes(app, s, docs);
+  registerDocsRoutes(app, s, docs);
+  registerModelRoutes(app, s, docs);
+  registerAdminRoutes(app, s, docs);
+  registerChatRoutes(app, s, docs);
+  registerLocalModelRoutes(app, s, docs);
+  return { app, docs };
+}
+
+function notFoundFor(path: string, method: string, docs: RouteDocs): ApiError {
+  if (/\/chat\/completions\/.+/.test(path) || /^\/v1\/v1\//.test(path)) {
+    return new ApiError(404, "not_found", `No endpoint at ${path}. The base address must end at /v1 (for example http://host:8080/v1); the client appends paths such as /chat/completions itself.`);
+  }
+  const methods = docs.methodsAt(path);
+  if (methods.length > 0 && !methods.includes(method)) {
+    return new ApiError(405, "method_not_allowed", `${method} is not allowed on ${path}; use ${methods.join(" or ")}.`, null, { allow: methods.join(", ") });
+  }
+  return new ApiError(404, "not_found", `No endpoint at ${method} ${path}. See /docs for the API reference.`);
+}

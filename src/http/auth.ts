@@ -1,0 +1,45 @@
+/**
+ * Who is calling: the API key (Bearer, or x-api-key on /v1/messages*) resolved to its account.
+ * Missing → 401 missing_api_key; unknown or revoked → 401 invalid_api_key; disabled → 403.
+ */
+import { timingSafeEqual, createHash } from "node:crypto";
+import type { Services } from "../services";
+import { ApiError } from "./errors";
+
+export interface Caller {
+  accountId: string;
+  keyId: string;
+}
+
+export function presentedKey(request: Request, bearer: string | undefined): string | null {
+  if (bearer) return bearer;
+  const url = request.url;
+  const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
+  if (path.startsWith("/v1/messages")) {
+    const k = request.headers.get("x-api-key");
+    if (k) return k.trim();
+  }
+  return null;
+}
+
+export function authenticate(s: Services, request: Request, bearer: string | undefined): Caller {
+  const key = presentedKey(request, bearer);
+  if (!key) {
+    throw new ApiError(401, "missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
+  }
+  const owner = s.keys.authenticate(key);
+  if (!owner) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided. Keys are shown once at creation; create a new one if it is lost.");
+  if (owner.disabled) throw new ApiError(403, "account_disabled", "This account is disabled. Contact the operator of this service.");
+  return { accountId: owner.accountId, keyId: owner.keyId };
+}
+
+const digest = (v: string) => createHash("sha256").update(v).digest();
+
+/** Admin token check, in constant time (hashing first makes the lengths equal). */
+export function authenticateAdmin(s: Services, bearer: string | undefined): void {
+  if (!s.config.adminToken) throw new ApiError(404, "not_found", "The admin API is off: set SWITCHYARD_ADMIN_TOKEN to enable it.");
+  if (!bearer) throw new ApiError(401, "missing_api_key", "The admin API needs 'Authorization: Bearer <SWITCHYARD_ADMIN_TOKEN>'.");
+  if (!timingSafeEqual(digest(bearer), digest(s.config.adminToken))) {
+    throw new ApiError(401, "invalid_api_key", "Incorrect admin token.");
+  }
+}

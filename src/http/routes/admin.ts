@@ -1,0 +1,39 @@
+/** The admin API (contract §5), behind SWITCHYARD_ADMIN_TOKEN. */
+import type { App } from "../app";
+import type { Services } from "../../services";
+import type { RouteDocs } from "../route-docs";
+import { authenticateAdmin } from "../auth";
+import { Admin, CreateAccountBody, CreateKeyBody, CreditsBody, PatchAccountBody } from "../../accounts/admin";
+
+export function registerAdminRoutes(app: App, s: Services, docs: RouteDocs): void {
+  const admin = new Admin(s);
+  const d = (method: "GET" | "POST" | "PATCH" | "DELETE", path: string, summary: string, body?: any) =>
+    docs.add({ method, path, summary, auth: "admin", body });
+  d("POST", "/admin/accounts", "Create an account, optionally with initial credits.", CreateAccountBody);
+  d("GET", "/admin/accounts", "List accounts.");
+  d("GET", "/admin/accounts/:id", "One account.");
+  d("PATCH", "/admin/accounts/:id", "Disable/enable an account or override its limits.", PatchAccountBody);
+  d("POST", "/admin/accounts/:id/keys", "Create an API key; the key is shown only in this response.", CreateKeyBody);
+  d("GET", "/admin/accounts/:id/keys", "List an account's keys (prefixes only).");
+  d("DELETE", "/admin/keys/:id", "Revoke an API key.");
+  d("POST", "/admin/accounts/:id/credits", "Add (positive) or deduct (negative) credits.", CreditsBody);
+  d("GET", "/admin/accounts/:id/ledger", "The account's ledger entries, newest first.");
+
+  app.post("/admin/accounts", ({ bearer, body, set }) => {
+    authenticateAdmin(s, bearer);
+    set.status = 201;
+    return admin.createAccount(body);
+  });
+  app.get("/admin/accounts", ({ bearer }) => (authenticateAdmin(s, bearer), admin.listAccounts()));
+  app.get("/admin/accounts/:id", ({ bearer, params }) => (authenticateAdmin(s, bearer), admin.getAccount(params.id)));
+  app.patch("/admin/accounts/:id", ({ bearer, params, body }) => (authenticateAdmin(s, bearer), admin.patchAccount(params.id, body)));
+  app.post("/admin/accounts/:id/keys", ({ bearer, params, body, set }) => {
+    authenticateAdmin(s, bearer);
+    set.status = 201;
+    return admin.createKey(params.id, body);
+  });
+  app.get("/admin/accounts/:id/keys", ({ bearer, params }) => (authenticateAdmin(s, bearer), admin.listKeys(params.id)));
+  app.delete("/admin/keys/:id", ({ bearer, params }) => (authenticateAdmin(s, bearer), admin.revokeKey(params.id)));
+  app.post("/admin/accounts/:id/credits", ({ bearer, params, body }) => (authenticateAdmin(s, bearer), admin.adjustCredits(params.id, body)));
+  app.get("/admin/accounts/:id/ledger", ({ bearer, params }) => (authenticateAdmin(s, bearer), admin.ledger(params.id)));
+}

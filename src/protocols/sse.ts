@@ -1,0 +1,84 @@
+/**
+ * Server-sent events: an incremental parser for upstream streams and a framer for ours.
+ * Pure and allocation-light; the relay hot path runs through here for every chunk.
+ */
+
+export interface SseEvent {
+  event: string | null;
+  data: string;
+}
+
+/** Splits a byte stream into SSE events (handles \n, \r\n, multi-line data, comments). */
+export class SseParser {
+  private buffer = "";
+  private readonly decoder = new TextDecoder();
+  private dataLines: string[] = [];
+  private eventName: string | null = null;
+
+  push(chunk: Uint8Array | string): SseEvent[] {
+    this.buffer += typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true });
+    const events: SseEvent[] = [];
+    let start = 0;
+    for (;;) {
+      const nl = this.buffer.indexOf("\n", start);
+      if (nl < 0) break;
+      let line = this.buffer.slice(start, nl);
+      start = nl + 1;
+      if (line.endsWith("\r")) line = line.slice(0, -1);
+      this.line(line, events);
+    }
+    this.buffer = this.buffer.slice(start);
+    return events;
+  }
+
+  /** Flushes a final event that was not followed by a blank line. */
+  end(): SseEvent[] {
+    const events: SseEvent[] = [];
+    if (this.buffer) this.line(this.buffer, events);
+    this.buffer = "";
+    this.line("", events);
+    return events;
+  }
+
+  private line(line: string, out: SseEvent[]): void {
+    if (line === "") {
+      if (this.dataLines.length) out.push({ event: this.eventName, data: this.dataLines.join("\n") });
+      this.dataLines = [];
+      this.eventName = null;
+      return;
+    }
+    if (line.startsWith(":")) return;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") this.dataLines.push(value);
+    else if (field === "event") this.eventName = value;
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** `data: <json>\n\n` */
+export function sseData(payload: unknown): Uint8Array {
+  return encoder.encode(`data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`);
+}
+
+/** `event: <name>\ndata: <json>\n\n` — Anthropic's SDK dispatches on the event name. */
+export function sseEvent(name: string, payload: unknown): Uint8Array {
+  return encoder.encode(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
+}
+
+/** A comment line: keeps idle connections open without producing an event. */
+export function sseComment(text = "keep-alive"): Uint8Array {
+  return encoder.encode(`: ${text}\n\n`);
+}
+
+export const SSE_DONE = encoder.encode("data: [DONE]\n\n");
+
+export const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  connection: "keep-alive",
+  "x-accel-buffering": "no",
+};

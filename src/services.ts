@@ -1,0 +1,64 @@
+/**
+ * Everything a running server (or a CLI command) needs, built once from the config.
+ * Routes and commands receive this object instead of reaching for globals, so tests can
+ * build as many independent instances as they like.
+ */
+import type { Config } from "./config";
+import { openStore, type Store } from "./store/database";
+import { Accounts } from "./accounts/accounts";
+import { ApiKeys } from "./accounts/api-keys";
+import { Ledger } from "./billing/ledger";
+import { Catalog, type ModelEntry } from "./catalog/catalog";
+import { DefaultUpstreamRegistry, type RouteRegistry } from "./upstream/registry";
+import { Log } from "./log";
+
+/** A local (in-process) model engine, as far as liveness and routing need to know. */
+export interface LocalEngineRegistry {
+  isLoaded(modelId: string): boolean;
+}
+
+export interface Services {
+  config: Config;
+  db: Store;
+  holdsDb: Store;
+  accounts: Accounts;
+  keys: ApiKeys;
+  ledger: Ledger;
+  catalog: Catalog;
+  routes: RouteRegistry;
+  engines: LocalEngineRegistry;
+  log: Log;
+  isLive(entry: ModelEntry): boolean;
+  close(): void;
+}
+
+export interface ServiceOverrides {
+  routes?: RouteRegistry;
+  engines?: LocalEngineRegistry;
+}
+
+export function createServices(config: Config, overrides: ServiceOverrides = {}): Services {
+  const db = openStore(config.dataDir);
+  const holdsDb = openStore(config.dataDir, { synchronous: "NORMAL" });
+  const routes = overrides.routes ?? new DefaultUpstreamRegistry(config);
+  const engines = overrides.engines ?? { isLoaded: () => false };
+  const s: Services = {
+    config,
+    db,
+    holdsDb,
+    accounts: new Accounts(db),
+    keys: new ApiKeys(db),
+    ledger: new Ledger(db, holdsDb),
+    catalog: new Catalog(config.catalogPath),
+    routes,
+    engines,
+    log: new Log(config.logLevel),
+    isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
+    close() {
+      s.ledger.flush();
+      holdsDb.close();
+      db.close();
+    },
+  };
+  return s;
+}

@@ -1,0 +1,133 @@
+/**
+ * A fake OpenAI-compatible upstream for tests: a real HTTP server on loopback whose behaviour
+ * each test sets. It records every request body it receives, so tests can check what the
+ * gateway forwarded (model rewrites, usage requests, pass-through fields).
+ */
+import type { Server } from "bun";
+
+export interface Behaviour {
+  /** Words of the reply; each becomes one stream chunk. */
+  words?: string[];
+  promptTokens?: number;
+  /** Omit usage from responses and streams. */
+  omitUsage?: boolean;
+  /** Answer with this HTTP status and an error body. */
+  failStatus?: number;
+  /** Wait this long before sending response headers. */
+  delayMs?: number;
+  /** Wait this long between stream chunks. */
+  chunkDelayMs?: number;
+  /** Break the stream after this many chunks (an error event, then close). */
+  errorAfterChunks?: number;
+  /** Close the TCP connection abruptly after this many chunks. */
+  dropAfterChunks?: number;
+  /** Reply with tool calls instead of text. */
+  toolCall?: { name: string; arguments: string };
+  /** Extra top-level fields to include in responses (e.g. to check they are stripped). */
+  extra?: Record<string, unknown>;
+}
+
+export interface FakeUpstream {
+  url: string;
+  requests: Record<string, any>[];
+  /** Streams whose client went away before they finished. */
+  aborted: number;
+  behave(b: Behaviour): void;
+  stop(): void;
+}
+
+const enc = new TextEncoder();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function startFakeUpstream(initial: Behaviour = {}): FakeUpstream {
+  let behaviour: Behaviour = initial;
+  const state: FakeUpstream = {
+    url: "",
+    requests: [],
+    aborted: 0,
+    behave(b) {
+      behaviour = b;
+    },
+    stop() {
+      server.stop(true);
+    },
+  };
+
+  const server: Server<undefined> = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    idleTimeout: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      if (url.pathname === "/v1/models") return Response.json({ object: "list", data: [] });
+      if (url.pathname !== "/v1/chat/completions") return new Response("not found", { status: 404 });
+      const body = (await req.json()) as Record<string, any>;
+      state.requests.push(body);
+      const b = behaviour;
+      if (b.delayMs) await sleep(b.delayMs);
+      if (b.failStatus) {
+        return Response.json({ error: { message: `fake upstream internal detail at host fake-${b.failStatus}`, type: "server_error" } }, { status: b.failStatus });
+      }
+      const words = b.words ?? ["Hello", " from", " the", " fake", " upstream", "."];
+      const prompt = b.promptTokens ?? 11;
+      const usage = { prompt_tokens: prompt, completion_tokens: words.length, total_tokens: prompt + words.length };
+      const base = { id: "chatcmpl-upstream-secret", created: 1_700_000_000, model: body.model, system_fingerprint: "fp_upstream_secret", ...b.extra };
+      if (!body.stream) {
+        const message = b.toolCall
+          ? { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: b.toolCall }] }
+          : { role: "assistant", content: words.join("") };
+        return Response.json({
+          ...base,
+          object: "chat.completion",
+          choices: [{ index: 0, message, finish_reason: b.toolCall ? "tool_calls" : "stop", logprobs: null }],
+          ...(b.omitUsage ? {} : { usage }),
+        });
+      }
+      const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+        enc.encode(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices, ...extra })}\n\n`);
+      const stream = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          try {
+            controller.enqueue(chunk([{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }]));
+            if (b.toolCall) {
+              const args = b.toolCall.arguments;
+              const half = Math.ceil(args.length / 2);
+              controller.enqueue(chunk([{ index: 0, delta: { tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: b.toolCall.name, arguments: "" } }] }, finish_reason: null }]));
+              for (const part of [args.slice(0, half), args.slice(half)]) {
+                if (b.chunkDelayMs) await sleep(b.chunkDelayMs);
+                controller.enqueue(chunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: part } }] }, finish_reason: null }]));
+              }
+            } else {
+              for (let i = 0; i < words.length; i++) {
+                if (b.chunkDelayMs) await sleep(b.chunkDelayMs);
+                if (b.errorAfterChunks === i) {
+                  controller.enqueue(enc.encode(`data: ${JSON.stringify({ error: { message: "fake upstream exploded", type: "server_error" } })}\n\n`));
+                  controller.close();
+                  return;
+                }
+                if (b.dropAfterChunks === i) {
+                  controller.error(new Error("connection dropped"));
+                  return;
+                }
+                controller.enqueue(chunk([{ index: 0, delta: { content: words[i] }, finish_reason: null }]));
+              }
+            }
+            controller.enqueue(chunk([{ index: 0, delta: {}, finish_reason: b.toolCall ? "tool_calls" : "stop" }]));
+            if (!b.omitUsage && body.stream_options?.include_usage) controller.enqueue(chunk([], { usage }));
+            controller.enqueue(enc.encode("data: [DONE]\n\n"));
+            controller.close();
+          } catch {
+            // The gateway went away mid-stream.
+            state.aborted++;
+          }
+        },
+        cancel() {
+          state.aborted++;
+        },
+      });
+      return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+    },
+  });
+  state.url = `http://127.0.0.1:${server.port}/v1`;
+  return state;
+}
