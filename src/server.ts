@@ -6,6 +6,7 @@ import type { Config } from "./config";
 import { createServices, type ServiceOverrides, type Services } from "./services";
 import { createApp } from "./http/app";
 import { SERVICE_NAME, VERSION } from "./version";
+import { startLocalEngines } from "./engines/index";
 
 export interface RunningServer {
   url: string;
@@ -18,6 +19,7 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   const services = createServices(config, overrides);
   const released = services.ledger.releaseAbandoned();
   if (released > 0) services.log.warn("released holds of requests that never finished", { holds: released });
+  await startLocalEngines(services);
   const { app } = createApp(services);
   app.listen({
     port: config.port,
@@ -38,6 +40,7 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
       if (stopped) return;
       stopped = true;
       await app.stop(true);
+      await services.engines.closeAll();
       services.close();
     },
   };

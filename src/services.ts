@@ -11,11 +11,8 @@ import { Ledger } from "./billing/ledger";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
 import { DefaultUpstreamRegistry, type RouteRegistry } from "./upstream/registry";
 import { Log } from "./log";
-
-/** A local (in-process) model engine, as far as liveness and routing need to know. */
-export interface LocalEngineRegistry {
-  isLoaded(modelId: string): boolean;
-}
+import { EngineRegistry } from "./engines/registry";
+import { MetricsRegistry } from "./metrics/registry";
 
 export interface Services {
   config: Config;
@@ -26,7 +23,8 @@ export interface Services {
   ledger: Ledger;
   catalog: Catalog;
   routes: RouteRegistry;
-  engines: LocalEngineRegistry;
+  engines: EngineRegistry;
+  metrics: MetricsRegistry;
   log: Log;
   isLive(entry: ModelEntry): boolean;
   close(): void;
@@ -34,14 +32,14 @@ export interface Services {
 
 export interface ServiceOverrides {
   routes?: RouteRegistry;
-  engines?: LocalEngineRegistry;
+  engines?: EngineRegistry;
 }
 
 export function createServices(config: Config, overrides: ServiceOverrides = {}): Services {
   const db = openStore(config.dataDir);
   const holdsDb = openStore(config.dataDir, { synchronous: "NORMAL" });
   const routes = overrides.routes ?? new DefaultUpstreamRegistry(config);
-  const engines = overrides.engines ?? { isLoaded: () => false };
+  const engines = overrides.engines ?? new EngineRegistry();
   const s: Services = {
     config,
     db,
@@ -52,6 +50,7 @@ export function createServices(config: Config, overrides: ServiceOverrides = {})
     catalog: new Catalog(config.catalogPath),
     routes,
     engines,
+    metrics: new MetricsRegistry(),
     log: new Log(config.logLevel),
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     close() {

@@ -12,7 +12,12 @@ import { registerRootRoutes } from "./routes/root";
 import { registerModelRoutes } from "./routes/models";
 import { registerAdminRoutes } from "./routes/admin";
 import { registerChatRoutes } from "./routes/chat";
-import { registerLocalModelRoutes } from "./routes/local-models";
+import { registerSpeechRoutes } from "./routes/speech";
+import { registerEmbeddingsRoutes } from "./routes/embeddings";
+import { registerMessagesRoutes } from "./routes/messages";
+import { registerResponsesRoutes } from "./routes/responses";
+import { registerUsageRoutes } from "./routes/usage";
+import { registerMetricsRoutes } from "./routes/metrics";
 import { registerDocsRoutes } from "./routes/docs";
 
 export function baseApp() {
@@ -75,7 +80,12 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
   registerModelRoutes(app, s, docs);
   registerAdminRoutes(app, s, docs);
   registerChatRoutes(app, s, docs);
-  registerLocalModelRoutes(app, s, docs);
+  registerMessagesRoutes(app, s, docs);
+  registerResponsesRoutes(app, s, docs);
+  registerSpeechRoutes(app, s, docs);
+  registerEmbeddingsRoutes(app, s, docs);
+  registerUsageRoutes(app, s, docs);
+  registerMetricsRoutes(app, s, docs);
   return { app, docs };
 }
 
