@@ -25,6 +25,7 @@ Usage:
   switchyard credits deduct <account-id> <USD> [--reason TEXT]
   switchyard ledger <account-id>
   switchyard models pull [model-id ...]       download model files into SWITCHYARD_MODELS_DIR
+  switchyard doctor [--onnx FILE [--run]] [--image FILE]   self-check of ONNX Runtime and sharp (JSON)
   switchyard --help | --version
 
 Environment: PORT, HOST, SWITCHYARD_DATA_DIR, SWITCHYARD_ADMIN_TOKEN, SWITCHYARD_UPSTREAM_URL,
@@ -50,6 +51,8 @@ export async function runCli(argv: string[]): Promise<number> {
     process.stdout.write(VERSION + "\n");
     return 0;
   }
+  // Before loading configuration: the self-check must work even when the configuration is wrong.
+  if (positional[0] === "doctor") return (await import("./doctor")).runDoctor(flags);
   let config: Config;
   try {
     config = loadConfig();
@@ -105,6 +108,8 @@ function adminCommand(admin: Admin, command: string, sub: string | undefined, re
     if (!value) throw new ApiError(400, "missing_argument", `missing ${what}. Run 'switchyard --help'.`);
     return value;
   };
+  // `ledger <account-id>` has no subcommand word: its second word is the id.
+  if (command === "ledger") return admin.ledger(need(sub, "<account-id>"));
   switch (`${command} ${sub ?? ""}`.trim()) {
     case "accounts create":
       return admin.createAccount({ name: need(rest[0], "<name>"), ...(flags.credits !== undefined ? { credits: String(flags.credits) } : {}) });
@@ -133,8 +138,6 @@ function adminCommand(admin: Admin, command: string, sub: string | undefined, re
         reason: typeof flags.reason === "string" ? flags.reason : `cli credits ${sub}`,
       });
     }
-    case "ledger":
-      return admin.ledger(need(sub, "<account-id>"));
     default:
       return undefined;
   }

@@ -4,6 +4,7 @@
  */
 import { type TSchema, type Static } from "@sinclair/typebox";
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { ApiError, missingField } from "./errors";
 
 /** JSON pointer "/messages/0/role" → "messages[0].role". */
@@ -43,11 +44,27 @@ function describe(e: ValueError): string {
   }
 }
 
+/**
+ * Schemas compiled once to a checking function: every request is validated, and walking the
+ * error iterator for valid bodies was a measurable share of the gateway's time per request.
+ */
+const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
+
+function checker(schema: TSchema): TypeCheck<TSchema> {
+  let c = compiled.get(schema);
+  if (!c) {
+    c = TypeCompiler.Compile(schema);
+    compiled.set(schema, c);
+  }
+  return c;
+}
+
 /** Returns the body typed by the schema, or throws a 400 naming the first bad field. */
 export function validate<S extends TSchema>(schema: S, body: unknown, prefix = ""): Static<S> {
   if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) {
     throw new ApiError(400, "invalid_request_error", "The request body must be a JSON object.", null);
   }
+  if (checker(schema).Check(body)) return body as Static<S>;
   const first = Value.Errors(schema, body).First();
   if (!first) return body as Static<S>;
   const param = prefix + paramName(first.path);

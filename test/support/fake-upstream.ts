@@ -39,7 +39,13 @@ export interface FakeUpstream {
 const enc = new TextEncoder();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function startFakeUpstream(initial: Behaviour = {}): FakeUpstream {
+export interface FakeOptions {
+  /** Keep every request body in `requests` (default true; a benchmark turns it off). */
+  recordRequests?: boolean;
+}
+
+export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions = {}): FakeUpstream {
+  const record = options.recordRequests ?? true;
   let behaviour: Behaviour = initial;
   const state: FakeUpstream = {
     url: "",
@@ -62,7 +68,7 @@ export function startFakeUpstream(initial: Behaviour = {}): FakeUpstream {
       if (url.pathname === "/v1/models") return Response.json({ object: "list", data: [] });
       if (url.pathname !== "/v1/chat/completions") return new Response("not found", { status: 404 });
       const body = (await req.json()) as Record<string, any>;
-      state.requests.push(body);
+      if (record) state.requests.push(body);
       const b = behaviour;
       if (b.delayMs) await sleep(b.delayMs);
       if (b.failStatus) {

@@ -1,0 +1,191 @@
+/**
+ * The command line as a real subprocess against a temporary data directory: the same operations
+ * as the admin API, JSON out, and bad input or bad configuration as one line and a non-zero exit.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Database } from "bun:sqlite";
+import { startHarness } from "./support/harness";
+
+const ROOT = resolve(import.meta.dir, "..");
+const BUN = join(ROOT, "node_modules/.bin/bun");
+const dataDir = mkdtempSync(join(tmpdir(), "switchyard-cli-"));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+/** Every ledger entry and account row, read straight from the file: what a failed command must not change. */
+function snapshot(): string {
+  const db = new Database(join(dataDir, "switchyard.db"), { readonly: true });
+  try {
+    return JSON.stringify([db.query("SELECT * FROM ledger_entries ORDER BY id").all(), db.query("SELECT * FROM accounts ORDER BY id").all()]);
+  } finally {
+    db.close();
+  }
+}
+
+function childEnv(env: Record<string, string>) {
+  return { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_LOG_LEVEL: "silent", ...env };
+}
+
+async function cliAsync(args: string[], env: Record<string, string> = {}) {
+  const p = Bun.spawn([BUN, join(ROOT, "src/main.ts"), ...args], { cwd: tmpdir(), env: childEnv(env), stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, stdout, stderr };
+}
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  const p = Bun.spawnSync([BUN, join(ROOT, "src/main.ts"), ...args], {
+    cwd: tmpdir(), // runs from any directory
+    env: childEnv(env),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const stdout = p.stdout.toString();
+  let json: any = null;
+  try {
+    json = JSON.parse(stdout);
+  } catch {}
+  return { code: p.exitCode, stdout, stderr: p.stderr.toString(), json };
+}
+
+describe("administration commands", () => {
+  let accountId = "";
+  let keyId = "";
+  let key = "";
+
+  test("accounts create with credits prints the account with exact USD", () => {
+    const r = cli(["accounts", "create", "acme", "--credits", "12.5"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.json).toMatchObject({ name: "acme", balance: 12.5, reserved: 0, disabled: false });
+    accountId = r.json.id;
+    expect(accountId).toMatch(/^acct_/);
+  });
+
+  test("keys create prints the key once; keys list shows the prefix only", () => {
+    const r = cli(["keys", "create", accountId, "--name", "ci"]);
+    expect(r.code).toBe(0);
+    expect(r.json.key.startsWith(r.json.prefix)).toBe(true);
+    keyId = r.json.id;
+    key = r.json.key;
+    const list = cli(["keys", "list", accountId]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).not.toContain(key);
+    expect(list.json.data[0]).toMatchObject({ id: keyId, prefix: r.json.prefix, revoked: false });
+  });
+
+  test("credits add and deduct, then accounts show and the ledger agree", () => {
+    expect(cli(["credits", "add", accountId, "2.5", "--reason", "bonus"]).json.balance).toBe(15);
+    expect(cli(["credits", "deduct", accountId, "0.000123", "--reason", "fix"]).json.balance).toBe(14.999877);
+    const show = cli(["accounts", "show", accountId]);
+    expect(show.code).toBe(0);
+    expect(show.json.balance).toBe(14.999877);
+    const ledger = cli(["ledger", accountId]);
+    expect(ledger.json.data.map((e: any) => [e.amount, e.reason])).toEqual([
+      [-0.000123, "fix"],
+      [2.5, "bonus"],
+      [12.5, "initial credits"],
+    ]);
+  });
+
+  test("the server sees what the CLI wrote: the key works, then a revoke stops it", async () => {
+    const h = await startHarness({ SWITCHYARD_DATA_DIR: dataDir });
+    try {
+      const ask = () =>
+        fetch(h.base + "/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: "{}" });
+      expect((await ask()).status).toBe(400); // authenticated, then the empty body was judged
+      const revoked = cli(["keys", "revoke", keyId]);
+      expect(revoked.code).toBe(0);
+      expect(revoked.json).toMatchObject({ id: keyId, revoked: true });
+      expect((await ask()).status).toBe(401);
+    } finally {
+      await h.server.stop(); // keep dataDir: afterAll removes it
+    }
+  });
+
+  test("accounts update and list", () => {
+    const u = cli(["accounts", "update", accountId, "--disabled", "true", "--rate-limit-rpm", "60"]);
+    expect(u.code).toBe(0);
+    expect(u.json).toMatchObject({ disabled: true, rate_limit_rpm: 60 });
+    const list = cli(["accounts", "list"]);
+    expect(list.json.data.map((a: { id: string }) => a.id)).toContain(accountId);
+  });
+
+  test("--help lists the commands", () => {
+    const r = cli(["--help"]);
+    expect(r.code).toBe(0);
+    for (const c of ["accounts create", "keys create", "keys revoke", "credits add", "credits deduct", "accounts show"]) expect(r.stdout).toContain(c);
+  });
+});
+
+describe("bad input", () => {
+  const cases: [string[], string][] = [
+    [["credits", "add", "ACCOUNT", "0"], "amount"],
+    [["credits", "add", "ACCOUNT", "abc"], "amount"],
+    [["credits", "add", "ACCOUNT", "0.0000000001"], "amount"],
+    [["credits", "add", "ACCOUNT", "-5"], "USD"],
+    [["credits", "deduct", "ACCOUNT", "100000"], "amount"],
+    [["accounts", "update", "ACCOUNT", "--concurrency-limit", "0"], "concurrency_limit"],
+    [["accounts", "update", "ACCOUNT", "--rate-limit-rpm", "-3"], "rate_limit_rpm"],
+    [["accounts", "create", "x", "--credits", "-1"], "credits"],
+    [["accounts", "show", "acct_nope"], "acct_nope"],
+    [["keys", "create"], "<account-id>"],
+    [["frobnicate"], "unknown command"],
+  ];
+  let before = "";
+  let after = "";
+  let results: Awaited<ReturnType<typeof cliAsync>>[] = [];
+  beforeAll(async () => {
+    const id = cli(["accounts", "create", "bad-input", "--credits", "5"]).json.id as string;
+    before = snapshot();
+    // Subprocesses are slow to start; run the independent failures side by side.
+    results = await Promise.all(cases.map(([args]) => cliAsync(args.map((a) => (a === "ACCOUNT" ? id : a)))));
+    after = snapshot();
+  }, 30_000);
+
+  test.each(cases.map((c, i) => [c[0].join(" "), c[1], i] as const))("%s fails with one line naming %s", (_args, named, i) => {
+    const r = results[i]!;
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toContain(named);
+  });
+
+  test("none of them changed the database", () => {
+    expect(after).toBe(before);
+  });
+});
+
+describe("configuration errors", () => {
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: "abc" }, "PORT"],
+    [{ PORT: "70000" }, "PORT"],
+    [{ SWITCHYARD_UPSTREAM_URL: "not a url" }, "SWITCHYARD_UPSTREAM_URL"],
+    [{ SWITCHYARD_UPSTREAM_URL: "http://127.0.0.1:9/v1/chat/completions" }, "SWITCHYARD_UPSTREAM_URL"],
+    [{ SWITCHYARD_ADMIN_TOKEN: "short" }, "SWITCHYARD_ADMIN_TOKEN"],
+    [{ SWITCHYARD_RATE_LIMIT_RPM: "0" }, "SWITCHYARD_RATE_LIMIT_RPM"],
+    [{ SWITCHYARD_CONCURRENCY_LIMIT: "many" }, "SWITCHYARD_CONCURRENCY_LIMIT"],
+    [{ SWITCHYARD_ADMIN_TOKEN: "sekrit", SWITCHYARD_UPSTREAM_KEY: "upstream-secret-key", PORT: "abc" }, "SWITCHYARD_ADMIN_TOKEN"],
+  ];
+  let results: Awaited<ReturnType<typeof cliAsync>>[] = [];
+  beforeAll(async () => {
+    results = await Promise.all(cases.map(([env]) => cliAsync(["serve"], { HOST: "127.0.0.1", ...env })));
+  }, 30_000);
+
+  test.each(cases.map((c, i) => [JSON.stringify(c[0]), c[1], i] as const))("%s stops start-up with one line naming %s", (_env, variable, i) => {
+    const r = results[i]!;
+    expect(r.code).not.toBe(0);
+    const lines = r.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(variable);
+    expect(r.stdout).toBe("");
+  });
+
+  test("a secret in a bad configuration is never printed", () => {
+    for (const r of results) {
+      expect(r.stderr).not.toContain("sekrit");
+      expect(r.stderr).not.toContain("upstream-secret-key");
+    }
+  });
+});

@@ -1,0 +1,16 @@
+/**
+ * The fake upstream as its own process, for benchmarks: it must not share an event loop with the
+ * gateway or the load generator. Prints `{"url": ...}` as its first stdout line, then serves until
+ * killed. Behaviour comes from the FAKE_UPSTREAM_BEHAVIOUR environment variable (JSON).
+ */
+import { startFakeUpstream, type Behaviour } from "./fake-upstream";
+
+const behaviour = JSON.parse(process.env.FAKE_UPSTREAM_BEHAVIOUR ?? "{}") as Behaviour;
+const fake = startFakeUpstream(behaviour, { recordRequests: false });
+process.stdout.write(JSON.stringify({ url: fake.url }) + "\n");
+const stop = () => {
+  fake.stop();
+  process.exit(0);
+};
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);
