@@ -1,14 +1,22 @@
 /**
  * The one way to get ONNX Runtime. In development this is a plain import of onnxruntime-node;
- * in the compiled binary the native addon and libonnxruntime.so.1 are extracted and pre-loaded
- * first (see src/runtime/native.ts), because the addon cannot find the library inside the binary.
+ * in the compiled binary libonnxruntime.so.1 is first extracted and pre-loaded (see
+ * src/runtime/native.ts), because the embedded addon cannot find the library by itself.
  */
 import type * as Ort from "onnxruntime-node";
+import { prepareNative } from "../runtime/native";
 
 let ort: Promise<typeof Ort> | null = null;
 
 export function loadOrt(): Promise<typeof Ort> {
-  ort ??= import("onnxruntime-node");
+  ort ??= (async () => {
+    prepareNative("onnxruntime");
+    return await import("onnxruntime-node");
+  })().catch((e: unknown) => {
+    // Let a later call try again (e.g. after the operator fixed a read-only cache dir).
+    ort = null;
+    throw e;
+  });
   return ort;
 }
 export type OrtModule = typeof Ort;

@@ -1,0 +1,225 @@
+/**
+ * The one executable, end to end: build.ts compiles it into a temporary directory, and it runs
+ * from another directory with nothing of the repository around it. It must answer --version and
+ * --help, open an ONNX Runtime session on a tiny model and decode a PNG with sharp (`doctor`),
+ * which means it extracted and pre-loaded its embedded native libraries, and serve the API
+ * against a fake upstream: models list and one billed chat completion.
+ *
+ * Building takes a few seconds. Skip only deliberately: SWITCHYARD_SKIP_BINARY_TEST=1.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { Subprocess } from "bun";
+import pkg from "../package.json" with { type: "json" };
+import { parseTarget } from "../build";
+import { loadSharp } from "../src/images/sharp";
+import { buildOnnxModel } from "./support/onnx-builder";
+import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
+import { expectedChatCost } from "./support/expected-cost";
+
+const SKIP = process.env.SWITCHYARD_SKIP_BINARY_TEST === "1";
+if (SKIP) console.warn("test/binary.test.ts: compiled-binary tests SKIPPED because SWITCHYARD_SKIP_BINARY_TEST=1");
+
+const REPO = join(import.meta.dir, "..");
+const HOST_TARGET = process.arch === "arm64" ? "bun-linux-arm64" : "bun-linux-x64";
+const ADMIN_TOKEN = "binary-test-admin-token-0123456789";
+
+describe("build.ts target parsing", () => {
+  test.each([
+    [undefined, "bun-linux-x64", "x64"],
+    ["", "bun-linux-x64", "x64"],
+    ["x64", "bun-linux-x64", "x64"],
+    ["arm64", "bun-linux-arm64", "arm64"],
+    ["aarch64", "bun-linux-arm64", "arm64"],
+    ["linux-arm64", "bun-linux-arm64", "arm64"],
+    ["bun-linux-x64-baseline", "bun-linux-x64-baseline", "x64"],
+    ["BUN-LINUX-ARM64", "bun-linux-arm64", "arm64"],
+  ])("%p → %s", (raw, target, arch) => {
+    expect(parseTarget(raw)).toEqual({ target, arch: arch as "x64" | "arm64" });
+  });
+
+  test.each(["bun-darwin-arm64", "bun-windows-x64", "bun-linux-x64-musl", "riscv64", "linux"])("%p is refused with the supported list", (raw) => {
+    expect(() => parseTarget(raw)).toThrow(/bun-linux-arm64/);
+  });
+});
+
+describe.skipIf(SKIP)("compiled binary", () => {
+  let tmp: string;
+  let bin: string;
+  let cwd: string;
+  let env: Record<string, string>;
+
+  const run = (args: string[], extraEnv: Record<string, string> = {}) => {
+    const p = Bun.spawnSync([bin, ...args], { cwd, env: { ...env, ...extraEnv }, timeout: 30_000 });
+    return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
+  };
+
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), "switchyard-binary-"));
+    bin = join(tmp, "bin", "switchyard");
+    cwd = join(tmp, "elsewhere");
+    for (const d of ["elsewhere", "home", "cache", "tmp"]) mkdirSync(join(tmp, d), { recursive: true });
+    const build = Bun.spawn([process.execPath, "run", "build.ts", "--target", HOST_TARGET, "--outfile", bin], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+    const [code, out, err] = await Promise.all([build.exited, new Response(build.stdout).text(), new Response(build.stderr).text()]);
+    if (code !== 0) throw new Error(`build.ts failed (${code}):\n${out}\n${err}`);
+    // Nothing of the developer's environment: its own HOME, cache and temp dirs, no SWITCHYARD_*.
+    env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(tmp, "home"), XDG_CACHE_HOME: join(tmp, "cache"), TMPDIR: join(tmp, "tmp"), SWITCHYARD_LOG_LEVEL: "warn" };
+  }, 90_000);
+
+  afterAll(() => {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test("answers --version and --help from another directory", () => {
+    expect(statSync(bin).size).toBeGreaterThan(50 * 1024 * 1024);
+    const v = run(["--version"]);
+    expect(v.code).toBe(0);
+    expect(v.stdout.trim()).toBe(pkg.version);
+    const h = run(["--help"]);
+    expect(h.code).toBe(0);
+    expect(h.stdout).toContain("switchyard doctor");
+    expect(h.stdout).toContain("accounts create");
+  });
+
+  test("doctor opens an ONNX Runtime session and decodes a PNG through the embedded libraries", async () => {
+    const model = join(cwd, "add.onnx");
+    await Bun.write(
+      model,
+      buildOnnxModel({
+        inputs: [
+          { name: "a", type: "float32", dims: [2] },
+          { name: "b", type: "float32", dims: [2] },
+        ],
+        outputs: [{ name: "sum", type: "float32", dims: [2] }],
+        nodes: [{ op: "Add", inputs: ["a", "b"], outputs: ["sum"] }],
+      }),
+    );
+    const image = join(cwd, "red.png");
+    await loadSharp()({ create: { width: 7, height: 5, channels: 3, background: { r: 255, g: 0, b: 0 } } }).png().toFile(image);
+
+    // Relative paths: they resolve against the binary's working directory.
+    const r = run(["doctor", "--onnx", "add.onnx", "--run", "--image", "red.png"]);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report.native.compiled).toBe(true);
+    expect(report.native.target).toBe(HOST_TARGET);
+    expect(report.native.cacheDir).toBe(join(tmp, "cache", "switchyard", `${pkg.version}-${report.native.bundleId}`));
+    const libs = report.native.libraries.map((l: { group: string; name: string; preloaded: boolean }) => `${l.group}/${l.name}:${l.preloaded}`);
+    expect(libs).toContain("onnxruntime/libonnxruntime.so.1:true");
+    expect(libs.some((l: string) => /^sharp\/libvips-cpp\.so\.[\d.]+:true$/.test(l))).toBe(true);
+    for (const l of report.native.libraries) expect(existsSync(l.path)).toBe(true);
+
+    expect(report.onnxruntime).toMatchObject({ ok: true, version: "1.30.0" });
+    expect(report.onnxruntime.session).toMatchObject({ inputs: ["a", "b"], outputs: ["sum"], run: { sum: { type: "float32", dims: [2] } } });
+    expect(report.sharp).toMatchObject({ ok: true, image: { format: "png", width: 7, height: 5, channels: 3 } });
+
+    // A second start reuses the extracted libraries (same paths, no re-extraction needed).
+    const again = JSON.parse(run(["doctor"]).stdout);
+    expect(again.native.cacheDir).toBe(report.native.cacheDir);
+  });
+
+  test("two processes starting together on an empty cache both extract and load the libraries", async () => {
+    const fresh = { ...env, XDG_CACHE_HOME: join(tmp, "cache-race") };
+    const procs = [0, 1].map(() => Bun.spawn([bin, "doctor"], { cwd, env: fresh, stdout: "pipe", stderr: "pipe" }));
+    const results = await Promise.all(procs.map(async (p) => ({ code: await p.exited, out: await new Response(p.stdout).text() })));
+    for (const r of results) {
+      expect(r.code).toBe(0);
+      const report = JSON.parse(r.out);
+      expect(report.onnxruntime.ok && report.sharp.ok).toBe(true);
+      // Only whole files are left: no .partial copies from the process that lost the race.
+      for (const lib of report.native.libraries) {
+        expect(statSync(lib.path).size).toBeGreaterThan(1024 * 1024);
+        expect(readdirSync(dirname(lib.path)).filter((f) => f.endsWith(".partial"))).toEqual([]);
+      }
+    }
+  });
+
+  test("doctor reports a broken model as a failed check, not a crash", async () => {
+    await Bun.write(join(cwd, "broken.onnx"), "this is not a model");
+    const r = run(["doctor", "--onnx", "broken.onnx"]);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    expect(report.onnxruntime.ok).toBe(false);
+    expect(typeof report.onnxruntime.error).toBe("string");
+    expect(report.sharp.ok).toBe(true);
+    expect(run(["doctor", "--image"]).code).toBe(2);
+  });
+
+  describe("serving", () => {
+    let upstream: FakeUpstream;
+    let server: Subprocess;
+    let base: string;
+
+    beforeAll(async () => {
+      upstream = startFakeUpstream();
+      // PORT=0 would work, but the test must know the port: take a free one from the OS.
+      const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+      const port = probe.port;
+      probe.stop(true);
+      base = `http://127.0.0.1:${port}`;
+      server = Bun.spawn([bin], {
+        cwd,
+        env: { ...env, PORT: String(port), HOST: "127.0.0.1", SWITCHYARD_DATA_DIR: join(tmp, "data"), SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN, SWITCHYARD_UPSTREAM_URL: upstream.url },
+        stdout: "ignore",
+        stderr: "pipe",
+      });
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        if (server.exitCode !== null) throw new Error(`binary exited ${server.exitCode}: ${await new Response(server.stderr as ReadableStream).text()}`);
+        const ok = await fetch(`${base}/v1`).then((r) => r.ok, () => false);
+        if (ok) break;
+        if (Date.now() > deadline) throw new Error("binary did not start listening within 20 s");
+        await Bun.sleep(50);
+      }
+    }, 30_000);
+
+    afterAll(async () => {
+      server?.kill("SIGTERM");
+      await server?.exited;
+      upstream?.stop();
+    });
+
+    test("GET /v1/models lists the embedded catalog", async () => {
+      const res = await fetch(`${base}/v1/models`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { object: string; data: { id: string }[] };
+      expect(body.object).toBe("list");
+      const ids = body.data.map((m) => m.id);
+      expect(ids).toContain("kimi-k2-instruct");
+      expect(ids).toContain("kimi-k2-instruct-turbo");
+    });
+
+    test("a chat completion through the binary is answered and billed exactly", async () => {
+      const admin = (method: string, path: string, body?: unknown) =>
+        fetch(base + path, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const acct = (await (await admin("POST", "/admin/accounts", { name: "binary", credits: 1 })).json()) as { id: string };
+      const key = (await (await admin("POST", `/admin/accounts/${acct.id}/keys`, { name: "k" })).json()) as { key: string };
+
+      const res = await fetch(`${base}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "kimi-k2-instruct", messages: [{ role: "user", content: "hi" }] }),
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as any;
+      expect(body.model).toBe("kimi-k2-instruct");
+      expect(body.choices[0].message.content).toBe("Hello from the fake upstream.");
+      expect(body.usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 6 });
+
+      const after = (await (await admin("GET", `/admin/accounts/${acct.id}`)).json()) as { balance: number; reserved: number };
+      expect(Math.round(after.balance * 1e9)).toBe(1_000_000_000 - expectedChatCost("kimi-k2-instruct", 11, 6));
+      expect(after.reserved).toBe(0);
+    });
+
+    test("Elysia hooks see the matched route in the bundled code (metrics are labelled by endpoint)", async () => {
+      // Elysia decides what a hook receives by reading its source, which bundling and
+      // minification rewrite: the lifecycle hook must still see `route`.
+      await fetch(`${base}/v1/models`);
+      const text = await (await fetch(`${base}/metrics`)).text();
+      expect(text).toContain('endpoint="/v1/models"');
+      expect(text).not.toContain('endpoint="unmatched"');
+    });
+  });
+});
