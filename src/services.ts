@@ -9,10 +9,11 @@ import { Accounts } from "./accounts/accounts";
 import { ApiKeys } from "./accounts/api-keys";
 import { Ledger } from "./billing/ledger";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
-import { DefaultUpstreamRegistry, type RouteRegistry } from "./upstream/registry";
+import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
 import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
 import { MetricsRegistry } from "./metrics/registry";
+import { AccountLimiter } from "./limits/limiter";
 
 export interface Services {
   config: Config;
@@ -25,6 +26,8 @@ export interface Services {
   routes: RouteRegistry;
   engines: EngineRegistry;
   metrics: MetricsRegistry;
+  /** Per-account rate and concurrency limits (contract §8). */
+  limits: AccountLimiter;
   log: Log;
   isLive(entry: ModelEntry): boolean;
   close(): void;
@@ -38,7 +41,7 @@ export interface ServiceOverrides {
 export function createServices(config: Config, overrides: ServiceOverrides = {}): Services {
   const db = openStore(config.dataDir);
   const holdsDb = openStore(config.dataDir, { synchronous: "NORMAL" });
-  const routes = overrides.routes ?? new DefaultUpstreamRegistry(config);
+  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => s.log.error(msg));
   const engines = overrides.engines ?? new EngineRegistry();
   const s: Services = {
     config,
@@ -51,6 +54,7 @@ export function createServices(config: Config, overrides: ServiceOverrides = {})
     routes,
     engines,
     metrics: new MetricsRegistry(),
+    limits: new AccountLimiter(),
     log: new Log(config.logLevel),
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     close() {

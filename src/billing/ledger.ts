@@ -38,6 +38,19 @@ export interface Settlement {
   balanceAfter: number;
 }
 
+/** A charge just made durable, for metrics. */
+export interface SettledCharge {
+  requestId: string;
+  accountId: string;
+  endpoint: string;
+  model: string;
+  serviceTier: string;
+  charged: number;
+  inputTokens: number;
+  outputTokens: number;
+  characters: number;
+}
+
 export type ReserveOutcome = { ok: true } | { ok: false; available: number };
 
 interface HoldRow {
@@ -51,6 +64,7 @@ interface HoldRow {
 
 export class Ledger {
   private readonly commits: GroupCommit;
+  private readonly settledListeners: ((c: SettledCharge) => void)[] = [];
   private readonly q;
 
   /**
@@ -120,7 +134,9 @@ export class Ledger {
    */
   settle(c: ChargeRequest): Promise<Settlement> {
     if (!Number.isSafeInteger(c.amount) || c.amount < 0) throw new RangeError(`bad charge amount ${c.amount}`);
-    return this.commits.submit(() => {
+    let fresh: SettledCharge | null = null;
+    const durable = this.commits.submit((): Settlement => {
+      fresh = null;
       const existing = this.q.existingCharge.get(c.requestId);
       if (existing) return { requestId: c.requestId, charged: -existing.amount, balanceAfter: existing.balance_after };
       const hold = this.q.hold.get(c.requestId);
@@ -136,8 +152,34 @@ export class Ledger {
         c.inputTokens ?? 0, c.outputTokens ?? 0, c.characters ?? 0, charged < c.amount ? "capped at available balance" : null,
         nowSeconds(),
       );
+      fresh = {
+        requestId: c.requestId, accountId: hold.account_id, endpoint: hold.endpoint, model: hold.model, serviceTier: c.serviceTier,
+        charged, inputTokens: c.inputTokens ?? 0, outputTokens: c.outputTokens ?? 0, characters: c.characters ?? 0,
+      };
       return { requestId: c.requestId, charged, balanceAfter };
     });
+    // Listeners hear only of charges that are durable, once each (not of idempotent repeats).
+    return durable.then((settlement) => {
+      const charge = fresh as SettledCharge | null;
+      if (charge) for (const l of this.settledListeners) {
+        try {
+          l(charge);
+        } catch {
+          // A metrics listener must never turn a durable charge into a failed request.
+        }
+      }
+      return settlement;
+    });
+  }
+
+  /** Calls `listener` after each new charge is durable (metrics). */
+  onSettled(listener: (c: SettledCharge) => void): void {
+    this.settledListeners.push(listener);
+  }
+
+  /** Holds not yet posted or voided (requests in flight, or abandoned before a restart). */
+  pendingHolds(): number {
+    return (this.holdsDb.query("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'").get() as { n: number }).n;
   }
 
   /**

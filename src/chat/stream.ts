@@ -10,6 +10,8 @@ import { chatCost } from "../billing/prices";
 import { SseParser } from "../protocols/sse";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { countTextTokens } from "./tokens";
+import { timeEngine } from "../http/request-context";
+import { requestMetrics } from "../http/request-metrics";
 import { completionId, estimateInput, type ChatCall, type ChatResult } from "./pipeline";
 
 type ChatObject = Record<string, unknown>;
@@ -42,7 +44,7 @@ export class ChatStream implements AsyncIterable<ChatObject> {
       for (;;) {
         let read: { done: boolean; value?: Uint8Array };
         try {
-          read = await reader.read();
+          read = await timeEngine(this.call.requestId, reader.read());
         } catch {
           throw new StreamFailure("upstream connection broke");
         }
@@ -108,6 +110,7 @@ export class ChatStream implements AsyncIterable<ChatObject> {
 
   private fail(): void {
     this.finished = true;
+    requestMetrics(this.s).upstreamErrors.inc({ endpoint: this.call.endpoint, kind: "mid_stream" });
     this.upstream.abort();
     this.s.ledger.release(this.call.requestId);
     this.settlement = Promise.resolve(null);

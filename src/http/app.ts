@@ -8,6 +8,9 @@ import type { Services } from "../services";
 import { ApiError, dialectForPath, errorBody, internalError } from "./errors";
 import { newId } from "../accounts/ids";
 import { RouteDocs } from "./route-docs";
+import { readBodyCapped, tooLarge } from "./body";
+import { installRequestLifecycle } from "./request-lifecycle";
+import { releaseSlotOf } from "./request-context";
 import { registerRootRoutes } from "./routes/root";
 import { registerModelRoutes } from "./routes/models";
 import { registerAdminRoutes } from "./routes/admin";
@@ -44,14 +47,11 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       set.headers["x-request-id"] = newId("req", 16);
       const length = Number(request.headers.get("content-length") ?? 0);
       if (length > maxBody) {
-        throw new ApiError(413, "request_too_large", `The request body is ${length} bytes; the limit is ${maxBody} bytes.`);
+        throw tooLarge(maxBody, length);
       }
     })
     .onParse(async ({ request }) => {
-      const text = await request.text();
-      if (Buffer.byteLength(text) > maxBody) {
-        throw new ApiError(413, "request_too_large", `The request body is larger than the limit of ${maxBody} bytes.`);
-      }
+      const text = await readBodyCapped(request, maxBody);
       if (text.trim() === "") return null;
       try {
         return JSON.parse(text);
@@ -60,9 +60,12 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       }
     })
     .onError(({ code, error, request, set }) => {
+      releaseSlotOf(request);
       const path = pathOf(request.url);
       let err: ApiError;
       if (error instanceof ApiError) err = error;
+      // Elysia wraps whatever our parse hook throws (413, invalid JSON) in its ParseError.
+      else if (code === "PARSE" && (error as Error).cause instanceof ApiError) err = (error as Error).cause as ApiError;
       else if (code === "NOT_FOUND") err = notFoundFor(path, request.method, docs);
       else if (code === "PARSE") err = new ApiError(400, "invalid_json", "The request body is not valid JSON.");
       else {
@@ -75,6 +78,7 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       return errorBody(err, dialectForPath(path));
     });
 
+  installRequestLifecycle(app, s);
   registerRootRoutes(app, s, docs);
   registerDocsRoutes(app, s, docs);
   registerModelRoutes(app, s, docs);

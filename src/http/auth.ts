@@ -5,6 +5,7 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Services } from "../services";
 import { ApiError } from "./errors";
+import { admitRequest } from "./limits-hook";
 
 export interface Caller {
   accountId: string;
@@ -22,7 +23,20 @@ export function presentedKey(request: Request, bearer: string | undefined): stri
   return null;
 }
 
-export function authenticate(s: Services, request: Request, bearer: string | undefined): Caller {
+/**
+ * Authenticates the caller of a model endpoint AND admits the request against the account's
+ * rate and concurrency limits (429 when over), setting the x-ratelimit-* headers on `set`.
+ * The concurrency slot is released by the request lifecycle when the response (stream included)
+ * ends, on every path. Every model endpoint calls this once, first.
+ */
+export function authenticate(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller {
+  const caller = identify(s, request, bearer);
+  admitRequest(s, request, set, caller.accountId);
+  return caller;
+}
+
+/** Who is calling, without admitting against limits (endpoints that do no model work). */
+export function identify(s: Services, request: Request, bearer: string | undefined): Caller {
   const key = presentedKey(request, bearer);
   if (!key) {
     throw new ApiError(401, "missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");

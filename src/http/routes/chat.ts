@@ -20,7 +20,7 @@ export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void
   docs.add({ method: "POST", path: "/v1/chat/completions", summary: "Chat completion (OpenAI protocol), plain or streamed.", auth: "key", body: ChatCompletionRequest, public: true });
 
   app.post("/v1/chat/completions", async ({ body, bearer, request, set, server }) => {
-    const caller = authenticate(s, request, bearer);
+    const caller = authenticate(s, request, bearer, set);
     const req = parseChatRequest(body);
     const resolved = resolveModel(s, req.model, "chat", wantsPriority(req));
     const requestId = requestIdOf(set);

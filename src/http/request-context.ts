@@ -1,0 +1,73 @@
+/**
+ * What the gateway tracks about each request while it runs: when it started, how long it waited
+ * on upstreams or local engines (so gateway overhead = total − that), the caller's account and its
+ * concurrency slot. Keyed by request id so code far from the HTTP layer (pipelines, engines) can
+ * report engine time with only the id in hand.
+ */
+import type { Slot } from "../limits/limiter";
+
+export interface RequestContext {
+  requestId: string;
+  /** performance.now() at arrival. */
+  startedAt: number;
+  /** Milliseconds spent waiting on an upstream or an engine. */
+  engineMs: number;
+  accountId: string | null;
+  slot: Slot | null;
+  /** The response body is a stream; the request ends when the stream does. */
+  streamed: boolean;
+  finished: boolean;
+}
+
+const byRequest = new WeakMap<Request, RequestContext>();
+const byId = new Map<string, RequestContext>();
+
+export function beginRequest(request: Request, requestId: string): RequestContext {
+  const ctx: RequestContext = { requestId, startedAt: performance.now(), engineMs: 0, accountId: null, slot: null, streamed: false, finished: false };
+  byRequest.set(request, ctx);
+  byId.set(requestId, ctx);
+  return ctx;
+}
+
+export function contextOf(request: Request): RequestContext | undefined {
+  return byRequest.get(request);
+}
+
+/** Marks the request finished: its slot is released and it no longer accepts engine time. */
+export function endRequest(ctx: RequestContext): boolean {
+  if (ctx.finished) return false;
+  ctx.finished = true;
+  ctx.slot?.release();
+  byId.delete(ctx.requestId);
+  return true;
+}
+
+/**
+ * Gives the request's concurrency slot back as soon as its work is done and its response is
+ * complete in memory (plain bodies, errors) — before it is sent, so a client that fires its next
+ * request the moment it reads this one's reply is never refused for a slot still being freed.
+ */
+export function releaseSlotOf(request: Request): void {
+  contextOf(request)?.slot?.release();
+}
+
+/** Adds time spent waiting on an upstream or a local engine to the request's account. */
+export function addEngineTime(requestId: string, ms: number): void {
+  const ctx = byId.get(requestId);
+  if (ctx) ctx.engineMs += ms;
+}
+
+/** Awaits `work`, counting the wait as engine time of the request. */
+export async function timeEngine<T>(requestId: string, work: Promise<T>): Promise<T> {
+  const t0 = performance.now();
+  try {
+    return await work;
+  } finally {
+    addEngineTime(requestId, performance.now() - t0);
+  }
+}
+
+/** Requests started and not yet finished in this process (for tests of slot hygiene). */
+export function openRequestCount(): number {
+  return byId.size;
+}

@@ -1,0 +1,152 @@
+/**
+ * The hooks every request passes through, installed once on the app before the routes:
+ *   - a context per request (start time, engine time, concurrency slot);
+ *   - a Response body of an admitted request is wrapped so the request ends when the stream does — on close,
+ *     client cancel or error — and only then releases its slot and records latency;
+ *   - any other response gives its slot back once complete (after the handler, or in the app's
+ *     error hook via releaseSlotOf), and is logged and measured after it was sent.
+ * Then one structured log line and the request metrics. So no route has to remember to release.
+ */
+import type { App } from "./app";
+import type { Services } from "../services";
+import { beginRequest, contextOf, endRequest, type RequestContext } from "./request-context";
+import { requestMetrics } from "./request-metrics";
+
+interface HookContext {
+  request: Request;
+  set: { headers: Record<string, unknown>; status?: number | string };
+  route?: string;
+  body?: unknown;
+  responseValue?: unknown;
+}
+
+export function installRequestLifecycle(app: App, s: Services): void {
+  const metrics = requestMetrics(s);
+
+  const finish = (hc: HookContext, ctx: RequestContext, status: number, outcome: string) => {
+    if (!endRequest(ctx)) return;
+    const totalMs = performance.now() - ctx.startedAt;
+    const overheadMs = Math.max(0, totalMs - ctx.engineMs);
+    const endpoint = hc.route ?? "unmatched";
+    const model = modelLabel(s, hc.body);
+    metrics.requests.inc({ endpoint, model, status });
+    metrics.latency.observe(totalMs / 1000, { endpoint });
+    metrics.overhead.observe(overheadMs / 1000, { endpoint });
+    if (status === 502 || status === 504) metrics.upstreamErrors.inc({ endpoint, kind: status === 502 ? "upstream_error" : "upstream_timeout" });
+    const cost = hc.set.headers["x-request-cost"];
+    s.log.info("request", {
+      request_id: ctx.requestId,
+      method: hc.request.method,
+      endpoint,
+      status,
+      outcome,
+      duration_ms: round(totalMs),
+      engine_ms: round(ctx.engineMs),
+      overhead_ms: round(overheadMs),
+      ...(ctx.accountId ? { account_id: ctx.accountId } : {}),
+      ...(model !== "none" ? { model } : {}),
+      ...(typeof cost === "string" ? { cost_usd: cost } : {}),
+    });
+  };
+
+  app
+    .onRequest(({ request, set }) => {
+      beginRequest(request, String(set.headers["x-request-id"] ?? ""));
+    })
+    // Destructured on purpose: Elysia fills only the context fields a hook's source names.
+    .onAfterHandle({ as: "global" }, ({ request, set, route, body, responseValue }) => {
+      const c: HookContext = { request, set: set as HookContext["set"], route, body, responseValue };
+      const ctx = contextOf(c.request);
+      if (!ctx || ctx.streamed || ctx.finished) return;
+      const value = c.responseValue;
+      const statusOf = (fallback: number) => (typeof c.set.status === "number" ? c.set.status : fallback);
+      // Only an admitted request has a slot to hold until its body ends; others finish after send.
+      if (value instanceof Response && value.body && ctx.slot && !hasDeclaredLength(value)) {
+        ctx.streamed = true;
+        const body = onStreamEnd(value.body, (outcome) => finish(c, ctx, statusOf(value.status), outcome));
+        return new Response(body, { status: value.status, statusText: value.statusText, headers: value.headers });
+      }
+      if (isAsyncIterable(value)) {
+        ctx.streamed = true;
+        return wrapIterable(value, (outcome) => finish(c, ctx, statusOf(200), outcome)) as unknown as Response;
+      }
+      // A plain value is the whole response: the work is over.
+      ctx.slot?.release();
+    })
+    .onAfterResponse({ as: "global" }, ({ request, set, route, body }) => {
+      const c: HookContext = { request, set: set as HookContext["set"], route, body };
+      const ctx = contextOf(c.request);
+      if (!ctx || ctx.streamed) return;
+      finish(c, ctx, typeof c.set.status === "number" ? c.set.status : 200, "sent");
+    });
+}
+
+/**
+ * Bun cannot tell a streamed body from a buffered one, so any Response body of an admitted request
+ * is wrapped — unless the route declared its length, which means it is complete already.
+ */
+function hasDeclaredLength(r: Response): boolean {
+  return r.headers.get("content-length") !== null;
+}
+
+function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {
+  return typeof v === "object" && v !== null && typeof (v as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === "function" && !(v instanceof Response);
+}
+
+/**
+ * Passes the body through unchanged (pull-based, no extra buffering) and calls `done` exactly
+ * once when it completes, fails, or the client cancels.
+ */
+export function onStreamEnd(body: ReadableStream<Uint8Array>, done: (outcome: "completed" | "cancelled" | "failed") => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let ended = false;
+  const end = (o: "completed" | "cancelled" | "failed") => {
+    if (ended) return;
+    ended = true;
+    done(o);
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let r: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          r = await reader.read();
+        } catch (err) {
+          end("failed");
+          controller.error(err);
+          return;
+        }
+        if (r.done) {
+          end("completed");
+          controller.close();
+        } else controller.enqueue(r.value);
+      },
+      cancel(reason) {
+        end("cancelled");
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+async function* wrapIterable<T>(source: AsyncIterable<T>, done: (outcome: "completed" | "cancelled" | "failed") => void): AsyncGenerator<T> {
+  let outcome: "completed" | "cancelled" | "failed" = "cancelled";
+  try {
+    yield* source;
+    outcome = "completed";
+  } catch (err) {
+    outcome = "failed";
+    throw err;
+  } finally {
+    done(outcome);
+  }
+}
+
+function modelLabel(s: Services, body: unknown): string {
+  const id = (body as { model?: unknown } | null | undefined)?.model;
+  if (typeof id !== "string") return "none";
+  return s.catalog.resolve(id, false) ? id : "unknown";
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;

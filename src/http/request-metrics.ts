@@ -1,0 +1,45 @@
+/**
+ * The gateway's Prometheus metrics (GET /metrics), defined once per Services. Labels are bounded:
+ * endpoints are route patterns, models are catalog ids (unknown ids become "unknown"), never
+ * account ids or anything a client can make up.
+ */
+import type { Services } from "../services";
+import { LATENCY_BUCKETS, type Counter, type Histogram } from "../metrics/registry";
+
+export interface RequestMetrics {
+  requests: Counter;
+  latency: Histogram;
+  overhead: Histogram;
+  upstreamErrors: Counter;
+}
+
+const cache = new WeakMap<Services, RequestMetrics>();
+
+export function requestMetrics(s: Services): RequestMetrics {
+  const hit = cache.get(s);
+  if (hit) return hit;
+  const m = s.metrics;
+  const defined: RequestMetrics = {
+    requests: m.counter("switchyard_requests_total", "HTTP requests by endpoint, model and status."),
+    latency: m.histogram("switchyard_request_duration_seconds", "Time from arrival to the end of the response body (streams included).", LATENCY_BUCKETS),
+    overhead: m.histogram("switchyard_gateway_overhead_seconds", "Request time not spent waiting on an upstream or a local engine.", LATENCY_BUCKETS),
+    upstreamErrors: m.counter("switchyard_upstream_errors_total", "Requests that failed because of an upstream or engine, by endpoint and kind."),
+  };
+  const tokens = m.counter("switchyard_tokens_total", "Billed tokens by endpoint, model and direction.");
+  const characters = m.counter("switchyard_characters_total", "Billed speech characters (Unicode code points) by model.");
+  const credits = m.counter("switchyard_credits_charged_nano_usd_total", "Credits charged, in nano-USD (1e-9 USD), by endpoint and model.");
+  const charges = m.counter("switchyard_charges_total", "Durable charges by endpoint, model and service tier.");
+  m.gauge("switchyard_holds_open", "Credit holds not yet settled or released.", () => s.ledger.pendingHolds());
+  m.gauge("switchyard_requests_in_flight", "Admitted requests holding a concurrency slot.", () => s.limits.totalInFlight());
+  m.counter("switchyard_limit_rejections_total", "Requests refused by a per-account limit.");
+  s.ledger.onSettled((c) => {
+    const labels = { endpoint: c.endpoint, model: c.model };
+    if (c.inputTokens) tokens.inc({ ...labels, direction: "input" }, c.inputTokens);
+    if (c.outputTokens) tokens.inc({ ...labels, direction: "output" }, c.outputTokens);
+    if (c.characters) characters.inc(labels, c.characters);
+    credits.inc(labels, c.charged);
+    charges.inc({ ...labels, tier: c.serviceTier });
+  });
+  cache.set(s, defined);
+  return defined;
+}

@@ -1,0 +1,134 @@
+/**
+ * Per-account request limits (contract §8): one in-flight counter and one request-rate meter per
+ * account, shared by every model endpoint. In memory, because one process serves an account; the
+ * scale-out plan moves this state to Redis behind the same interface.
+ *
+ * Rate uses GCRA (a token bucket kept as one "theoretical arrival time"): `rpm` requests may come
+ * in a burst, then one more every 60/rpm seconds. O(1) memory per account, no timestamp logs.
+ * Concurrency is checked first, so a request refused for concurrency never consumes rate.
+ */
+
+export const WINDOW_MS = 60_000;
+
+export interface AccountLimits {
+  rateLimitRpm: number;
+  concurrencyLimit: number;
+}
+
+/** What the x-ratelimit-*-requests headers report. */
+export interface RateStatus {
+  limit: number;
+  remaining: number;
+  /** Milliseconds until the bucket is full again. */
+  resetMs: number;
+}
+
+export type Admission =
+  | { ok: true; rate: RateStatus; slot: Slot }
+  | { ok: false; reason: "rate" | "concurrency"; rate: RateStatus; retryAfterMs: number };
+
+/** An admitted request's in-flight slot; release is idempotent so every exit path may call it. */
+export interface Slot {
+  release(): void;
+  readonly released: boolean;
+}
+
+interface State {
+  /** Theoretical arrival time of the next request, in ms (GCRA). */
+  tat: number;
+  inFlight: number;
+}
+
+export class AccountLimiter {
+  private readonly states = new Map<string, State>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** Admits one request or says why not; on success the caller must release the slot. */
+  admit(accountId: string, limits: AccountLimits): Admission {
+    const now = this.now();
+    const state = this.state(accountId, now);
+    const interval = WINDOW_MS / limits.rateLimitRpm;
+    if (state.inFlight >= limits.concurrencyLimit) {
+      return { ok: false, reason: "concurrency", rate: rateStatus(state.tat, now, limits.rateLimitRpm), retryAfterMs: 1000 };
+    }
+    const nextTat = Math.max(state.tat, now) + interval;
+    // A small tolerance absorbs float error when 60000/rpm is not a whole number.
+    if (nextTat - now > WINDOW_MS + 1e-6) {
+      return { ok: false, reason: "rate", rate: rateStatus(state.tat, now, limits.rateLimitRpm), retryAfterMs: nextTat - now - WINDOW_MS };
+    }
+    state.tat = nextTat;
+    state.inFlight++;
+    return { ok: true, rate: rateStatus(state.tat, now, limits.rateLimitRpm), slot: this.slot(accountId, state) };
+  }
+
+  /** The rate status without consuming anything (for authenticated non-model endpoints). */
+  peek(accountId: string, limits: AccountLimits): RateStatus {
+    const now = this.now();
+    return rateStatus(this.states.get(accountId)?.tat ?? now, now, limits.rateLimitRpm);
+  }
+
+  inFlight(accountId: string): number {
+    return this.states.get(accountId)?.inFlight ?? 0;
+  }
+
+  /** Requests holding a slot, all accounts together (a metrics gauge). */
+  totalInFlight(): number {
+    let n = 0;
+    for (const s of this.states.values()) n += s.inFlight;
+    return n;
+  }
+
+  private state(accountId: string, now: number): State {
+    let s = this.states.get(accountId);
+    if (!s) this.states.set(accountId, (s = { tat: now, inFlight: 0 }));
+    return s;
+  }
+
+  private slot(accountId: string, state: State): Slot {
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        state.inFlight--;
+        // Forget idle accounts so the map stays as small as the set of active callers.
+        if (state.inFlight === 0 && state.tat <= this.now() && this.states.get(accountId) === state) this.states.delete(accountId);
+      },
+      get released() {
+        return released;
+      },
+    };
+  }
+}
+
+function rateStatus(tat: number, now: number, rpm: number): RateStatus {
+  const used = Math.max(0, tat - now);
+  const interval = WINDOW_MS / rpm;
+  return { limit: rpm, remaining: Math.max(0, Math.floor((WINDOW_MS - used) / interval + 1e-9)), resetMs: used };
+}
+
+/** A duration the way OpenAI writes x-ratelimit-reset-*: "0s", "120ms", "20s", "6m0s", "1m30.5s". */
+export function durationText(ms: number): string {
+  const whole = Math.ceil(ms);
+  if (whole <= 0) return "0s";
+  if (whole < 1000) return `${whole}ms`;
+  const minutes = Math.floor(whole / 60_000);
+  const seconds = (whole % 60_000) / 1000;
+  const secText = `${Number.isInteger(seconds) ? seconds : seconds.toFixed(3).replace(/0+$/, "")}s`;
+  return minutes > 0 ? `${minutes}m${secText}` : secText;
+}
+
+/** The headers every authenticated response carries. */
+export function rateHeaders(r: RateStatus): Record<string, string> {
+  return {
+    "x-ratelimit-limit-requests": String(r.limit),
+    "x-ratelimit-remaining-requests": String(r.remaining),
+    "x-ratelimit-reset-requests": durationText(r.resetMs),
+  };
+}
+
+/** Retry-After is whole seconds, at least 1. */
+export function retryAfterSeconds(ms: number): string {
+  return String(Math.max(1, Math.ceil(ms / 1000)));
+}

@@ -1,0 +1,136 @@
+/**
+ * Money under load, measured:
+ *   1. ledger settlements per second, group commit (many settlements per fsynced SQLite
+ *      transaction) against one transaction per settlement (GroupCommit maxBatch 1);
+ *   2. gateway overhead with limits and billing on: the gateway's own
+ *      switchyard_gateway_overhead_seconds histogram (request time minus time waiting on the
+ *      upstream), plus end-to-end latency against the same upstream hit directly.
+ * Run alone: ./node_modules/.bin/bun test/bench/ledger.bench.ts
+ *
+ *   BENCH_SETTLEMENTS (4000)  BENCH_INFLIGHT (64)  BENCH_REQUESTS (2000)  BENCH_CONCURRENCY (16)
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStore } from "../../src/store/database";
+import { Accounts } from "../../src/accounts/accounts";
+import { Ledger } from "../../src/billing/ledger";
+import { benchAccount, startGatewayProcess, startUpstreamProcess } from "./lib/processes";
+import { fmt, runLoad } from "./lib/load";
+
+const SETTLEMENTS = Number(process.env.BENCH_SETTLEMENTS ?? 4000);
+const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 64);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+
+/** Settles `n` held requests with `inflight` settlements outstanding at any time. */
+async function settlementsPerSecond(maxBatch: number, n: number, inflight: number) {
+  const dir = mkdtempSync(join(tmpdir(), "switchyard-ledger-bench-"));
+  const db = openStore(dir);
+  const holdsDb = openStore(dir, { synchronous: "NORMAL" });
+  try {
+    const ledger = new Ledger(db, holdsDb, maxBatch);
+    const acct = new Accounts(db).create("bench");
+    ledger.adjust(acct.id, 1_000_000_000_000, "bench credits");
+    for (let i = 0; i < n; i++) ledger.reserve({ requestId: `r${i}`, accountId: acct.id, amount: 1000, endpoint: "/v1/chat/completions", model: "m" });
+    let next = 0;
+    const worker = async () => {
+      while (next < n) {
+        const i = next++;
+        await ledger.settle({ requestId: `r${i}`, amount: 700, serviceTier: "default", inputTokens: 10, outputTokens: 5 });
+      }
+    };
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: inflight }, worker));
+    const seconds = (performance.now() - t0) / 1000;
+    const { batches, writes } = ledger.commitStats;
+    const row = db.query("SELECT balance, reserved FROM accounts WHERE id = ?").get(acct.id) as { balance: number; reserved: number };
+    if (writes !== n || row.reserved !== 0 || row.balance !== 1_000_000_000_000 - 700 * n) throw new Error("ledger bench: wrong totals");
+    return { perSecond: n / seconds, batches, avgBatch: writes / batches, seconds };
+  } finally {
+    holdsDb.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+console.log(`\n## ledger throughput (${new Date().toISOString()})`);
+console.log(`setup: SQLite WAL, synchronous=FULL for settlements, data dir under ${tmpdir()}; ${SETTLEMENTS} settlements, ${INFLIGHT} outstanding at a time; ${availableParallelism()} CPU(s).`);
+console.log("");
+console.log("| mode | settlements/s | transactions | settlements per transaction |");
+console.log("|---|---:|---:|---:|");
+const group = await settlementsPerSecond(512, SETTLEMENTS, INFLIGHT);
+const single = await settlementsPerSecond(1, SETTLEMENTS, INFLIGHT);
+console.log(`| group commit (maxBatch 512) | ${fmt(group.perSecond, 0)} | ${group.batches} | ${fmt(group.avgBatch, 1)} |`);
+console.log(`| one transaction per settlement (maxBatch 1) | ${fmt(single.perSecond, 0)} | ${single.batches} | ${fmt(single.avgBatch, 1)} |`);
+console.log(`group commit speed-up: ${fmt(group.perSecond / single.perSecond, 1)}x`);
+
+// Gateway overhead with limits and billing on: one account, limits enforced (set high enough
+// that none refuses), every request reserved, settled durably and metered.
+const upstream = await startUpstreamProcess({});
+const gateway = await startGatewayProcess({
+  SWITCHYARD_UPSTREAM_URL: upstream.url,
+  SWITCHYARD_RATE_LIMIT_RPM: "10000000",
+  SWITCHYARD_CONCURRENCY_LIMIT: String(CONCURRENCY),
+  SWITCHYARD_LOG_LEVEL: "warn",
+});
+try {
+  const acct = await benchAccount(gateway.url, "100000");
+  console.log(`\n## gateway overhead with limits and billing on`);
+  console.log(
+    `setup: fake upstream, gateway and load generator in separate processes; ${REQUESTS} requests per mode at concurrency ${CONCURRENCY} ` +
+      `(= the account's concurrency limit, so every request is admitted by the limiter); overhead = the gateway's request time minus its time waiting on the upstream.`,
+  );
+  console.log("");
+  console.log("| mode | direct p50 ms | via gateway p50 ms | via gateway p99 ms | gateway req/s | errors | mean overhead ms | overhead p50 ms (bucket) | overhead p99 ms (bucket) |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+  let previous = { sum: 0, count: 0, buckets: new Map<string, number>() };
+  for (const stream of [false, true]) {
+    const body = JSON.stringify({ model: "glm-4.6", messages: [{ role: "user", content: "Say hello." }], max_tokens: 64, stream });
+    const direct = { url: `${upstream.url}/chat/completions`, body, concurrency: CONCURRENCY };
+    const via = { url: `${gateway.url}/v1/chat/completions`, body, concurrency: CONCURRENCY, headers: { authorization: `Bearer ${acct.key}` } };
+    await runLoad({ ...direct, total: 200 });
+    await runLoad({ ...via, total: 200 });
+    previous = await overheadHistogram(gateway.url);
+    const d = await runLoad({ ...direct, total: REQUESTS });
+    const v = await runLoad({ ...via, total: REQUESTS });
+    const now = await overheadHistogram(gateway.url);
+    const count = now.count - previous.count;
+    const mean = ((now.sum - previous.sum) / count) * 1000;
+    const q = (p: number) => bucketQuantile(now.buckets, previous.buckets, count, p);
+    console.log(
+      `| ${stream ? "streamed" : "plain"} | ${fmt(d.p50, 2)} | ${fmt(v.p50, 2)} | ${fmt(v.p99, 2)} | ${fmt(v.rps, 0)} | ${v.errors} | ${fmt(mean, 3)} | ≤ ${q(0.5)} | ≤ ${q(0.99)} |`,
+    );
+    if (v.errors > 0) {
+      console.log(`  first gateway error: ${v.firstError}`);
+      process.exitCode = 1;
+    }
+  }
+} finally {
+  await gateway.stop();
+  await upstream.stop();
+}
+
+async function overheadHistogram(base: string) {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const series = 'endpoint="/v1/chat/completions"';
+  let sum = 0;
+  let count = 0;
+  const buckets = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("switchyard_gateway_overhead_seconds") || !line.includes(series)) continue;
+    const value = Number(line.slice(line.lastIndexOf(" ") + 1));
+    if (line.startsWith("switchyard_gateway_overhead_seconds_sum")) sum = value;
+    else if (line.startsWith("switchyard_gateway_overhead_seconds_count")) count = value;
+    else buckets.set(/le="([^"]+)"/.exec(line)![1]!, value);
+  }
+  return { sum, count, buckets };
+}
+
+/** The upper bound (ms) of the histogram bucket holding quantile p of the observations in between. */
+function bucketQuantile(now: Map<string, number>, before: Map<string, number>, count: number, p: number): string {
+  for (const [le, n] of now) {
+    if (n - (before.get(le) ?? 0) >= p * count) return le === "+Inf" ? "+Inf" : fmt(Number(le) * 1000, 1);
+  }
+  return "+Inf";
+}
