@@ -20,6 +20,10 @@ export interface Config {
   concurrencyLimit: number;
   /** Largest accepted request body in bytes (413 above). */
   maxBodyBytes: number;
+  /** Chat image inputs: largest decoded size in bytes, largest pixel count, longest edge after normalising. */
+  imageMaxBytes: number;
+  imageMaxPixels: number;
+  imageMaxEdge: number;
   /** Execution provider for local ONNX models. */
   onnxProvider: "cpu" | "cuda";
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
@@ -93,6 +97,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitRpm: int(env, "SWITCHYARD_RATE_LIMIT_RPM", 600, 1, 10_000_000),
     concurrencyLimit: int(env, "SWITCHYARD_CONCURRENCY_LIMIT", 32, 1, 1_000_000),
     maxBodyBytes: int(env, "SWITCHYARD_MAX_BODY_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    imageMaxBytes: int(env, "SWITCHYARD_IMAGE_MAX_BYTES", 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    imageMaxPixels: int(env, "SWITCHYARD_IMAGE_MAX_PIXELS", 50_000_000, 64, 1_000_000_000),
+    imageMaxEdge: int(env, "SWITCHYARD_IMAGE_MAX_EDGE", 2048, 16, 16_384),
     onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["cpu", "cuda"] as const, "cpu"),
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
   };

@@ -13,6 +13,8 @@ import { tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { countTextTokens, promptTokenCount } from "./tokens";
 import { ChatStream } from "./stream";
+import { timeEngine } from "../http/request-context";
+import { prepareChatImages } from "./images";
 
 export interface ChatCall {
   requestId: string;
@@ -64,13 +66,14 @@ export function estimateInput(req: ChatRequest): number {
 }
 
 export async function completeChat(s: Services, call: ChatCall): Promise<{ body: ChatObject; result: ChatResult }> {
+  await prepareChatImages(s, call);
   reserveChat(s, call);
   let settled = false;
   try {
-    const { response } = await dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId);
+    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId));
     let json: ChatObject;
     try {
-      json = (await response.json()) as ChatObject;
+      json = (await timeEngine(call.requestId, response.json())) as ChatObject;
     } catch {
       throw upstreamError();
     }
@@ -95,11 +98,12 @@ export async function completeChat(s: Services, call: ChatCall): Promise<{ body:
 
 /** Opens a relayed stream; resolves once an upstream accepted the request (errors before that throw). */
 export async function openChatStream(s: Services, call: ChatCall): Promise<ChatStream> {
+  await prepareChatImages(s, call);
   reserveChat(s, call);
   try {
     const upstream = new AbortController();
     const signal = AbortSignal.any([call.signal, upstream.signal]);
-    const { response } = await dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), signal, call.requestId);
+    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), signal, call.requestId));
     return new ChatStream(s, call, response, upstream);
   } catch (err) {
     s.ledger.release(call.requestId);

@@ -1,9 +1,12 @@
 /**
- * HTTP to an upstream OpenAI-compatible server, with connect / first-byte timeouts and
- * classification of failures, so the caller can decide whether trying the next route is safe.
- * Nothing here formats client-facing text: upstream names and error bodies stay internal.
+ * HTTP to an upstream OpenAI-compatible server with three deadlines: connect, first byte (the
+ * response headers *and* the first body chunk, so a stream that opens and then says nothing can
+ * still fail over), and idle (between body chunks, enforced by the returned body). Failures are
+ * classified so the caller can decide whether trying the next route is safe. Nothing here formats
+ * client-facing text: upstream names and error bodies stay internal.
  */
-import type { Route } from "./registry";
+import type { Upstream } from "./registry";
+import { idleGuardedBody, markReachable, probeConnect, recentlyReachable } from "./timeouts";
 
 export type FailureKind = "connect" | "timeout" | "status" | "aborted";
 
@@ -17,41 +20,91 @@ export class UpstreamFailure extends Error {
     super(`${kind}${status ? ` ${status}` : ""}: ${detail}`);
   }
 
-  /** Before the first byte, these may be retried on another route without any harm. */
+  /**
+   * Before the first byte, these may be retried on another route without any harm: the route
+   * could not serve (unreachable, slow, at capacity, broken, misconfigured key or model name).
+   * 400/413/422 say the request itself is wrong, so another route would refuse it too.
+   */
   get retryable(): boolean {
-    return this.kind === "connect" || this.kind === "timeout" || (this.kind === "status" && (this.status === 429 || (this.status ?? 0) >= 500));
+    if (this.kind === "connect" || this.kind === "timeout") return true;
+    if (this.kind !== "status" || this.status === null) return false;
+    return this.status >= 500 || [401, 403, 404, 408, 409, 425, 429].includes(this.status);
+  }
+
+  /** Says something about the route's health (the circuit breaker counts it). */
+  get routeFault(): boolean {
+    return this.kind !== "aborted" && this.retryable;
   }
 }
 
+export interface UpstreamCall {
+  /** Aborted when the client goes away (or the caller stops the stream). */
+  signal: AbortSignal;
+  /** Called when the body later stalls past the idle deadline or breaks (not by our abort). */
+  onMidStreamFailure?: () => void;
+}
+
 /**
- * POSTs a chat-completions body to the route. Resolves with the response once its status and
- * headers arrived and are 2xx; the body is then the caller's to read (and to abort via `signal`).
+ * POSTs a chat-completions body. Resolves once the status is 2xx and the first body chunk
+ * arrived; the returned Response's body is the caller's to read, guarded by the idle deadline.
  */
-export async function postChatCompletions(route: Route, body: unknown, signal: AbortSignal): Promise<Response> {
-  const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(), route.upstream.firstByteTimeoutMs);
+export async function postChatCompletions(upstream: Upstream, body: unknown, call: UpstreamCall): Promise<Response> {
+  const { signal } = call;
+  const attempt = new AbortController();
+  let why: "first_byte" | "connect" | null = null;
+  /** Headers arrived: a late probe result must not touch a request that is under way. */
+  let answered = false;
+  const stop = (reason: "first_byte" | "connect") => {
+    if (answered && reason === "connect") return;
+    why ??= reason;
+    attempt.abort();
+  };
+  const timer = setTimeout(() => stop("first_byte"), upstream.firstByteTimeoutMs);
+  const origin = new URL(upstream.baseUrl).origin;
+  if (!recentlyReachable(origin)) {
+    void probeConnect(origin, upstream.connectTimeoutMs).then((ok) => {
+      if (!ok) stop("connect");
+    });
+  }
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-  if (route.upstream.apiKey) headers.authorization = `Bearer ${route.upstream.apiKey}`;
-  let res: Response;
+  if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
+  const failed = (err: unknown): UpstreamFailure => {
+    if (signal.aborted) return new UpstreamFailure("aborted", null, "client went away");
+    if (why === "connect") return new UpstreamFailure("connect", null, `no connection within ${upstream.connectTimeoutMs} ms`);
+    if (why === "first_byte") return new UpstreamFailure("timeout", null, `no first byte within ${upstream.firstByteTimeoutMs} ms`);
+    return err instanceof UpstreamFailure ? err : new UpstreamFailure("connect", null, String((err as Error)?.message ?? err));
+  };
   try {
-    res = await fetch(`${route.upstream.baseUrl}/chat/completions`, {
+    const res = await fetch(`${upstream.baseUrl}/chat/completions`, {
       method: "POST",
       headers,
       body: JSON.stringify(body),
-      signal: AbortSignal.any([signal, timeout.signal]),
-      // Streams are relayed chunk by chunk; never let the runtime buffer or decompress-join them.
-      decompress: true,
+      signal: AbortSignal.any([signal, attempt.signal]),
+      // Our own first-byte and idle deadlines govern; Bun's socket idle timer (5 min) must not.
+      timeout: false,
     } as RequestInit);
+    answered = true;
+    if (!res.ok) {
+      const text = await res.text().catch(() => "");
+      throw new UpstreamFailure("status", res.status, text.slice(0, 500));
+    }
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    clearTimeout(timer);
+    markReachable(origin);
+    const guarded = idleGuardedBody(first.done ? null : first.value, reader, upstream.idleTimeoutMs, {
+      onIdle() {
+        attempt.abort();
+        call.onMidStreamFailure?.();
+      },
+      onBroken() {
+        if (!signal.aborted) call.onMidStreamFailure?.();
+      },
+    });
+    return new Response(guarded, { status: res.status, headers: res.headers });
   } catch (err) {
-    if (signal.aborted) throw new UpstreamFailure("aborted", null, "client went away");
-    if (timeout.signal.aborted) throw new UpstreamFailure("timeout", null, "no response headers in time");
-    throw new UpstreamFailure("connect", null, (err as Error).message);
+    throw failed(err);
   } finally {
     clearTimeout(timer);
   }
-  if (!res.ok) {
-    const text = await res.text().catch(() => "");
-    throw new UpstreamFailure("status", res.status, text.slice(0, 500));
-  }
-  return res;
 }

@@ -1,7 +1,10 @@
 /**
- * Sends one chat request to the first route that answers. Before the first byte, a connect
- * error, timeout, 429 or 5xx moves on to the next route; nothing has been billed or relayed yet,
- * so a retry is invisible to the client. Failures are mapped to the contract's error shapes.
+ * Sends one chat request to the first route that answers. Routes are tried in weighted random
+ * order, skipping those whose circuit breaker is open. Before the first byte, a connect error,
+ * timeout, 429 or 5xx moves on to the next route; nothing has been billed or relayed yet (the
+ * hold is per request id and settles once, after dispatch), so a retry is invisible to the client
+ * and never charges twice. Failures are mapped to the contract's error shapes; upstream names,
+ * hosts and error text go only to logs as route labels and kinds.
  */
 import type { Services } from "../services";
 import type { ServiceTier } from "../catalog/catalog";
@@ -17,6 +20,15 @@ export interface Dispatched {
   route: Route;
 }
 
+/** The body for one route: its model name, and the priority hint where the route needs one. */
+export function bodyForRoute(body: Record<string, unknown>, route: Route, hinted: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...body, model: route.model };
+  // `priority` jumps an engine's queue: only turbo (billed 1.5x) may set it, never the client.
+  delete out.priority;
+  if (hinted && route.upstream.priorityHint !== null) out.priority = route.upstream.priorityHint;
+  return out;
+}
+
 export async function dispatchChat(
   s: Services,
   publicId: string,
@@ -25,31 +37,53 @@ export async function dispatchChat(
   signal: AbortSignal,
   requestId: string,
 ): Promise<Dispatched> {
-  const routes = s.routes.routesFor(publicId, tier);
-  if (routes.length === 0) throw modelUnavailable(publicId);
+  const plan = s.routes.plan(publicId, tier);
+  if (plan.length === 0) throw modelUnavailable(publicId);
+  const attempts = s.metrics.counter("switchyard_upstream_attempts_total", "Chat requests sent to an upstream route, by route label (model#index) and outcome.");
   let last: UpstreamFailure | null = null;
-  for (const route of routes) {
+  for (const { route, hinted } of plan) {
+    if (!route.health.tryAcquire()) continue;
     try {
-      const response = await postChatCompletions(route, { ...body, model: route.model }, signal);
+      const response = await postChatCompletions(route.upstream, bodyForRoute(body, route, hinted), {
+        signal,
+        onMidStreamFailure: () => route.health.failure(),
+      });
+      route.health.success();
+      attempts.inc({ route: route.label, outcome: "ok" });
       return { response, route };
     } catch (err) {
-      if (!(err instanceof UpstreamFailure)) throw err;
-      if (err.kind === "aborted") throw new ClientGone();
+      if (!(err instanceof UpstreamFailure)) {
+        route.health.neutral();
+        throw err;
+      }
+      if (err.kind === "aborted") {
+        route.health.neutral();
+        throw new ClientGone();
+      }
+      attempts.inc({ route: route.label, outcome: err.kind === "status" ? `http_${err.status}` : err.kind });
+      if (err.routeFault) route.health.failure();
+      else route.health.success();
       last = err;
-      s.log.warn("upstream attempt failed", { request_id: requestId, upstream: route.upstream.name, kind: err.kind, status: err.status });
+      s.log.warn("upstream attempt failed", { request_id: requestId, route: route.label, kind: err.kind, status: err.status });
       if (!err.retryable) break;
     }
   }
-  throw mapFailure(last!);
+  if (last === null) throw modelUnavailable(publicId);
+  throw mapFailure(last);
 }
 
-function mapFailure(f: UpstreamFailure): ApiError {
+const CONTEXT_HINT = /context length|context window|maximum context|too many tokens|prompt is too long/i;
+
+/** The client-facing error for the last failure; the upstream's own words never pass. */
+export function mapFailure(f: UpstreamFailure): ApiError {
   if (f.kind === "timeout") return upstreamTimeout();
   if (f.kind === "status" && f.status === 429) {
     return new ApiError(503, "model_unavailable", "The model is at capacity right now. The request was not billed; please retry shortly.", "model", { "retry-after": "2" });
   }
-  if (f.kind === "status" && f.status !== null && f.status >= 400 && f.status < 500) {
-    // The backend refused the request itself; its words stay internal.
+  if (f.kind === "status" && (f.status === 400 || f.status === 413 || f.status === 422)) {
+    if (CONTEXT_HINT.test(f.detail)) {
+      return new ApiError(400, "context_length_exceeded", "The input is longer than this model's context window allows. Please reduce the length of the messages or max_tokens.", "messages");
+    }
     return new ApiError(400, "invalid_request_error", "The model backend rejected the request as invalid. Check the request's parameters.");
   }
   return upstreamError();

@@ -1,18 +1,21 @@
 /**
- * Where each public chat model can be served: named upstreams and per-model routes.
- * Built from SWITCHYARD_UPSTREAM_URL (one upstream serving every chat model under its public id)
- * and, later, SWITCHYARD_ROUTES. Nothing from here is ever shown to a client.
+ * Where each public chat model can be served: named upstreams and per-model routes, from
+ * SWITCHYARD_ROUTES (a file, re-read when it changes, or inline JSON) and SWITCHYARD_UPSTREAM_URL
+ * (the one-line default: every chat model the routes do not name goes there under its public
+ * id). Each route carries its circuit breaker, kept across reloads while the route is unchanged.
+ * Nothing from here is ever shown to a client.
  */
-import type { Config } from "../config";
+import { readFileSync, statSync } from "node:fs";
+import { ConfigError, type Config } from "../config";
+import { RouteHealth } from "./breaker";
+import { planRoutes } from "./select";
+import {
+  DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, isInlineRoutes, parseRoutes, RoutesConfigError,
+  type RoutesTable, type UpstreamSpec,
+} from "./routes-config";
 
-export interface Upstream {
-  name: string;
-  baseUrl: string;
-  apiKey: string | null;
-  connectTimeoutMs: number;
-  firstByteTimeoutMs: number;
-  idleTimeoutMs: number;
-}
+export { DEFAULT_TIMEOUTS };
+export type Upstream = UpstreamSpec;
 
 export interface Route {
   upstream: Upstream;
@@ -21,31 +24,150 @@ export interface Route {
   weight: number;
   /** Serves turbo (priority-tier) requests. */
   priority: boolean;
+  health: RouteHealth;
+  /** For logs: the public id and the route's position, never the upstream's name or host. */
+  label: string;
+}
+
+export interface PlannedRoute {
+  route: Route;
+  /** Send the upstream's priority hint (a turbo request on a standard route). */
+  hinted: boolean;
 }
 
 export interface RouteRegistry {
-  /** Candidate routes for a public chat model id, best first; empty when the model is not live. */
-  routesFor(publicId: string, tier: "default" | "priority"): Route[];
+  /** Candidate routes for a public chat model id in the order to try them; empty when none is usable. */
+  plan(publicId: string, tier: "default" | "priority"): PlannedRoute[];
+  /** At least one route is configured (the model is live), whatever its health. */
   hasRoute(publicId: string): boolean;
 }
 
-export const DEFAULT_TIMEOUTS = { connectTimeoutMs: 10_000, firstByteTimeoutMs: 120_000, idleTimeoutMs: 120_000 };
+/** How often the routes file's mtime is checked, at most. */
+const RELOAD_CHECK_MS = 200;
 
-/** The one-line default: every chat model goes to SWITCHYARD_UPSTREAM_URL under its public id. */
-export class DefaultUpstreamRegistry implements RouteRegistry {
-  private readonly upstream: Upstream | null;
+export class ConfiguredRouteRegistry implements RouteRegistry {
+  private table: RoutesTable | null = null;
+  private readonly defaultUpstream: Upstream | null;
+  private readonly policy = { ...DEFAULT_BREAKER };
+  private readonly health = new Map<string, RouteHealth>();
+  private readonly routeCache = new Map<string, Route[]>();
+  private fileStamp = "";
+  private lastCheck = 0;
 
-  constructor(config: Pick<Config, "upstreamUrl" | "upstreamKey">) {
-    this.upstream = config.upstreamUrl
-      ? { name: "default", baseUrl: config.upstreamUrl, apiKey: config.upstreamKey, ...DEFAULT_TIMEOUTS }
+  /** Throws RoutesConfigError when the routes are invalid (start-up turns it into ConfigError). */
+  constructor(
+    private readonly source: { upstreamUrl: string | null; upstreamKey: string | null; routes: string | null },
+    private readonly onReloadError: (message: string) => void = () => {},
+    private readonly env: Record<string, string | undefined> = process.env,
+  ) {
+    this.defaultUpstream = source.upstreamUrl
+      ? { name: "default", baseUrl: source.upstreamUrl, apiKey: source.upstreamKey, ...DEFAULT_TIMEOUTS, priorityHint: DEFAULT_PRIORITY_HINT }
       : null;
+    if (source.routes !== null) this.load();
   }
 
-  routesFor(publicId: string): Route[] {
-    return this.upstream ? [{ upstream: this.upstream, model: publicId, weight: 1, priority: false }] : [];
+  private get filePath(): string | null {
+    const r = this.source.routes;
+    return r !== null && !isInlineRoutes(r) ? r : null;
   }
 
-  hasRoute(): boolean {
-    return this.upstream !== null;
+  private load(): void {
+    const path = this.filePath;
+    let text: string;
+    if (path === null) text = this.source.routes!;
+    else {
+      try {
+        this.fileStamp = stampOf(path);
+        text = readFileSync(path, "utf8");
+      } catch {
+        throw new RoutesConfigError("cannot read the routes file");
+      }
+    }
+    this.apply(parseRoutes(text, this.env));
+  }
+
+  private apply(table: RoutesTable): void {
+    this.table = table;
+    this.policy.failures = table.breaker.failures;
+    this.policy.cooldownMs = table.breaker.cooldownMs;
+    this.routeCache.clear();
+  }
+
+  /** Re-reads the file when its stamp changed; a broken edit keeps the last good routes serving. */
+  private refresh(): void {
+    const path = this.filePath;
+    if (path === null) return;
+    const now = Date.now();
+    if (now - this.lastCheck < RELOAD_CHECK_MS) return;
+    this.lastCheck = now;
+    let stamp: string;
+    try {
+      stamp = stampOf(path);
+    } catch {
+      return; // A file being replaced may be briefly absent; keep serving.
+    }
+    if (stamp === this.fileStamp) return;
+    try {
+      this.load();
+    } catch (err) {
+      this.fileStamp = stamp;
+      this.onReloadError(`SWITCHYARD_ROUTES: reload failed, keeping the previous routes: ${(err as Error).message}`);
+    }
+  }
+
+  private routesOf(publicId: string): Route[] {
+    this.refresh();
+    const cached = this.routeCache.get(publicId);
+    if (cached) return cached;
+    const specs = this.table?.models.get(publicId);
+    let routes: Route[];
+    if (specs) {
+      routes = specs.map((spec, i) => this.route(publicId, i, this.table!.upstreams.get(spec.upstream)!, spec.model, spec.weight, spec.priority));
+    } else if (this.defaultUpstream) {
+      routes = [this.route(publicId, 0, this.defaultUpstream, publicId, 1, false)];
+    } else routes = [];
+    this.routeCache.set(publicId, routes);
+    return routes;
+  }
+
+  private route(publicId: string, index: number, upstream: Upstream, model: string, weight: number, priority: boolean): Route {
+    const key = JSON.stringify([publicId, upstream.name, upstream.baseUrl, model]);
+    let health = this.health.get(key);
+    if (!health) this.health.set(key, (health = new RouteHealth(this.policy)));
+    return { upstream, model, weight, priority, health, label: `${publicId}#${index}` };
+  }
+
+  plan(publicId: string, tier: "default" | "priority"): PlannedRoute[] {
+    const now = Date.now();
+    return planRoutes(this.routesOf(publicId), tier).filter((p) => p.route.health.available(now));
+  }
+
+  hasRoute(publicId: string): boolean {
+    return this.routesOf(publicId).length > 0;
+  }
+}
+
+function stampOf(path: string): string {
+  const st = statSync(path);
+  return `${st.mtimeMs}:${st.size}:${st.ino}`;
+}
+
+/** The registry start-up builds; an invalid SWITCHYARD_ROUTES stops start-up naming the variable. */
+export function createRouteRegistry(
+  config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes">,
+  onReloadError: (message: string) => void = () => {},
+): ConfiguredRouteRegistry {
+  try {
+    return new ConfiguredRouteRegistry(config, onReloadError);
+  } catch (err) {
+    if (err instanceof RoutesConfigError) throw new ConfigError("SWITCHYARD_ROUTES", err.message);
+    throw err;
+  }
+}
+
+/** Kept for callers of the foundation's name: the default upstream only. */
+export class DefaultUpstreamRegistry extends ConfiguredRouteRegistry {
+  constructor(config: Pick<Config, "upstreamUrl" | "upstreamKey">) {
+    super({ upstreamUrl: config.upstreamUrl, upstreamKey: config.upstreamKey, routes: null });
   }
 }

@@ -1,0 +1,54 @@
+import { describe, expect, test } from "bun:test";
+import { DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, parseRoutes, RoutesConfigError } from "./routes-config";
+
+const good = {
+  upstreams: {
+    a: { base_url: "http://10.0.0.1:8000/v1/", api_key: "sk-a", timeouts: { connect_ms: 1000, first_byte_ms: 2000, idle_ms: 3000 } },
+    b: { base_url: "https://b.example/v1", api_key_env: "B_KEY", priority_hint: null },
+  },
+  models: {
+    "glm-4.6": [{ upstream: "a", model: "zai-org/GLM-4.6", weight: 3 }, { upstream: "b", priority: true }],
+    "minimax-m2": [],
+  },
+  circuit_breaker: { failures: 2, cooldown_ms: 500 },
+};
+
+describe("parseRoutes", () => {
+  test("a full document: defaults filled in, key read from the environment, trailing slash dropped", () => {
+    const t = parseRoutes(JSON.stringify(good), { B_KEY: "sk-b" });
+    expect(t.upstreams.get("a")).toEqual({ name: "a", baseUrl: "http://10.0.0.1:8000/v1", apiKey: "sk-a", connectTimeoutMs: 1000, firstByteTimeoutMs: 2000, idleTimeoutMs: 3000, priorityHint: DEFAULT_PRIORITY_HINT });
+    expect(t.upstreams.get("b")).toMatchObject({ apiKey: "sk-b", priorityHint: null, firstByteTimeoutMs: DEFAULT_TIMEOUTS.firstByteTimeoutMs });
+    expect(t.models.get("glm-4.6")).toEqual([
+      { upstream: "a", model: "zai-org/GLM-4.6", weight: 3, priority: false },
+      { upstream: "b", model: "glm-4.6", weight: 1, priority: true },
+    ]);
+    expect(t.models.get("minimax-m2")).toEqual([]);
+    expect(t.breaker).toEqual({ failures: 2, cooldownMs: 500 });
+  });
+
+  const bad: [string, unknown, RegExp][] = [
+    ["not JSON", "{nope", /not valid JSON/],
+    ["missing models", { upstreams: {} }, /models/],
+    ["unknown field", { ...good, extra: 1 }, /./],
+    ["route to an unknown upstream", { upstreams: { a: good.upstreams.a }, models: { x: [{ upstream: "zz" }] } }, /\/models\/x\/0\/upstream: no upstream named "zz"/],
+    ["negative weight", { upstreams: { a: good.upstreams.a }, models: { x: [{ upstream: "a", weight: -1 }] } }, /weight/],
+    ["non-http base url", { upstreams: { a: { base_url: "ftp://x/v1" } }, models: {} }, /base_url/],
+    ["base url with /chat/completions", { upstreams: { a: { base_url: "http://x/v1/chat/completions" } }, models: {} }, /without \/chat\/completions/],
+    ["zero timeout", { upstreams: { a: { base_url: "http://x/v1", timeouts: { idle_ms: 0 } } }, models: {} }, /idle_ms/],
+    ["key variable not set", { upstreams: { a: { base_url: "http://x/v1", api_key_env: "NOPE_NOT_SET" } }, models: {} }, /NOPE_NOT_SET is not set/],
+  ];
+  test.each(bad)("%s → RoutesConfigError naming the place", (_name, doc, message) => {
+    const text = typeof doc === "string" ? doc : JSON.stringify(doc);
+    expect(() => parseRoutes(text, {})).toThrow(RoutesConfigError);
+    expect(() => parseRoutes(text, {})).toThrow(message);
+  });
+
+  test("errors never echo a key", () => {
+    try {
+      parseRoutes(JSON.stringify({ upstreams: { a: { base_url: "http://x/v1", api_key: "sk-very-secret", bogus: 1 } }, models: {} }), {});
+      throw new Error("should have thrown");
+    } catch (e) {
+      expect(String((e as Error).message)).not.toContain("sk-very-secret");
+    }
+  });
+});

@@ -1,0 +1,163 @@
+/**
+ * The SWITCHYARD_ROUTES document: named upstreams and per-model routes, checked with TypeBox.
+ * Pure: text in, a validated table out, or a RoutesConfigError whose message names the JSON path
+ * and the rule (never a key, never the file's contents).
+ *
+ * {
+ *   "upstreams": {
+ *     "vllm-a": { "base_url": "http://10.0.0.5:8000/v1", "api_key_env": "VLLM_A_KEY",
+ *                 "timeouts": { "connect_ms": 3000, "first_byte_ms": 60000, "idle_ms": 60000 },
+ *                 "priority_hint": -10 }
+ *   },
+ *   "models": {
+ *     "glm-4.6": [ { "upstream": "vllm-a", "model": "zai-org/GLM-4.6", "weight": 3 },
+ *                  { "upstream": "vllm-b", "model": "glm", "priority": true } ]
+ *   },
+ *   "circuit_breaker": { "failures": 5, "cooldown_ms": 30000 }
+ * }
+ *
+ * Defaults: model = the public id, weight 1 (0 = standby, tried only after weighted routes),
+ * priority false, timeouts 10 s / 120 s / 120 s, priority_hint -10. A model listed with [] is
+ * offline even when SWITCHYARD_UPSTREAM_URL is set; models not listed go to that default.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+
+const Ms = (max: number) => Type.Integer({ minimum: 1, maximum: max });
+
+const UpstreamSchema = Type.Object(
+  {
+    base_url: Type.String({ pattern: "^https?://[^\\s]+$" }),
+    api_key: Type.Optional(Type.String({ minLength: 1 })),
+    /** Name of an environment variable holding the key, so the file itself holds no secret. */
+    api_key_env: Type.Optional(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$" })),
+    timeouts: Type.Optional(
+      Type.Object(
+        { connect_ms: Type.Optional(Ms(600_000)), first_byte_ms: Type.Optional(Ms(3_600_000)), idle_ms: Type.Optional(Ms(3_600_000)) },
+        { additionalProperties: false },
+      ),
+    ),
+    /** vLLM-style `priority` sent with turbo requests on non-priority routes; null sends none. */
+    priority_hint: Type.Optional(Type.Union([Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+
+const RouteSchema = Type.Object(
+  {
+    upstream: Type.String({ minLength: 1 }),
+    /** The model name the upstream knows; defaults to the public id. */
+    model: Type.Optional(Type.String({ minLength: 1 })),
+    weight: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000 })),
+    priority: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const RoutesSchema = Type.Object(
+  {
+    upstreams: Type.Record(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$" }), UpstreamSchema),
+    models: Type.Record(Type.String({ minLength: 1 }), Type.Array(RouteSchema)),
+    circuit_breaker: Type.Optional(
+      Type.Object(
+        { failures: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })), cooldown_ms: Type.Optional(Ms(3_600_000)) },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type RoutesJson = Static<typeof RoutesSchema>;
+
+export class RoutesConfigError extends Error {}
+
+export const DEFAULT_TIMEOUTS = { connectTimeoutMs: 10_000, firstByteTimeoutMs: 120_000, idleTimeoutMs: 120_000 };
+/** vLLM's `priority`: lower is scheduled sooner, 0 is the default of every request. */
+export const DEFAULT_PRIORITY_HINT = -10;
+export const DEFAULT_BREAKER = { failures: 5, cooldownMs: 30_000 };
+
+export interface UpstreamSpec {
+  name: string;
+  baseUrl: string;
+  apiKey: string | null;
+  connectTimeoutMs: number;
+  firstByteTimeoutMs: number;
+  idleTimeoutMs: number;
+  priorityHint: number | null;
+}
+
+export interface RouteSpec {
+  upstream: string;
+  model: string;
+  weight: number;
+  priority: boolean;
+}
+
+export interface RoutesTable {
+  upstreams: Map<string, UpstreamSpec>;
+  models: Map<string, RouteSpec[]>;
+  breaker: { failures: number; cooldownMs: number };
+}
+
+/** Inline JSON starts with "{"; anything else is a file path. */
+export function isInlineRoutes(value: string): boolean {
+  return value.trimStart().startsWith("{");
+}
+
+export function parseRoutes(text: string, env: Record<string, string | undefined> = process.env): RoutesTable {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new RoutesConfigError("is not valid JSON");
+  }
+  if (!Value.Check(RoutesSchema, json)) {
+    const first = [...Value.Errors(RoutesSchema, json)][0];
+    throw new RoutesConfigError(`${first?.path || "/"}: ${first?.message ?? "is not a valid routes document"}`);
+  }
+  const upstreams = new Map<string, UpstreamSpec>();
+  for (const [name, u] of Object.entries(json.upstreams)) {
+    let apiKey = u.api_key ?? null;
+    if (u.api_key_env !== undefined) {
+      const v = env[u.api_key_env];
+      if (v === undefined || v === "") throw new RoutesConfigError(`/upstreams/${name}/api_key_env: environment variable ${u.api_key_env} is not set`);
+      apiKey = v;
+    }
+    let base: URL;
+    try {
+      base = new URL(u.base_url);
+    } catch {
+      throw new RoutesConfigError(`/upstreams/${name}/base_url: must be an http(s) URL ending at /v1`);
+    }
+    if (/\/chat\/completions\/?$/.test(base.pathname)) {
+      throw new RoutesConfigError(`/upstreams/${name}/base_url: must be the base address ending at /v1, without /chat/completions`);
+    }
+    upstreams.set(name, {
+      name,
+      baseUrl: u.base_url.replace(/\/+$/, ""),
+      apiKey,
+      connectTimeoutMs: u.timeouts?.connect_ms ?? DEFAULT_TIMEOUTS.connectTimeoutMs,
+      firstByteTimeoutMs: u.timeouts?.first_byte_ms ?? DEFAULT_TIMEOUTS.firstByteTimeoutMs,
+      idleTimeoutMs: u.timeouts?.idle_ms ?? DEFAULT_TIMEOUTS.idleTimeoutMs,
+      priorityHint: u.priority_hint === undefined ? DEFAULT_PRIORITY_HINT : u.priority_hint,
+    });
+  }
+  const models = new Map<string, RouteSpec[]>();
+  for (const [publicId, routes] of Object.entries(json.models)) {
+    const specs: RouteSpec[] = [];
+    routes.forEach((r, i) => {
+      if (!upstreams.has(r.upstream)) throw new RoutesConfigError(`/models/${publicId}/${i}/upstream: no upstream named "${r.upstream}" in /upstreams`);
+      specs.push({ upstream: r.upstream, model: r.model ?? publicId, weight: r.weight ?? 1, priority: r.priority ?? false });
+    });
+    models.set(publicId, specs);
+  }
+  return {
+    upstreams,
+    models,
+    breaker: {
+      failures: json.circuit_breaker?.failures ?? DEFAULT_BREAKER.failures,
+      cooldownMs: json.circuit_breaker?.cooldown_ms ?? DEFAULT_BREAKER.cooldownMs,
+    },
+  };
+}
