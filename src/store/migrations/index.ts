@@ -3,6 +3,7 @@
  * Each feature owns one file; this list fixes their order.
  */
 import { core } from "./001-core";
+import { responses } from "./003-responses";
 
 export interface Migration {
   version: number;
@@ -10,4 +11,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core];
+export const MIGRATIONS: Migration[] = [core, responses];

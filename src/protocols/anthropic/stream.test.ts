@@ -1,0 +1,103 @@
+import { describe, expect, test } from "bun:test";
+import type { ChatResult } from "../../chat/pipeline";
+import { AnthropicStreamTranslator, type AnthropicEvent } from "./stream";
+
+const result: ChatResult = { inputTokens: 30, outputTokens: 9, charged: 1_000, serviceTier: "default" };
+const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) => ({
+  id: "chatcmpl-x", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish, ...extra }],
+});
+
+function run(chunks: Record<string, unknown>[], stops: string[] = []): AnthropicEvent[] {
+  let n = 0;
+  const t = new AnthropicStreamTranslator({ id: "msg_1", model: "glm-4.6", inputTokens: 28, stopSequences: stops, toolId: () => `toolu_${++n}` });
+  return [...t.start(), ...chunks.flatMap((c) => t.push(c)), ...t.finish(result)];
+}
+
+/** Compact view: event name plus the interesting part of its payload. */
+function brief(events: AnthropicEvent[]): string[] {
+  return events.map(({ event, data }) => {
+    if (event === "content_block_start") return `start#${data.index}:${(data.content_block as { type: string }).type}`;
+    if (event === "content_block_delta") {
+      const d = data.delta as Record<string, string>;
+      return `delta#${data.index}:${d.type}:${d.text ?? d.thinking ?? d.partial_json}`;
+    }
+    if (event === "content_block_stop") return `stop#${data.index}`;
+    if (event === "message_delta") return `message_delta:${(data.delta as { stop_reason: string }).stop_reason}`;
+    return event;
+  });
+}
+
+const table: { name: string; chunks: Record<string, unknown>[]; stops?: string[]; expect: string[] }[] = [
+  {
+    name: "text only (the role chunk with empty content opens nothing)",
+    chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "Hel" }), chunk({ content: "lo" }), chunk({}, "stop")],
+    expect: ["message_start", "ping", "start#0:text", "delta#0:text_delta:Hel", "delta#0:text_delta:lo", "stop#0", "message_delta:end_turn", "message_stop"],
+  },
+  {
+    name: "reasoning, then text",
+    chunks: [chunk({ reasoning_content: "Think" }), chunk({ reasoning_content: "ing" }), chunk({ content: "Answer" }), chunk({}, "stop")],
+    expect: ["message_start", "ping", "start#0:thinking", "delta#0:thinking_delta:Think", "delta#0:thinking_delta:ing", "stop#0", "start#1:text", "delta#1:text_delta:Answer", "stop#1", "message_delta:end_turn", "message_stop"],
+  },
+  {
+    name: "text then two tool calls, arguments in pieces",
+    chunks: [
+      chunk({ content: "Checking" }),
+      chunk({ tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "get_weather", arguments: "" } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }),
+      chunk({ tool_calls: [{ index: 1, id: "call_b", type: "function", function: { name: "get_time", arguments: "{}" } }] }),
+      chunk({}, "tool_calls"),
+    ],
+    expect: [
+      "message_start", "ping", "start#0:text", "delta#0:text_delta:Checking", "stop#0",
+      "start#1:tool_use", 'delta#1:input_json_delta:{"city":', 'delta#1:input_json_delta:"Paris"}', "stop#1",
+      "start#2:tool_use", "delta#2:input_json_delta:{}", "stop#2", "message_delta:tool_use", "message_stop",
+    ],
+  },
+  {
+    name: "length",
+    chunks: [chunk({ content: "Cut" }), chunk({}, "length")],
+    expect: ["message_start", "ping", "start#0:text", "delta#0:text_delta:Cut", "stop#0", "message_delta:max_tokens", "message_stop"],
+  },
+  {
+    name: "a matched stop sequence (vLLM's stop_reason)",
+    chunks: [chunk({ content: "1, 2, 3" }), chunk({}, "stop", { stop_reason: "4" })],
+    stops: ["4"],
+    expect: ["message_start", "ping", "start#0:text", "delta#0:text_delta:1, 2, 3", "stop#0", "message_delta:stop_sequence", "message_stop"],
+  },
+  {
+    name: "no content at all",
+    chunks: [chunk({ role: "assistant", content: "" }), chunk({}, "stop")],
+    expect: ["message_start", "ping", "message_delta:end_turn", "message_stop"],
+  },
+];
+
+describe("chat chunks → Anthropic stream events", () => {
+  for (const c of table) {
+    test(c.name, () => {
+      const events = run(c.chunks, c.stops);
+      expect(brief(events)).toEqual(c.expect);
+      for (const e of events) expect(e.data.type).toBe(e.event);
+    });
+  }
+});
+
+test("message_start announces the estimate; message_delta carries final usage, cost and stop sequence", () => {
+  const events = run([chunk({ content: "x" }), chunk({}, "stop", { stop_reason: "END" })], ["END"]);
+  expect(events[0]!.data.message).toMatchObject({ id: "msg_1", type: "message", role: "assistant", model: "glm-4.6", content: [], stop_reason: null, usage: { input_tokens: 28 } });
+  const delta = events.find((e) => e.event === "message_delta")!.data;
+  expect(delta).toEqual({
+    type: "message_delta",
+    delta: { stop_reason: "stop_sequence", stop_sequence: "END" },
+    usage: { input_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 9, service_tier: "standard", cost: 0.000001 },
+  });
+});
+
+test("tool_use block start carries our id, the name and an empty input", () => {
+  const events = run([chunk({ tool_calls: [{ index: 0, id: "call_upstream", type: "function", function: { name: "f", arguments: "" } }] }), chunk({}, "tool_calls")]);
+  expect(events[2]!.data).toEqual({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "f", input: {} } });
+});
+
+test("the error event has Anthropic's shape", () => {
+  expect(AnthropicStreamTranslator.error("boom")).toEqual({ event: "error", data: { type: "error", error: { type: "api_error", message: "boom" } } });
+});

@@ -1,0 +1,80 @@
+/**
+ * An OpenAI-compatible upstream that replays exactly what a test scripts: one chat message
+ * (with reasoning, tool calls, a finish reason, a matched stop string) for plain requests, and
+ * the same message split into chunks for streams. For shapes the shared fake upstream does not
+ * produce (reasoning_content, finish_reason "length", vLLM's `stop_reason`).
+ */
+import type { Server } from "bun";
+
+export interface Script {
+  reasoning?: string;
+  content?: string;
+  toolCalls?: { name: string; arguments: string }[];
+  finishReason?: string;
+  /** vLLM names the stop string that ended generation. */
+  stopReason?: string | null;
+  promptTokens?: number;
+  completionTokens?: number;
+}
+
+export interface ScriptedUpstream {
+  url: string;
+  requests: Record<string, any>[];
+  script(s: Script): void;
+  stop(): void;
+}
+
+const enc = new TextEncoder();
+
+/** Splits a string in pieces of `n` characters, so streams carry several deltas. */
+const pieces = (s: string, n = 4) => (s.match(new RegExp(`[\\s\\S]{1,${n}}`, "g")) ?? []);
+
+export function startScriptedUpstream(): ScriptedUpstream {
+  let script: Script = { content: "ok" };
+  const state: ScriptedUpstream = {
+    url: "",
+    requests: [],
+    script(s) {
+      script = s;
+    },
+    stop() {
+      server.stop(true);
+    },
+  };
+  const server: Server<undefined> = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      if (new URL(req.url).pathname !== "/v1/chat/completions") return new Response("not found", { status: 404 });
+      const body = (await req.json()) as Record<string, any>;
+      state.requests.push(body);
+      const s = script;
+      const usage = { prompt_tokens: s.promptTokens ?? 20, completion_tokens: s.completionTokens ?? 7, total_tokens: (s.promptTokens ?? 20) + (s.completionTokens ?? 7) };
+      const finish = s.finishReason ?? (s.toolCalls?.length ? "tool_calls" : "stop");
+      const base = { id: "chatcmpl-scripted", created: 1_700_000_000, model: body.model };
+      const calls = (s.toolCalls ?? []).map((c, i) => ({ index: i, id: `call_${i}`, type: "function", function: c }));
+      if (!body.stream) {
+        const message: Record<string, unknown> = { role: "assistant", content: s.content ?? null };
+        if (s.reasoning) message.reasoning_content = s.reasoning;
+        if (calls.length) message.tool_calls = calls.map(({ index: _i, ...c }) => c);
+        return Response.json({ ...base, object: "chat.completion", choices: [{ index: 0, message, finish_reason: finish, stop_reason: s.stopReason ?? null }], usage });
+      }
+      const frames: unknown[] = [];
+      const chunk = (delta: unknown, finish_reason: string | null = null, extra: Record<string, unknown> = {}) =>
+        frames.push({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason, ...extra }] });
+      chunk({ role: "assistant", content: "" });
+      for (const p of pieces(s.reasoning ?? "")) chunk({ reasoning_content: p });
+      for (const p of pieces(s.content ?? "")) chunk({ content: p });
+      for (const c of calls) {
+        chunk({ tool_calls: [{ index: c.index, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }] });
+        for (const p of pieces(c.function.arguments, 5)) chunk({ tool_calls: [{ index: c.index, function: { arguments: p } }] });
+      }
+      chunk({}, finish, { stop_reason: s.stopReason ?? null });
+      frames.push({ ...base, object: "chat.completion.chunk", choices: [], usage });
+      const text = frames.map((f) => `data: ${JSON.stringify(f)}\n\n`).join("") + "data: [DONE]\n\n";
+      return new Response(enc.encode(text), { headers: { "content-type": "text/event-stream" } });
+    },
+  });
+  state.url = `http://127.0.0.1:${server.port}/v1`;
+  return state;
+}
