@@ -9,22 +9,17 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, identify } from "../auth";
-import { ApiError } from "../errors";
 import { resolveModel } from "../../catalog/resolve";
-import { completeChat, estimateInput, openChatStream, type ChatCall } from "../../chat/pipeline";
-import { StreamFailure } from "../../chat/stream";
+import { estimateInput, type ChatCall } from "../../chat/pipeline";
 import { promptTokenCount } from "../../chat/tokens";
-import { producerStream } from "../streaming";
-import { SSE_HEADERS, sseEvent } from "../../protocols/sse";
-import { formatUsd } from "../../billing/money";
-import { ClientGone } from "../../upstream/dispatch";
+import { sseEvent } from "../../protocols/sse";
+import { completeForRoute, MID_STREAM_FAILURE, streamForRoute } from "../chat-relay";
 import { newId } from "../../accounts/ids";
 import {
   CountTokensRequest, MessagesRequest, countExtras, parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest, wantsPriorityTier,
 } from "../../protocols/anthropic/request";
 import { toAnthropicMessage } from "../../protocols/anthropic/response";
 import { AnthropicStreamTranslator, type AnthropicEvent } from "../../protocols/anthropic/stream";
-import { STREAM_HEARTBEAT_MS } from "./chat";
 
 const toolId = () => newId("toolu", 12);
 
@@ -53,42 +48,17 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     const stopSequences = req.stop_sequences ?? [];
 
     if (req.stream !== true) {
-      try {
-        const { body: chat, result } = await completeChat(s, call);
-        set.headers["x-request-cost"] = formatUsd(result.charged);
-        return toAnthropicMessage(chat, { id, model: resolved.requestedId, result, stopSequences, toolId });
-      } catch (err) {
-        if (err instanceof ClientGone) throw new ApiError(499, "client_closed_request", "The client closed the request.");
-        throw err;
-      }
+      return completeForRoute(s, call, set, (chat, result) =>
+        toAnthropicMessage(chat, { id, model: resolved.requestedId, result, stopSequences, toolId }));
     }
 
-    const stream = await openChatStream(s, call);
-    server?.timeout(request, 0);
     const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: estimateInput(chatRequest), stopSequences, toolId });
-    const body$ = producerStream({
-      heartbeatMs: STREAM_HEARTBEAT_MS,
-      onCancel: () => void stream.cancel(),
-      produce: async (w) => {
-        const send = (events: AnthropicEvent[]) => {
-          for (const e of events) w.write(sseEvent(e.event, e.data));
-        };
-        send(translator.start());
-        try {
-          for await (const chunk of stream) {
-            if (w.closed) break;
-            send(translator.push(chunk));
-          }
-        } catch (err) {
-          if (err instanceof StreamFailure && !w.closed) {
-            send([AnthropicStreamTranslator.error("The model backend failed mid-stream. This request was not billed.")]);
-          }
-          return;
-        }
-        if (w.closed) return;
-        send(translator.finish(await stream.complete()));
-      },
+    const frames = (events: AnthropicEvent[]) => events.map((e) => sseEvent(e.event, e.data));
+    return streamForRoute(s, call, { request, server, set }, {
+      start: () => frames(translator.start()),
+      push: (chunk) => frames(translator.push(chunk)),
+      failed: () => frames([AnthropicStreamTranslator.error(MID_STREAM_FAILURE)]),
+      finish: (result) => frames(translator.finish(result)),
     });
-    return new Response(body$, { headers: { ...SSE_HEADERS, ...(set.headers as Record<string, string>) } });
   });
 }

@@ -12,18 +12,14 @@ import { authenticate, identify } from "../auth";
 import { ApiError, invalidField } from "../errors";
 import { resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
-import { completeChat, openChatStream, type ChatCall } from "../../chat/pipeline";
-import { StreamFailure } from "../../chat/stream";
-import { producerStream } from "../streaming";
-import { SSE_DONE, SSE_HEADERS, sseEvent } from "../../protocols/sse";
-import { formatUsd } from "../../billing/money";
-import { ClientGone } from "../../upstream/dispatch";
+import { type ChatCall } from "../../chat/pipeline";
+import { SSE_DONE, sseEvent } from "../../protocols/sse";
+import { completeForRoute, MID_STREAM_FAILURE, streamForRoute } from "../chat-relay";
 import { newId } from "../../accounts/ids";
 import { ResponseStore } from "../../store/responses";
 import { ResponsesRequest, normalizeInput, parseResponsesRequest, toChatRequest, wantsPriorityTier } from "../../protocols/responses/request";
 import { toResponseObject, type ResponseShell } from "../../protocols/responses/response";
 import { ResponsesStreamTranslator, type ResponsesEvent } from "../../protocols/responses/stream";
-import { STREAM_HEARTBEAT_MS } from "./chat";
 
 type Json = Record<string, unknown>;
 
@@ -66,52 +62,27 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     };
 
     if (req.stream !== true) {
-      try {
-        const { body: chat, result } = await completeChat(s, call);
+      return completeForRoute(s, call, set, (chat, result) => {
         const response = toResponseObject(shell, chat, result, itemId);
         keep(response);
-        set.headers["x-request-cost"] = formatUsd(result.charged);
         return response;
-      } catch (err) {
-        if (err instanceof ClientGone) throw new ApiError(499, "client_closed_request", "The client closed the request.");
-        throw err;
-      }
+      });
     }
 
-    const stream = await openChatStream(s, call);
-    server?.timeout(request, 0);
     const translator = new ResponsesStreamTranslator(shell, itemId);
-    const body$ = producerStream({
-      heartbeatMs: STREAM_HEARTBEAT_MS,
-      onCancel: () => void stream.cancel(),
-      produce: async (w) => {
-        const send = (events: ResponsesEvent[]) => {
-          for (const e of events) w.write(sseEvent(e.event, e.data));
-        };
-        send(translator.start());
-        try {
-          for await (const chunk of stream) {
-            if (w.closed) break;
-            send(translator.push(chunk));
-          }
-        } catch (err) {
-          if (err instanceof StreamFailure && !w.closed) {
-            send(translator.fail("The model backend failed mid-stream. This request was not billed."));
-            w.write(SSE_DONE);
-          }
-          return;
-        }
-        if (w.closed) return;
-        const result = await stream.complete();
-        if (!result) return;
+    const frames = (events: ResponsesEvent[]) => events.map((e) => sseEvent(e.event, e.data));
+    return streamForRoute(s, call, { request, server, set }, {
+      start: () => frames(translator.start()),
+      push: (chunk) => frames(translator.push(chunk)),
+      failed: () => [...frames(translator.fail(MID_STREAM_FAILURE)), SSE_DONE],
+      finish(result) {
+        if (!result) return [];
         const { events, response } = translator.finish(result);
         // Stored before the final event, so a client may retrieve it as soon as it sees the end.
         keep(response);
-        send(events);
-        w.write(SSE_DONE);
+        return [...frames(events), SSE_DONE];
       },
     });
-    return new Response(body$, { headers: { ...SSE_HEADERS, ...(set.headers as Record<string, string>) } });
   });
 
   app.get("/v1/responses/:id", ({ params, bearer, request }) => {
