@@ -11,6 +11,8 @@ export interface LocalEngine {
 
 export class EngineRegistry {
   private readonly engines = new Map<string, LocalEngine>();
+  /** Set by closeAll (server shutdown): engines still loading must close themselves, not register. */
+  closed = false;
 
   register(engine: LocalEngine): void {
     this.engines.set(engine.modelId, engine);
@@ -29,6 +31,7 @@ export class EngineRegistry {
   }
 
   async closeAll(): Promise<void> {
+    this.closed = true;
     await Promise.all([...this.engines.values()].map((e) => e.close()));
     this.engines.clear();
   }

@@ -1,24 +1,100 @@
 /**
- * POST /v1/embeddings until the embedding engine is wired in: authentication and the model checks
- * run as they will for real, so a wrong-endpoint model gets its 400 and embedding-300m answers
- * 503 model_unavailable while its weights are not loaded.
+ * POST /v1/embeddings (contract §12): validate, tokenise (exact counts), reserve the exact cost,
+ * queue every input on the embedding engine's micro-batching scheduler, settle, answer in the
+ * OpenAI list shape. Nothing is billed when the request fails or the client goes away first.
  */
 import { Type } from "@sinclair/typebox";
 import type { App } from "../app";
+import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate } from "../auth";
 import { resolveModel } from "../../catalog/resolve";
 import { validate } from "../validate";
-import { modelUnavailable } from "../errors";
+import { ApiError, insufficientCredits, invalidField, modelUnavailable } from "../errors";
+import { embeddingCost } from "../../billing/prices";
+import { formatUsd } from "../../billing/money";
+import { timeEngine } from "../request-context";
+import { EMBEDDING_MODEL_ID, MAX_SEQUENCE_TOKENS, type EmbeddingEngine } from "../../engines/embeddings/engine";
+import { parseEmbeddingInput } from "../../engines/embeddings/input";
+import { INPUT_TYPES, isInputType } from "../../engines/embeddings/prompts";
+import { toBase64, toFloats, truncateAndNormalise } from "../../engines/embeddings/vectors";
+import { JobAbortedError, QueueFullError, SchedulerClosedError } from "../../engines/scheduler/index";
 
-const ModelOnly = Type.Object({ model: Type.String({ minLength: 1 }) }, { additionalProperties: true });
+export const EmbeddingsRequest = Type.Object(
+  {
+    model: Type.String({ minLength: 1 }),
+    input: Type.Unknown({
+      description: "a string, an array of strings, an array of token ids, or an array of token-id arrays (1–2,048 entries, each ≤ 2,048 tokens)",
+      examples: ["The food was delicious.", ["first text", "second text"], [1, 2, 3], [[1, 2], [3, 4]]],
+    }),
+    encoding_format: Type.Optional(Type.Union([Type.Literal("float"), Type.Literal("base64")])),
+    dimensions: Type.Optional(Type.Integer({ minimum: 1, maximum: 768 })),
+    input_type: Type.Optional(Type.String({ description: `task prompt: one of ${INPUT_TYPES.join(", ")}` })),
+    user: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+
+/** Seconds a client is told to wait when the queue is full: one or two batches' time. */
+const QUEUE_FULL_RETRY_AFTER = "1";
+
+function mapEngineError(err: unknown, model: string): unknown {
+  if (err instanceof QueueFullError) {
+    return new ApiError(503, "model_unavailable", `The model '${model}' is overloaded (its queue is full). Retry after ${QUEUE_FULL_RETRY_AFTER} second(s).`, "model", { "retry-after": QUEUE_FULL_RETRY_AFTER });
+  }
+  if (err instanceof SchedulerClosedError) return modelUnavailable(model);
+  if (err instanceof JobAbortedError) return new ApiError(499, "client_closed_request", "The client closed the request.");
+  return err;
+}
 
 export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs): void {
-  docs.add({ method: "POST", path: "/v1/embeddings", summary: "Text embeddings (embedding-300m).", auth: "key", public: true });
-  app.post("/v1/embeddings", ({ body, bearer, request }) => {
-    authenticate(s, request, bearer);
-    const b = validate(ModelOnly, body);
-    throw modelUnavailable(resolveModel(s, b.model, "embedding").requestedId);
+  docs.add({ method: "POST", path: "/v1/embeddings", summary: "Text embeddings (embedding-300m), micro-batched in-process.", auth: "key", body: EmbeddingsRequest, public: true });
+
+  app.post("/v1/embeddings", async ({ body, bearer, request, set }) => {
+    const caller = authenticate(s, request, bearer, set);
+    const req = validate(EmbeddingsRequest, body);
+    const resolved = resolveModel(s, req.model, "embedding");
+    const engine = s.engines.get<EmbeddingEngine>(resolved.entry.id);
+    if (!engine || resolved.entry.id !== EMBEDDING_MODEL_ID) throw modelUnavailable(req.model);
+    if (req.input_type !== undefined && !isInputType(req.input_type)) {
+      throw invalidField("input_type", `must be one of ${INPUT_TYPES.join(", ")}`);
+    }
+    if (req.dimensions !== undefined && req.dimensions > engine.dimensions) {
+      throw invalidField("dimensions", `must be at most ${engine.dimensions}`);
+    }
+    const inputType = req.input_type as Parameters<typeof parseEmbeddingInput>[3];
+    const parsed = await parseEmbeddingInput(req.input, engine.tokenizer, MAX_SEQUENCE_TOKENS, inputType);
+
+    const requestId = requestIdOf(set);
+    const amount = embeddingCost(resolved.entry, resolved.multiplier, parsed.tokens);
+    const hold = s.ledger.reserve({ requestId, accountId: caller.accountId, amount, endpoint: "/v1/embeddings", model: resolved.requestedId });
+    if (!hold.ok) throw insufficientCredits(formatUsd(amount), formatUsd(hold.available));
+    let settled = false;
+    try {
+      let vectors: Float32Array[];
+      try {
+        vectors = await timeEngine(requestId, engine.embed(parsed.sequences, { priority: resolved.tier === "priority", signal: request.signal }));
+      } catch (err) {
+        throw mapEngineError(err, req.model);
+      }
+      if (request.signal.aborted) throw new ApiError(499, "client_closed_request", "The client closed the request.");
+      const settlement = await s.ledger.settle({ requestId, amount, serviceTier: resolved.tier, inputTokens: parsed.tokens });
+      settled = true;
+      const dims = req.dimensions ?? engine.dimensions;
+      const base64 = req.encoding_format === "base64";
+      set.headers["x-request-cost"] = formatUsd(settlement.charged);
+      return {
+        object: "list",
+        data: vectors.map((v, index) => {
+          const cut = truncateAndNormalise(v, dims);
+          return { object: "embedding", index, embedding: base64 ? toBase64(cut) : toFloats(cut) };
+        }),
+        model: resolved.requestedId,
+        usage: { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: Number(formatUsd(settlement.charged)) },
+      };
+    } finally {
+      if (!settled) s.ledger.release(requestId);
+    }
   });
 }

@@ -1,0 +1,134 @@
+/**
+ * The embedding-300m engine: tokenizer + ONNX session + micro-batching scheduler. Routes hand it
+ * already-tokenised sequences (so they can count and bill tokens first) and get back one vector
+ * per sequence, in order. Each sequence is one scheduler job, so the entries of one request can
+ * share batches with other requests' entries.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { LocalEngine } from "../registry";
+import type { MetricsRegistry } from "../../metrics/registry";
+import { Scheduler, QueueFullError } from "../scheduler/index";
+import { EmbeddingTokenizer } from "./tokenizer";
+import { EmbeddingModel, type EmbeddingModelInfo } from "./model";
+
+/** What the engine needs from a loaded model: EmbeddingModel, or a wrapper around one. */
+export interface EmbeddingRunner {
+  readonly info: EmbeddingModelInfo;
+  embed(batch: readonly (readonly number[])[]): Promise<Float32Array[]>;
+  close(): Promise<void>;
+}
+
+export const EMBEDDING_MODEL_ID = "embedding-300m";
+/** Longest sequence (BOS and EOS included) the model accepts: its context window. */
+export const MAX_SEQUENCE_TOKENS = 2048;
+/** Files that must be present for the engine to load, relative to its model directory. */
+export const REQUIRED_FILES = ["onnx/model.onnx", "tokenizer.json"] as const;
+
+export interface BatchingOptions {
+  maxBatchSize: number;
+  /** Sum of sequence lengths in one batch. */
+  maxBatchTokens: number;
+  maxWaitMs: number;
+  /** Sequences (not requests) waiting; a request that does not fit is refused whole (503). */
+  maxQueue: number;
+}
+
+/**
+ * Defaults sized for CPU inference of a 300M model: batches of up to 32 sequences / 8,192 tokens
+ * keep one run well under a second, and 2 ms of waiting costs little next to a run.
+ */
+export const DEFAULT_BATCHING: BatchingOptions = { maxBatchSize: 32, maxBatchTokens: 8192, maxWaitMs: 2, maxQueue: 8192 };
+
+export interface EmbedOptions {
+  priority?: boolean;
+  signal?: AbortSignal;
+}
+
+/** The model's tokenizer.json, plus tokenizer_config.json when present. */
+export function loadTokenizer(dir: string): EmbeddingTokenizer {
+  const tokenizerJson = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8"));
+  let tokenizerConfig: unknown = {};
+  try {
+    tokenizerConfig = JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8"));
+  } catch {
+    // Optional: tokenizer.json alone carries everything encoding needs.
+  }
+  return EmbeddingTokenizer.fromJson(tokenizerJson, tokenizerConfig);
+}
+
+export class EmbeddingEngine implements LocalEngine {
+  readonly modelId = EMBEDDING_MODEL_ID;
+  private readonly scheduler: Scheduler<number[], Float32Array>;
+
+  constructor(
+    readonly dir: string,
+    readonly tokenizer: EmbeddingTokenizer,
+    private readonly model: EmbeddingRunner,
+    private readonly batching: BatchingOptions = DEFAULT_BATCHING,
+    metrics?: MetricsRegistry,
+  ) {
+    this.scheduler = new Scheduler<number[], Float32Array>({
+      name: EMBEDDING_MODEL_ID,
+      ...batching,
+      run: (batch) => this.model.embed(batch),
+      metrics,
+    });
+  }
+
+  /** Loads tokenizer.json (+ tokenizer_config.json if present) and onnx/model.onnx from `dir`. */
+  /** `thread`: "worker" (default; falls back to the main thread when no worker can start) or "inline". */
+  static async load(dir: string, provider: "cpu" | "cuda", metrics?: MetricsRegistry, batching: Partial<BatchingOptions> = {}, thread: "worker" | "inline" = "worker"): Promise<EmbeddingEngine> {
+    const tokenizer = loadTokenizer(dir);
+    const model = await EmbeddingModel.load(join(dir, "onnx", "model.onnx"), provider, tokenizer.padId, thread);
+    return new EmbeddingEngine(dir, tokenizer, model, { ...DEFAULT_BATCHING, ...batching }, metrics);
+  }
+
+  get dimensions(): number {
+    return this.model.info.dimensions;
+  }
+
+  get queued(): number {
+    return this.scheduler.queued;
+  }
+
+  /**
+   * Embeds full sequences (from tokenizer.encodeText / wrapIds). All or nothing: if the queue
+   * cannot take every sequence the request is refused before any is queued, and if one fails
+   * or the signal fires, the request's other queued sequences are withdrawn.
+   */
+  async embed(sequences: number[][], opts: EmbedOptions = {}): Promise<Float32Array[]> {
+    if (this.scheduler.queued + sequences.length > this.batching.maxQueue) throw new QueueFullError(EMBEDDING_MODEL_ID, this.batching.maxQueue);
+    const local = new AbortController();
+    const signal = opts.signal ? AbortSignal.any([opts.signal, local.signal]) : local.signal;
+    try {
+      return await Promise.all(sequences.map((seq) => this.scheduler.submit(seq, { cost: seq.length, priority: opts.priority, signal })));
+    } catch (e) {
+      local.abort();
+      throw e;
+    }
+  }
+
+  describe(): Record<string, unknown> {
+    const i = this.model.info;
+    return {
+      model: EMBEDDING_MODEL_ID,
+      dir: this.dir,
+      provider: i.provider,
+      ...(i.fallback ? { provider_fallback: i.fallback } : {}),
+      thread: i.thread,
+      ...(i.threadNote ? { thread_note: i.threadNote } : {}),
+      inputs: i.inputs.map((x) => `${x.name}:${x.type ?? "?"}[${(x.shape ?? []).join(",")}]`).join(" "),
+      output: i.output,
+      dimensions: i.dimensions,
+      vocab_size: this.tokenizer.vocabSize,
+      max_batch_size: this.batching.maxBatchSize,
+      max_batch_tokens: this.batching.maxBatchTokens,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.scheduler.close();
+    await this.model.close();
+  }
+}

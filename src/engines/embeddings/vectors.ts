@@ -1,0 +1,33 @@
+/**
+ * Output vectors: `dimensions` truncation with renormalisation (EmbeddingGemma is trained with
+ * Matryoshka representation learning, so a prefix of the vector is itself a usable embedding once
+ * rescaled to unit length), and the two wire encodings.
+ */
+
+/** The first `dims` components, rescaled to unit L2 norm (all-zero stays zero). */
+export function truncateAndNormalise(v: Float32Array, dims: number): Float32Array {
+  if (dims >= v.length) return v;
+  const out = v.slice(0, dims);
+  let sum = 0;
+  for (let i = 0; i < out.length; i++) sum += out[i]! * out[i]!;
+  const norm = Math.sqrt(sum);
+  if (norm > 0) for (let i = 0; i < out.length; i++) out[i] = out[i]! / norm;
+  return out;
+}
+
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Little-endian float32 bytes, base64 (what OpenAI's SDKs decode with Float32Array). */
+export function toBase64(v: Float32Array): string {
+  if (!littleEndian) {
+    const copy = new DataView(new ArrayBuffer(v.length * 4));
+    v.forEach((x, i) => copy.setFloat32(i * 4, x, true));
+    return Buffer.from(copy.buffer).toString("base64");
+  }
+  return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
+}
+
+/** Plain numbers for JSON; each is the exact float32 value. */
+export function toFloats(v: Float32Array): number[] {
+  return Array.from(v);
+}

@@ -1,0 +1,46 @@
+/**
+ * Creating an ONNX Runtime session with the configured execution provider. "cuda" is tried first
+ * when asked for; if its provider library is missing (onnxruntime-node ships it separately) the
+ * session is created on CPU and the reason is returned, so the engine can log a clear fallback.
+ */
+import { loadOrt, type OrtModule } from "./onnx-runtime";
+import type * as Ort from "onnxruntime-node";
+
+export interface CreatedSession {
+  ort: OrtModule;
+  session: Ort.InferenceSession;
+  /** The provider actually in use. */
+  provider: "cpu" | "cuda";
+  /** Set when cuda was asked for but could not be used. */
+  fallback?: string;
+}
+
+export async function createSession(modelPath: string, provider: "cpu" | "cuda", opts: Ort.InferenceSession.SessionOptions = {}): Promise<CreatedSession> {
+  const ort = await loadOrt();
+  const base: Ort.InferenceSession.SessionOptions = {
+    graphOptimizationLevel: "all",
+    // ORT's idle worker threads spin-wait by default, burning the cores the event loop (HTTP,
+    // tokenising, encoding) needs between runs; with batches queued back to back, sleeping costs
+    // little and leaves that CPU to the server.
+    extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } },
+    ...opts,
+  };
+  if (provider === "cuda") {
+    try {
+      // ORT's own log line for a missing CUDA library is noisy; we log one clear fallback instead.
+      const session = await ort.InferenceSession.create(modelPath, { ...base, logSeverityLevel: 4, executionProviders: ["cuda"] });
+      return { ort, session, provider: "cuda" };
+    } catch (e) {
+      const reason = String((e as Error)?.message ?? e).split("\n")[0]!.slice(0, 300);
+      const session = await ort.InferenceSession.create(modelPath, { ...base, executionProviders: ["cpu"] });
+      return { ort, session, provider: "cpu", fallback: `CUDA execution provider unavailable (${reason}); using cpu` };
+    }
+  }
+  const session = await ort.InferenceSession.create(modelPath, { ...base, executionProviders: ["cpu"] });
+  return { ort, session, provider: "cpu" };
+}
+
+/** Name, element type and shape of each input and output, read from the session. */
+export function describeIo(meta: readonly Ort.InferenceSession.ValueMetadata[]): { name: string; type?: string; shape?: (number | string)[] }[] {
+  return meta.map((m) => (m.isTensor ? { name: m.name, type: m.type, shape: [...m.shape] } : { name: m.name }));
+}
