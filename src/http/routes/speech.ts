@@ -1,24 +1,127 @@
 /**
- * POST /v1/audio/speech until the speech engine is wired in: authentication and the model checks
- * run as they will for real, so a wrong-endpoint model gets its 400 and voice-82m answers
- * 503 model_unavailable while its weights are not loaded.
+ * POST /v1/audio/speech (voice-82m, voice-82m-turbo) and GET /v1/audio/voices.
+ *
+ * Order of work: authenticate, validate (400 naming the field), resolve the model (404 /
+ * wrong_endpoint / 503), plan the chunks, reserve the full price (402), synthesise the first
+ * chunk, then stream. The charge is per input code point: the whole input when the stream
+ * completes, the characters whose audio was sent when the client leaves early, nothing when
+ * synthesis fails or the client leaves before any audio. Streams cannot carry x-request-cost
+ * (headers go out before the end); the exact charge is in GET /v1/usage and the ledger.
  */
 import { Type } from "@sinclair/typebox";
 import type { App } from "../app";
+import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate } from "../auth";
 import { resolveModel } from "../../catalog/resolve";
 import { validate } from "../validate";
-import { modelUnavailable } from "../errors";
+import { ApiError, insufficientCredits, internalError, invalidField, modelUnavailable } from "../errors";
+import { codePoints, speechCost } from "../../billing/prices";
+import { formatUsd } from "../../billing/money";
+import { createEncoder, SUPPORTED_FORMATS } from "../../audio/encoder";
+import { planSpeech } from "../../text/frontend";
+import { MAX_TOKENS, SAMPLE_RATE, SPEECH_MODEL_ID, type SpeechEngine } from "../../engines/speech/engine";
+import { dialectOf, voiceInfo } from "../../engines/speech/voices";
+import { ClientGoneError, openSpeechStream, type SpeechOutcome } from "../../engines/speech/stream";
+import { timeEngine } from "../request-context";
+import { wantsPriority } from "../../chat/request";
+import { JobAbortedError, QueueFullError, SchedulerClosedError } from "../../engines/scheduler/index";
 
-const ModelOnly = Type.Object({ model: Type.String({ minLength: 1 }) }, { additionalProperties: true });
+export const MAX_INPUT_CHARACTERS = 4096;
+
+export const SpeechRequest = Type.Object(
+  {
+    model: Type.String({ minLength: 1 }),
+    input: Type.String({ minLength: 1 }),
+    voice: Type.String({ minLength: 1 }),
+    response_format: Type.Optional(Type.Union(SUPPORTED_FORMATS.map((f) => Type.Literal(f)))),
+    speed: Type.Optional(Type.Number({ minimum: 0.25, maximum: 4 })),
+    stream_format: Type.Optional(Type.Union([Type.Literal("audio")])),
+    /** "priority" on voice-82m is the same as voice-82m-turbo (contract §7). */
+    service_tier: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  },
+  { additionalProperties: true },
+);
+
+const ENDPOINT = "/v1/audio/speech";
 
 export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): void {
-  docs.add({ method: "POST", path: "/v1/audio/speech", summary: "Text to speech (voice-82m).", auth: "key", produces: "audio/mpeg", public: true });
-  app.post("/v1/audio/speech", ({ body, bearer, request }) => {
-    authenticate(s, request, bearer);
-    const b = validate(ModelOnly, body);
-    throw modelUnavailable(resolveModel(s, b.model, "speech").requestedId);
+  docs.add({ method: "POST", path: ENDPOINT, summary: "Text to speech (voice-82m): streamed mp3, wav, opus (Ogg), flac or pcm (s16le 24 kHz).", auth: "key", body: SpeechRequest, produces: "audio/mpeg", public: true });
+  docs.add({ method: "GET", path: "/v1/audio/voices", summary: "Voices of voice-82m; join ids with commas to blend them.", auth: "none" });
+
+  app.get("/v1/audio/voices", () => {
+    const engine = s.engines.get<SpeechEngine>(SPEECH_MODEL_ID);
+    if (!engine) throw modelUnavailable(SPEECH_MODEL_ID);
+    return { object: "list", data: engine.voices.ids.map((id) => ({ object: "voice", ...voiceInfo(id), model: SPEECH_MODEL_ID })) };
   });
+
+  app.post(ENDPOINT, async ({ body, bearer, request, set, server }) => {
+    const caller = authenticate(s, request, bearer, set);
+    const req = validate(SpeechRequest, body);
+    const resolved = resolveModel(s, req.model, "speech", wantsPriority(req));
+    const characters = codePoints(req.input);
+    if (characters > MAX_INPUT_CHARACTERS) {
+      throw invalidField("input", `must be at most ${MAX_INPUT_CHARACTERS} characters (Unicode code points); it has ${characters}`);
+    }
+    const engine = s.engines.get<SpeechEngine>(resolved.entry.id);
+    if (!engine) throw modelUnavailable(resolved.requestedId);
+    const voices = engine.voices.parse(req.voice);
+    const format = req.response_format ?? "mp3";
+    const chunks = planSpeech(req.input, dialectOf(voices), engine.vocab, MAX_TOKENS);
+
+    const requestId = requestIdOf(set);
+    const amount = speechCost(resolved.entry, resolved.multiplier, characters);
+    const hold = s.ledger.reserve({ requestId, accountId: caller.accountId, amount, endpoint: ENDPOINT, model: resolved.requestedId });
+    if (!hold.ok) throw insufficientCredits(formatUsd(amount), formatUsd(hold.available));
+
+    const finish = async (outcome: SpeechOutcome): Promise<void> => {
+      if (outcome.kind === "failed" || outcome.deliveredChars === 0) {
+        if (outcome.kind === "failed") s.log.error("speech synthesis failed mid-stream", { request_id: requestId, error: String((outcome.error as Error)?.message ?? outcome.error).slice(0, 300) });
+        s.ledger.release(requestId);
+        return;
+      }
+      const billed = outcome.kind === "completed" ? characters : Math.min(outcome.deliveredChars, characters);
+      try {
+        await s.ledger.settle({ requestId, amount: speechCost(resolved.entry, resolved.multiplier, billed), serviceTier: resolved.tier, characters: billed });
+      } catch (e) {
+        s.log.error("speech charge failed; hold released", { request_id: requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
+        s.ledger.release(requestId);
+        throw e;
+      }
+    };
+
+    // A long text behind a busy queue must outlive Bun's idle timeout, from the first wait on.
+    server?.timeout(request, 0);
+    let stream: ReadableStream<Uint8Array>;
+    let contentType: string;
+    try {
+      const encoder = await createEncoder(format, SAMPLE_RATE);
+      contentType = encoder.contentType;
+      const plan = { engine, chunks, voices, speed: req.speed ?? 1, priority: resolved.tier === "priority", encoder, timed: <T>(w: Promise<T>) => timeEngine(requestId, w) };
+      stream = await openSpeechStream(plan, request.signal, finish);
+    } catch (err) {
+      s.ledger.release(requestId);
+      throw startFailure(s, requestId, err);
+    }
+    return new Response(stream, {
+      headers: {
+        ...(set.headers as Record<string, string>),
+        "content-type": contentType,
+        "cache-control": "no-store",
+        "x-service-tier": resolved.tier,
+      },
+    });
+  });
+}
+
+function startFailure(s: Services, requestId: string, err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof QueueFullError) {
+    return new ApiError(503, "model_unavailable", "The speech model is at capacity. Try again shortly; this request was not billed.", "model", { "retry-after": "1" });
+  }
+  if (err instanceof SchedulerClosedError) return modelUnavailable(SPEECH_MODEL_ID);
+  if (err instanceof JobAbortedError || err instanceof ClientGoneError) return new ApiError(499, "client_closed_request", "The client closed the request before any audio was produced; it was not billed.");
+  s.log.error("speech synthesis failed", { request_id: requestId, error: String((err as Error)?.message ?? err).slice(0, 300) });
+  return internalError();
 }

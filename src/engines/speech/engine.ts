@@ -1,0 +1,136 @@
+/**
+ * The voice-82m engine: voice packs, phoneme vocabulary and a Kokoro-82M runner behind the shared
+ * scheduler. Kokoro takes one utterance per run (lengths differ and the output is one waveform),
+ * so the scheduler runs batches of one and only queues; turbo jobs use its priority lane and
+ * overtake queued standard ones. The model runs in a worker thread (ONNX Runtime blocks the
+ * thread it runs on), or in this thread if a worker cannot be started.
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { LocalEngine } from "../registry";
+import type { MetricsRegistry } from "../../metrics/registry";
+import { Scheduler } from "../scheduler/index";
+import { KOKORO_VOCAB } from "../../text/kokoro-vocab";
+import type { Vocab } from "../../text/frontend";
+import { VoiceBank } from "./voices";
+import { KokoroModel, MAX_TOKENS, type KokoroRunner, type SynthesisJob } from "./model";
+
+export { MAX_TOKENS, resolveIo, type SynthesisJob } from "./model";
+
+export const SPEECH_MODEL_ID = "voice-82m";
+export const SAMPLE_RATE = 24_000;
+export const MODEL_FILE = "onnx/model.onnx";
+export const VOICES_DIR = "voices";
+
+export interface SynthesisOptions {
+  priority?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface SpeechLoadOptions {
+  metrics?: MetricsRegistry;
+  onSkip?: (file: string, why: string) => void;
+  /** "worker" (default) falls back to "inline" when no worker thread can be started. */
+  thread?: "worker" | "inline";
+}
+
+/** The phoneme vocabulary: config.json "vocab", else tokenizer.json model.vocab, else the v1.0 table. */
+export function loadVocab(dir: string): { vocab: Vocab; source: string } {
+  const read = (file: string): unknown => {
+    try {
+      return JSON.parse(readFileSync(join(dir, file), "utf8"));
+    } catch {
+      return null;
+    }
+  };
+  const fromObject = (v: unknown): Vocab | null => {
+    if (!v || typeof v !== "object") return null;
+    const m = new Map<string, number>();
+    for (const [k, id] of Object.entries(v as Record<string, unknown>)) if (typeof id === "number" && id > 0) m.set(k, id);
+    return m.size > 0 ? m : null;
+  };
+  const config = fromObject((read("config.json") as { vocab?: unknown } | null)?.vocab);
+  if (config) return { vocab: config, source: "config.json" };
+  const tok = fromObject((read("tokenizer.json") as { model?: { vocab?: unknown } } | null)?.model?.vocab);
+  if (tok) return { vocab: tok, source: "tokenizer.json" };
+  return { vocab: KOKORO_VOCAB, source: "built-in Kokoro v1.0 vocabulary" };
+}
+
+export class SpeechEngine implements LocalEngine {
+  readonly modelId = SPEECH_MODEL_ID;
+  private readonly scheduler: Scheduler<SynthesisJob, Float32Array>;
+  /** Model calls completed (every chunk of every request). */
+  chunksSynthesised = 0;
+
+  private constructor(
+    readonly dir: string,
+    private readonly runner: KokoroRunner,
+    readonly voices: VoiceBank,
+    readonly vocab: Vocab,
+    private readonly info: Record<string, unknown>,
+    metrics?: MetricsRegistry,
+  ) {
+    this.scheduler = new Scheduler<SynthesisJob, Float32Array>({
+      name: SPEECH_MODEL_ID,
+      maxBatchSize: 1,
+      maxBatchTokens: MAX_TOKENS + 2,
+      maxWaitMs: 0,
+      // Each request keeps at most two chunks queued (see stream.ts), so this is ~128 requests.
+      maxQueue: 256,
+      run: async (batch) => {
+        const out = await Promise.all(batch.map((job) => this.runner.run(job)));
+        this.chunksSynthesised += out.length;
+        return out;
+      },
+      metrics,
+    });
+  }
+
+  static async load(dir: string, provider: "cpu" | "cuda", opts: SpeechLoadOptions = {}): Promise<SpeechEngine> {
+    const voices = VoiceBank.load(join(dir, VOICES_DIR), opts.onSkip);
+    if (voices.size === 0) throw new Error("no voice packs (voices/*.bin) found");
+    const { vocab, source } = loadVocab(dir);
+    // describe() carries thread ("worker" | "main") and, after a fallback, thread_note.
+    const runner: KokoroRunner = await KokoroModel.load(join(dir, MODEL_FILE), provider, opts.thread ?? "worker");
+    const info = {
+      model: SPEECH_MODEL_ID,
+      dir,
+      ...runner.describe(),
+      voices: voices.size,
+      vocabulary: source,
+    };
+    return new SpeechEngine(dir, runner, voices, vocab, info, opts.metrics);
+  }
+
+  static filesPresent(dir: string): { ok: boolean; missing: string[] } {
+    const missing: string[] = [];
+    if (!existsSync(join(dir, MODEL_FILE))) missing.push(MODEL_FILE);
+    let voices = 0;
+    try {
+      voices = readdirSync(join(dir, VOICES_DIR)).filter((f) => f.endsWith(".bin")).length;
+    } catch {
+      // no voices directory
+    }
+    if (voices === 0) missing.push(`${VOICES_DIR}/*.bin`);
+    return { ok: missing.length === 0, missing };
+  }
+
+  describe(): Record<string, unknown> {
+    return this.info;
+  }
+
+  /** Jobs waiting in the scheduler (not counting the one running). */
+  get queued(): number {
+    return this.scheduler.queued;
+  }
+
+  /** Queues one chunk; resolves to its waveform (float32, 24 kHz, mono). */
+  synthesize(job: SynthesisJob, opts: SynthesisOptions = {}): Promise<Float32Array> {
+    return this.scheduler.submit(job, { cost: job.ids.length + 2, priority: opts.priority, signal: opts.signal });
+  }
+
+  async close(): Promise<void> {
+    this.scheduler.close();
+    await this.runner.close();
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * One speech request as a byte stream: chunks are synthesised in order (the next one queued while
+ * the current one is encoded), each chunk's audio is encoded and sent as soon as it is ready, so
+ * the first bytes leave after the first sentence. The first chunk is synthesised before the
+ * stream is returned, so a request that cannot start (queue full, engine failure, client gone)
+ * still gets a proper error status. Billing is told at the end how many input characters had
+ * their audio delivered, and whether the stream completed, failed, or was cancelled.
+ */
+import type { AudioEncoder } from "../../audio/encoder";
+import { floatToInt16 } from "../../audio/pcm";
+import type { SpeechChunk } from "../../text/frontend";
+import type { SpeechEngine } from "./engine";
+
+export interface SpeechPlan {
+  engine: SpeechEngine;
+  chunks: SpeechChunk[];
+  voices: string[];
+  speed: number;
+  priority: boolean;
+  encoder: AudioEncoder;
+  /** Wraps each wait on the engine (the request's engine-time accounting). */
+  timed?: <T>(work: Promise<T>) => Promise<T>;
+}
+
+/** The client disconnected before any audio was sent. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super("client disconnected before any audio");
+    this.name = "AbortError";
+  }
+}
+
+/** Ends a response whose synthesis failed after audio was sent. */
+export class SpeechAbortedError extends Error {
+  constructor() {
+    super("speech synthesis failed mid-stream; the response is incomplete and was not billed");
+    this.name = "SpeechAborted";
+    this.stack = `${this.name}: ${this.message}`;
+  }
+}
+
+export type SpeechOutcome =
+  | { kind: "completed"; deliveredChars: number }
+  | { kind: "cancelled"; deliveredChars: number }
+  | { kind: "failed"; error: unknown };
+
+export async function openSpeechStream(
+  plan: SpeechPlan,
+  clientSignal: AbortSignal | undefined,
+  finish: (outcome: SpeechOutcome) => Promise<void>,
+): Promise<ReadableStream<Uint8Array>> {
+  const abort = new AbortController();
+  const onClientGone = () => abort.abort();
+  clientSignal?.addEventListener("abort", onClientGone, { once: true });
+
+  const submit = (i: number): Promise<Float32Array> | null => {
+    const chunk = plan.chunks[i];
+    if (!chunk) return null;
+    const style = plan.engine.voices.style(plan.voices, chunk.ids.length);
+    const p = plan.engine.synthesize({ ids: chunk.ids, style, speed: plan.speed }, { priority: plan.priority, signal: abort.signal });
+    p.catch(() => {}); // observed below; this keeps an abandoned prefetch from being "unhandled"
+    return p;
+  };
+
+  const timed = plan.timed ?? (<T>(work: Promise<T>) => work);
+  let first: Float32Array;
+  let next: Promise<Float32Array> | null;
+  try {
+    const p0 = submit(0)!;
+    next = submit(1);
+    first = await timed(p0);
+    // A client that left while its first chunk ran has received nothing: it must not pay.
+    if (clientSignal?.aborted) throw new ClientGoneError();
+  } catch (err) {
+    abort.abort();
+    clientSignal?.removeEventListener("abort", onClientGone);
+    plan.encoder.close();
+    throw err;
+  }
+
+  let delivered = 0;
+  let cancelled = false;
+  let settled = false;
+  const end = async (outcome: SpeechOutcome) => {
+    if (settled) return;
+    settled = true;
+    clientSignal?.removeEventListener("abort", onClientGone);
+    plan.encoder.close();
+    await finish(outcome);
+  };
+
+  const run = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    const send = (bytes: Uint8Array) => {
+      if (!cancelled && bytes.length > 0) controller.enqueue(bytes);
+    };
+    const closeQuietly = () => {
+      try {
+        if (!cancelled) controller.close();
+      } catch {
+        // already closed or errored
+      }
+    };
+    try {
+      send(plan.encoder.start());
+      send(plan.encoder.encode(floatToInt16(first)));
+      delivered += plan.chunks[0]!.chars;
+      for (let i = 1; i < plan.chunks.length && !cancelled && !abort.signal.aborted; i++) {
+        const wave = await timed(next!);
+        next = submit(i + 1);
+        send(plan.encoder.encode(floatToInt16(wave)));
+        delivered += plan.chunks[i]!.chars;
+      }
+      if (cancelled || abort.signal.aborted) {
+        await end({ kind: "cancelled", deliveredChars: delivered });
+        return closeQuietly();
+      }
+      send(plan.encoder.finish());
+      // The charge is durable before the response completes.
+      await end({ kind: "completed", deliveredChars: delivered });
+      closeQuietly();
+    } catch (err) {
+      abort.abort();
+      if (cancelled || clientSignal?.aborted) {
+        await end({ kind: "cancelled", deliveredChars: delivered });
+        return closeQuietly();
+      }
+      await end({ kind: "failed", error: err });
+      // Erroring the body aborts the chunked response: the client sees a failed transfer, not a
+      // short file. The cause was logged by `finish`; this error carries no internals.
+      controller.error(new SpeechAbortedError());
+    }
+  };
+
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      // Not awaited: bytes flow to the client while later chunks are still being synthesised.
+      run(controller).catch(() => {});
+    },
+    cancel() {
+      cancelled = true;
+      abort.abort();
+    },
+  });
+}
