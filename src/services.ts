@@ -18,7 +18,6 @@ import { AccountLimiter } from "./limits/limiter";
 export interface Services {
   config: Config;
   db: Store;
-  holdsDb: Store;
   accounts: Accounts;
   keys: ApiKeys;
   ledger: Ledger;
@@ -40,16 +39,14 @@ export interface ServiceOverrides {
 
 export function createServices(config: Config, overrides: ServiceOverrides = {}): Services {
   const db = openStore(config.dataDir);
-  const holdsDb = openStore(config.dataDir, { synchronous: "NORMAL" });
   const routes = overrides.routes ?? createRouteRegistry(config, (msg) => s.log.error(msg));
   const engines = overrides.engines ?? new EngineRegistry();
   const s: Services = {
     config,
     db,
-    holdsDb,
     accounts: new Accounts(db),
     keys: new ApiKeys(db),
-    ledger: new Ledger(db, holdsDb),
+    ledger: new Ledger(db),
     catalog: new Catalog(config.catalogPath),
     routes,
     engines,
@@ -59,7 +56,6 @@ export function createServices(config: Config, overrides: ServiceOverrides = {})
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     close() {
       s.ledger.flush();
-      holdsDb.close();
       db.close();
     },
   };

@@ -8,20 +8,17 @@ import { Ledger } from "./ledger";
 
 let dir: string;
 let db: Store;
-let holdsDb: Store;
 let ledger: Ledger;
 let accounts: Accounts;
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "sy-ledger-"));
   db = openStore(dir);
-  holdsDb = openStore(dir, { synchronous: "NORMAL" });
-  ledger = new Ledger(db, holdsDb);
+  ledger = new Ledger(db);
   accounts = new Accounts(db);
 });
 afterEach(() => {
   db.close();
-  holdsDb.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

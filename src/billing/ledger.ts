@@ -3,8 +3,15 @@
  *   reserve()  creates a pending hold and raises the account's `reserved`, or refuses (402);
  *   settle()   posts the hold: one immutable charge entry, balance lowered, hold closed;
  *   release()  voids the hold: nothing charged.
- * Holds are written without waiting for fsync (a hold lost in a crash is voided on restart anyway);
- * settlements are group-committed with full sync, and settle() resolves only once durable.
+ *
+ * Holds are decided in memory and written behind: reserve() reads the account's balance and
+ * persisted `reserved` (one prepared SELECT, so credits added by the CLI from another process are
+ * seen), subtracts what this process reserved but has not written yet, and decides synchronously
+ * (JS is single-threaded, so concurrent requests cannot overspend). The hold row and the `reserved`
+ * increase are queued on the same in-order group-commit queue as settlements, so a hold is always
+ * written before its settle or release, and nobody waits for it (a hold lost in a crash is voided
+ * on restart anyway). Settlements are group-committed with full sync, and settle() resolves only
+ * once durable.
  */
 import type { Store } from "../store/database";
 import { GroupCommit } from "./group-commit";
@@ -66,33 +73,36 @@ export class Ledger {
   private readonly commits: GroupCommit;
   private readonly settledListeners: ((c: SettledCharge) => void)[] = [];
   private readonly q;
-
   /**
-   * @param db the full-sync connection (settlements, credits)
-   * @param holdsDb a second connection to the same file with synchronous=NORMAL, for holds
+   * Per account: the amounts of holds decided in memory whose rows are still queued, not yet in
+   * `accounts.reserved`. Effective reserved is the persisted column plus this.
    */
-  constructor(private readonly db: Store, private readonly holdsDb: Store = db, groupCommitBatch = 512) {
+  private readonly unwritten = new Map<string, number>();
+  /** Holds queued and not yet committed, for pendingHolds(). */
+  private queuedHolds = 0;
+
+  /** @param db the full-sync connection every ledger write goes through */
+  constructor(private readonly db: Store, groupCommitBatch = 512) {
     this.commits = new GroupCommit(db, groupCommitBatch);
     this.q = {
-      reserve: holdsDb.query<{ id: string }, [number, string, number]>(
-        "UPDATE accounts SET reserved = reserved + ?1 WHERE id = ?2 AND balance - reserved >= ?3 RETURNING id",
-      ),
-      available: holdsDb.query<{ available: number }, [string]>("SELECT balance - reserved AS available FROM accounts WHERE id = ?"),
-      insertHold: holdsDb.query(
+      insertHold: db.query(
         "INSERT INTO holds (request_id, account_id, amount, endpoint, model, state, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
       ),
-      holdH: holdsDb.query<HoldRow, [string]>("SELECT * FROM holds WHERE request_id = ?"),
-      voidHoldH: holdsDb.query("UPDATE holds SET state = 'voided', closed_at = ? WHERE request_id = ? AND state = 'pending'"),
-      unreserveH: holdsDb.query("UPDATE accounts SET reserved = reserved - ? WHERE id = ?"),
-      hold: db.query<HoldRow, [string]>("SELECT * FROM holds WHERE request_id = ?"),
+      addReserved: db.query("UPDATE accounts SET reserved = reserved + ? WHERE id = ?"),
+      voidHold: db.query<{ amount: number; account_id: string }, [number, string]>(
+        "UPDATE holds SET state = 'voided', closed_at = ? WHERE request_id = ? AND state = 'pending' RETURNING amount, account_id",
+      ),
       account: db.query<{ balance: number; reserved: number }, [string]>("SELECT balance, reserved FROM accounts WHERE id = ?"),
-      post: db.query("UPDATE holds SET state = 'posted', closed_at = ? WHERE request_id = ? AND state = 'pending'"),
+      post: db.query<Omit<HoldRow, "request_id" | "state">, [number, string]>(
+        "UPDATE holds SET state = 'posted', closed_at = ? WHERE request_id = ? AND state = 'pending' RETURNING account_id, amount, endpoint, model",
+      ),
       debit: db.query<{ balance: number }, [number, number, string]>(
         "UPDATE accounts SET balance = balance - ?1, reserved = reserved - ?2 WHERE id = ?3 RETURNING balance",
       ),
       existingCharge: db.query<{ amount: number; balance_after: number }, [string]>(
         "SELECT amount, balance_after FROM ledger_entries WHERE request_id = ? AND kind = 'charge'",
       ),
+      pendingCount: db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'"),
       insertEntry: db.query(
         `INSERT INTO ledger_entries (account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier,
            input_tokens, output_tokens, characters, reason, created_at)
@@ -101,30 +111,49 @@ export class Ledger {
     };
   }
 
+  private addUnwritten(accountId: string, delta: number): void {
+    const next = (this.unwritten.get(accountId) ?? 0) + delta;
+    if (next === 0) this.unwritten.delete(accountId);
+    else this.unwritten.set(accountId, next);
+  }
+
   /** Holds `amount` against the account's available balance, or says how much is available. */
   reserve(h: HoldRequest): ReserveOutcome {
     if (!Number.isSafeInteger(h.amount) || h.amount < 0) throw new RangeError(`bad hold amount ${h.amount}`);
-    const ok = this.holdsDb
-      .transaction(() => {
-        if (!this.q.reserve.get(h.amount, h.accountId, h.amount)) return false;
-        this.q.insertHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, nowSeconds());
-        return true;
-      })
-      .immediate();
-    if (ok) return { ok: true };
-    return { ok: false, available: this.q.available.get(h.accountId)?.available ?? 0 };
+    const acct = this.q.account.get(h.accountId);
+    if (!acct) return { ok: false, available: 0 };
+    const available = acct.balance - acct.reserved - (this.unwritten.get(h.accountId) ?? 0);
+    if (available < h.amount) return { ok: false, available: Math.max(0, available) };
+    this.addUnwritten(h.accountId, h.amount);
+    this.queuedHolds++;
+    const createdAt = nowSeconds();
+    this.commits.enqueue(
+      () => {
+        this.q.insertHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, createdAt);
+        this.q.addReserved.run(h.amount, h.accountId);
+      },
+      // Committed: the column now holds the amount. Failed: nobody holds it (its settle will find
+      // no pending hold and charge nothing). Either way it leaves the in-memory total.
+      () => {
+        this.queuedHolds--;
+        this.addUnwritten(h.accountId, -h.amount);
+      },
+    );
+    return { ok: true };
   }
 
-  /** Voids a pending hold; a no-op when it is already closed. */
+  /**
+   * Voids a pending hold; a no-op when it is already closed. Releases happen only on failures
+   * and cancellations, so instead of waiting for the next batch the queue (hold row included) is
+   * committed at once, without waiting for an fsync: when this returns, the column, the account
+   * views and the in-memory total no longer count the hold.
+   */
   release(requestId: string): void {
-    this.holdsDb
-      .transaction(() => {
-        const hold = this.q.holdH.get(requestId);
-        if (!hold || hold.state !== "pending") return;
-        this.q.voidHoldH.run(nowSeconds(), requestId);
-        this.q.unreserveH.run(hold.amount, hold.account_id);
-      })
-      .immediate();
+    this.commits.enqueue(() => {
+      const row = this.q.voidHold.get(nowSeconds(), requestId);
+      if (row) this.q.addReserved.run(-row.amount, row.account_id);
+    });
+    this.commits.commitNow();
   }
 
   /**
@@ -137,16 +166,19 @@ export class Ledger {
     let fresh: SettledCharge | null = null;
     const durable = this.commits.submit((): Settlement => {
       fresh = null;
-      const existing = this.q.existingCharge.get(c.requestId);
-      if (existing) return { requestId: c.requestId, charged: -existing.amount, balanceAfter: existing.balance_after };
-      const hold = this.q.hold.get(c.requestId);
-      if (!hold || hold.state !== "pending") throw new ApiError(500, "internal_error", "settle without a pending hold");
+      // Posting first saves two lookups on the usual path: a pending hold has no charge yet (both
+      // change in this one savepoint), and only when nothing was pending can this be a repeat.
+      const hold = this.q.post.get(nowSeconds(), c.requestId);
+      if (!hold) {
+        const existing = this.q.existingCharge.get(c.requestId);
+        if (existing) return { requestId: c.requestId, charged: -existing.amount, balanceAfter: existing.balance_after };
+        throw new ApiError(500, "internal_error", "settle without a pending hold");
+      }
       const acct = this.q.account.get(hold.account_id)!;
       // Never spend what other requests hold, nor below zero.
       const payable = acct.balance - (acct.reserved - hold.amount);
       const charged = Math.max(0, Math.min(c.amount, payable));
       const balanceAfter = this.q.debit.get(charged, hold.amount, hold.account_id)!.balance;
-      this.q.post.run(nowSeconds(), c.requestId);
       this.q.insertEntry.run(
         hold.account_id, "charge", -charged, balanceAfter, c.requestId, hold.endpoint, hold.model, c.serviceTier,
         c.inputTokens ?? 0, c.outputTokens ?? 0, c.characters ?? 0, charged < c.amount ? "capped at available balance" : null,
@@ -179,7 +211,7 @@ export class Ledger {
 
   /** Holds not yet posted or voided (requests in flight, or abandoned before a restart). */
   pendingHolds(): number {
-    return (this.holdsDb.query("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'").get() as { n: number }).n;
+    return this.q.pendingCount.get()!.n + this.queuedHolds;
   }
 
   /**
@@ -192,7 +224,7 @@ export class Ledger {
       .transaction(() => {
         const acct = this.q.account.get(accountId);
         if (!acct) throw new ApiError(404, "not_found", `No account with id '${accountId}'.`);
-        if (amount < 0 && acct.balance - acct.reserved + amount < 0) {
+        if (amount < 0 && acct.balance - acct.reserved - (this.unwritten.get(accountId) ?? 0) + amount < 0) {
           throw new ApiError(400, "invalid_value", "Invalid 'amount': the deduction exceeds the available balance (balance minus reserved).", "amount");
         }
         const balanceAfter = acct.balance + amount;
@@ -210,6 +242,8 @@ export class Ledger {
    * with the previous process: void them all and recompute `reserved` from what is left (nothing).
    */
   releaseAbandoned(): number {
+    // Holds still queued in memory belong to no request either once this runs: write them first.
+    this.commits.flush();
     return this.db
       .transaction(() => {
         const n = this.db.query("UPDATE holds SET state = 'voided', closed_at = ? WHERE state = 'pending'").run(nowSeconds()).changes;
@@ -232,7 +266,8 @@ export class Ledger {
     this.commits.flush();
   }
 
+  /** writes: settlements (waited for); holds: hold and release writes, committed behind them. */
   get commitStats() {
-    return { batches: this.commits.batches, writes: this.commits.writes };
+    return { batches: this.commits.batches, writes: this.commits.writes, holds: this.commits.background };
   }
 }

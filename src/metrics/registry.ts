@@ -5,9 +5,19 @@
  */
 type Labels = Record<string, string | number>;
 
+const NEEDS_ESCAPE = /[\\"\n]/;
+
 function key(labels: Labels): string {
-  const names = Object.keys(labels).sort();
-  return names.map((n) => `${n}="${String(labels[n]).replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`).join(",");
+  const names = Object.keys(labels);
+  if (names.length > 1) names.sort();
+  let out = "";
+  for (const n of names) {
+    const v = String(labels[n]);
+    // Escaping is rare (label values are route patterns and ids): test before rewriting.
+    const escaped = NEEDS_ESCAPE.test(v) ? v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") : v;
+    out += `${out ? "," : ""}${n}="${escaped}"`;
+  }
+  return out;
 }
 
 abstract class Metric {

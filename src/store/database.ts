@@ -10,7 +10,7 @@ import { MIGRATIONS } from "./migrations/index";
 export type Store = Database;
 
 export interface StoreOptions {
-  /** FULL (default) fsyncs every commit; NORMAL is for writes a crash may lose harmlessly (holds). */
+  /** FULL (default) fsyncs every commit; NORMAL is for stores whose writes a crash may lose harmlessly. */
   synchronous?: "FULL" | "NORMAL";
   fileName?: string;
 }

@@ -37,6 +37,14 @@ export class UpstreamFailure extends Error {
   }
 }
 
+/** Parsed once per base URL: the connect probe's bookkeeping needs only the origin. */
+const origins = new Map<string, string>();
+function originOf(baseUrl: string): string {
+  let o = origins.get(baseUrl);
+  if (o === undefined) origins.set(baseUrl, (o = new URL(baseUrl).origin));
+  return o;
+}
+
 export interface UpstreamCall {
   /** Aborted when the client goes away (or the caller stops the stream). */
   signal: AbortSignal;
@@ -60,7 +68,7 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
     attempt.abort();
   };
   const timer = setTimeout(() => stop("first_byte"), upstream.firstByteTimeoutMs);
-  const origin = new URL(upstream.baseUrl).origin;
+  const origin = originOf(upstream.baseUrl);
   if (!recentlyReachable(origin)) {
     void probeConnect(origin, upstream.connectTimeoutMs).then((ok) => {
       if (!ok) stop("connect");

@@ -27,9 +27,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 async function settlementsPerSecond(maxBatch: number, n: number, inflight: number) {
   const dir = mkdtempSync(join(tmpdir(), "switchyard-ledger-bench-"));
   const db = openStore(dir);
-  const holdsDb = openStore(dir, { synchronous: "NORMAL" });
   try {
-    const ledger = new Ledger(db, holdsDb, maxBatch);
+    const ledger = new Ledger(db, maxBatch);
     const acct = new Accounts(db).create("bench");
     ledger.adjust(acct.id, 1_000_000_000_000, "bench credits");
     for (let i = 0; i < n; i++) ledger.reserve({ requestId: `r${i}`, accountId: acct.id, amount: 1000, endpoint: "/v1/chat/completions", model: "m" });
@@ -48,7 +47,6 @@ async function settlementsPerSecond(maxBatch: number, n: number, inflight: numbe
     if (writes !== n || row.reserved !== 0 || row.balance !== 1_000_000_000_000 - 700 * n) throw new Error("ledger bench: wrong totals");
     return { perSecond: n / seconds, batches, avgBatch: writes / batches, seconds };
   } finally {
-    holdsDb.close();
     db.close();
     rmSync(dir, { recursive: true, force: true });
   }
