@@ -4,8 +4,8 @@
  */
 import type { Store } from "../store/database";
 import { newId } from "./ids";
-import { ApiError, invalidField, notFound } from "../http/errors";
-import { formatUsd, usdNumber } from "../billing/money";
+import { invalidField, notFound } from "../http/errors";
+import { usdNumber } from "../billing/money";
 
 export interface AccountRow {
   id: string;
@@ -85,13 +85,16 @@ export function nowSeconds(): number {
 }
 
 /** Validates a limit override: a positive whole number, or null to fall back to the default. */
-export function parseLimit(field: string, value: unknown): number | null | undefined {
+/** The largest overrides accepted, the same bounds as SWITCHYARD_RATE_LIMIT_RPM / _CONCURRENCY_LIMIT. */
+export const LIMIT_MAXIMUM = { rate_limit_rpm: 10_000_000, concurrency_limit: 1_000_000 } as const;
+
+export function parseLimit(field: keyof typeof LIMIT_MAXIMUM, value: unknown): number | null | undefined {
   if (value === undefined) return undefined;
   if (value === null) return null;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
-    throw invalidField(field, "must be a whole number of at least 1, or null for the default");
+  const max = LIMIT_MAXIMUM[field];
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > max) {
+    throw invalidField(field, `must be a whole number from 1 to ${max}, or null for the default`);
   }
   return value;
 }
 
-export { ApiError, formatUsd };

@@ -13,3 +13,15 @@ export function resolveModel(s: Services, modelId: string, kind: ModelKind, prio
   if (!s.isLive(resolved.entry)) throw modelUnavailable(modelId);
   return resolved;
 }
+
+/**
+ * Runs before body validation: a model id that exists but belongs to another endpoint gets the
+ * wrong_endpoint 400 naming that endpoint, even when the rest of the body is shaped for it
+ * (a speech body sent to chat lacks `messages`, and "wrong endpoint" is the useful answer).
+ */
+export function assertModelEndpoint(s: Services, body: unknown, kind: ModelKind): void {
+  const modelId = (body as { model?: unknown } | null)?.model;
+  if (typeof modelId !== "string") return;
+  const resolved = s.catalog.resolve(modelId);
+  if (resolved && resolved.entry.kind !== kind) throw wrongEndpoint(modelId, ENDPOINT_OF_KIND[resolved.entry.kind]);
+}

@@ -4,7 +4,7 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate } from "../auth";
-import { resolveModel } from "../../catalog/resolve";
+import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { ChatCompletionRequest, parseChatRequest, wantsPriority } from "../../chat/request";
 import { completionId, usageObject, type ChatCall } from "../../chat/pipeline";
 import { SSE_DONE, sseData } from "../../protocols/sse";
@@ -15,6 +15,7 @@ export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void
 
   app.post("/v1/chat/completions", async ({ body, bearer, request, set, server }) => {
     const caller = authenticate(s, request, bearer, set);
+    assertModelEndpoint(s, body, "chat");
     const req = parseChatRequest(body);
     const resolved = resolveModel(s, req.model, "chat", wantsPriority(req));
     const requestId = requestIdOf(set);

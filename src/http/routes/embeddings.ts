@@ -9,7 +9,7 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate } from "../auth";
-import { resolveModel } from "../../catalog/resolve";
+import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../validate";
 import { ApiError, insufficientCredits, invalidField, modelUnavailable } from "../errors";
 import { embeddingCost } from "../../billing/prices";
@@ -53,6 +53,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
 
   app.post("/v1/embeddings", async ({ body, bearer, request, set }) => {
     const caller = authenticate(s, request, bearer, set);
+    assertModelEndpoint(s, body, "embedding");
     const req = validate(EmbeddingsRequest, body);
     const resolved = resolveModel(s, req.model, "embedding");
     const engine = s.engines.get<EmbeddingEngine>(resolved.entry.id);

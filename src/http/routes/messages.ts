@@ -9,7 +9,8 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, identify } from "../auth";
-import { resolveModel } from "../../catalog/resolve";
+import { attachRateHeaders } from "../limits-hook";
+import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { estimateInput, type ChatCall } from "../../chat/pipeline";
 import { promptTokenCount } from "../../chat/tokens";
 import { sseEvent } from "../../protocols/sse";
@@ -27,8 +28,10 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
   docs.add({ method: "POST", path: "/v1/messages", summary: "Anthropic Messages protocol on the chat models, plain or streamed.", auth: "key", body: MessagesRequest, public: true });
   docs.add({ method: "POST", path: "/v1/messages/count_tokens", summary: "Estimated input tokens of a Messages request; free, no model call.", auth: "key", body: CountTokensRequest });
 
-  app.post("/v1/messages/count_tokens", ({ body, bearer, request }) => {
-    identify(s, request, bearer);
+  app.post("/v1/messages/count_tokens", ({ body, bearer, request, set }) => {
+    // Counting is not model work: the rate is reported, not consumed.
+    attachRateHeaders(s, set, identify(s, request, bearer).accountId);
+    assertModelEndpoint(s, body, "chat");
     const req = parseCountTokensRequest(body);
     const messages = toChatMessages(req);
     resolveModel(s, req.model, "chat");
@@ -37,6 +40,7 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
 
   app.post("/v1/messages", async ({ body, bearer, request, set, server }) => {
     const caller = authenticate(s, request, bearer, set);
+    assertModelEndpoint(s, body, "chat");
     const req = parseMessagesRequest(body);
     const chatRequest = toChatRequest(req);
     const resolved = resolveModel(s, req.model, "chat", wantsPriorityTier(req));

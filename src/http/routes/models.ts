@@ -12,7 +12,12 @@ export function registerModelRoutes(app: App, s: Services, docs: RouteDocs): voi
 
   app.get("/v1/models", () => listModels(s.catalog, s.isLive));
   app.get("/v1/models/*", ({ params }) => {
-    const id = decodeURIComponent(params["*"]);
+    let id: string;
+    try {
+      id = decodeURIComponent(params["*"]);
+    } catch {
+      throw modelNotFound(params["*"]);
+    }
     const resolved = s.catalog.resolve(id);
     if (!resolved || !s.isLive(resolved.entry)) throw modelNotFound(id);
     return modelObject(resolved.entry, resolved.tier === "priority" && id.endsWith(TURBO_SUFFIX));

@@ -9,8 +9,9 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, identify } from "../auth";
+import { attachRateHeaders } from "../limits-hook";
 import { ApiError, invalidField } from "../errors";
-import { resolveModel } from "../../catalog/resolve";
+import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { type ChatCall } from "../../chat/pipeline";
 import { SSE_DONE, sseEvent } from "../../protocols/sse";
@@ -37,6 +38,7 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
 
   app.post("/v1/responses", async ({ body, bearer, request, set, server }) => {
     const caller = authenticate(s, request, bearer, set);
+    assertModelEndpoint(s, body, "chat");
     const req = parseResponsesRequest(body);
     let history: Json[] = [];
     if (req.previous_response_id) {
@@ -85,21 +87,24 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     });
   });
 
-  app.get("/v1/responses/:id", ({ params, bearer, request }) => {
+  app.get("/v1/responses/:id", ({ params, bearer, request, set }) => {
     const caller = identify(s, request, bearer);
+    attachRateHeaders(s, set, caller.accountId);
     const stored = store.get(params.id, caller.accountId);
     if (!stored) throw responseNotFound(params.id);
     return stored.response;
   });
 
-  app.delete("/v1/responses/:id", ({ params, bearer, request }) => {
+  app.delete("/v1/responses/:id", ({ params, bearer, request, set }) => {
     const caller = identify(s, request, bearer);
+    attachRateHeaders(s, set, caller.accountId);
     if (!store.delete(params.id, caller.accountId)) throw responseNotFound(params.id);
     return { id: params.id, object: "response", deleted: true };
   });
 
-  app.get("/v1/responses/:id/input_items", ({ params, query, bearer, request }) => {
+  app.get("/v1/responses/:id/input_items", ({ params, query, bearer, request, set }) => {
     const caller = identify(s, request, bearer);
+    attachRateHeaders(s, set, caller.accountId);
     const stored = store.get(params.id, caller.accountId);
     if (!stored) throw responseNotFound(params.id);
     return inputItemsPage(stored.inputItems, query as Record<string, string | undefined>);

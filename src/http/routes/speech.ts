@@ -14,7 +14,7 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate } from "../auth";
-import { resolveModel } from "../../catalog/resolve";
+import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../validate";
 import { ApiError, insufficientCredits, internalError, invalidField, modelUnavailable } from "../errors";
 import { codePoints, speechCost } from "../../billing/prices";
@@ -58,6 +58,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
 
   app.post(ENDPOINT, async ({ body, bearer, request, set, server }) => {
     const caller = authenticate(s, request, bearer, set);
+    assertModelEndpoint(s, body, "speech");
     const req = validate(SpeechRequest, body);
     const resolved = resolveModel(s, req.model, "speech", wantsPriority(req));
     const characters = codePoints(req.input);
@@ -69,6 +70,11 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
     const voices = engine.voices.parse(req.voice);
     const format = req.response_format ?? "mp3";
     const chunks = planSpeech(req.input, dialectOf(voices), engine.vocab, MAX_TOKENS);
+    // Unsupported characters are dropped; input made only of them has nothing to synthesise,
+    // and silence is not worth billing.
+    if (!chunks.some((c) => c.ids.length > 0)) {
+      throw invalidField("input", "contains nothing that can be spoken (only characters the voice cannot pronounce)");
+    }
 
     const requestId = requestIdOf(set);
     const amount = speechCost(resolved.entry, resolved.multiplier, characters);

@@ -5,6 +5,7 @@ import type { RouteDocs } from "../route-docs";
 import { identify } from "../auth";
 import { attachRateHeaders } from "../limits-hook";
 import { parseUsageQuery } from "../../billing/usage-query";
+import { invalidField } from "../errors";
 import { usageReport } from "../../billing/usage-report";
 
 export function registerUsageRoutes(app: App, s: Services, docs: RouteDocs): void {
@@ -15,11 +16,24 @@ export function registerUsageRoutes(app: App, s: Services, docs: RouteDocs): voi
     auth: "key",
     public: true,
   });
-  app.get("/v1/usage", ({ bearer, request, set, query }) => {
+  app.get("/v1/usage", ({ bearer, request, set }) => {
     const caller = identify(s, request, bearer);
     // Reading usage is not model work: it reports the rate without consuming it.
     attachRateHeaders(s, set, caller.accountId);
-    const q = parseUsageQuery(query as Record<string, string | undefined>);
+    const q = parseUsageQuery(singleValuedQuery(request.url));
     return usageReport(s.db, caller.accountId, q);
   });
+}
+
+const USAGE_PARAMS = new Set(["start", "end", "group_by"]);
+
+/** The query as one value per known name: a repeated or unknown parameter is a 400, not ignored. */
+function singleValuedQuery(url: string): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [name, value] of new URL(url).searchParams) {
+    if (!USAGE_PARAMS.has(name)) throw invalidField(name, "is not a query parameter of /v1/usage (use start, end, group_by)");
+    if (out[name] !== undefined) throw invalidField(name, "may be given once (combine groupings with commas: group_by=day,model)");
+    out[name] = value;
+  }
+  return out;
 }
