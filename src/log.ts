@@ -17,6 +17,11 @@ export class Log {
     process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + "\n");
   }
 
+  /** Whether a line at `level` would be written: lets hot paths skip building its fields. */
+  enabled(level: Exclude<LogLevel, "silent">): boolean {
+    return LEVELS[level] >= this.threshold;
+  }
+
   debug(msg: string, fields?: Record<string, unknown>) { this.write("debug", msg, fields); }
   info(msg: string, fields?: Record<string, unknown>) { this.write("info", msg, fields); }
   warn(msg: string, fields?: Record<string, unknown>) { this.write("warn", msg, fields); }

@@ -69,8 +69,8 @@ export class Admin {
       rate_limit_rpm: parseLimit("rate_limit_rpm", b.rate_limit_rpm),
       concurrency_limit: parseLimit("concurrency_limit", b.concurrency_limit),
     });
-    // Cached key owners carry `disabled`: a disable must bite on the very next request.
-    if (b.disabled !== undefined) this.s.keys.forget();
+    // Cached key owners carry `disabled` and the limit overrides: a change must bite on the very next request.
+    this.s.keys.forget();
     return this.view(id);
   }
 

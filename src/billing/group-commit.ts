@@ -69,9 +69,12 @@ export class GroupCommit {
     };
   }
 
-  /** Queues a write; resolves with its result once it is durable (rejects if it failed). */
-  submit<T>(write: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => this.push({ write, resolve, reject }));
+  /**
+   * Queues a write; resolves with its result once it is durable (rejects if it failed). `after`
+   * hears synchronously, once the batch committed, whether this write is in it.
+   */
+  submit<T>(write: () => T, after?: (ok: boolean) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => this.push({ write, resolve, reject, after }));
   }
 
   /**

@@ -94,3 +94,121 @@ describe("Ledger", () => {
     expect(sumEntries(a.id)).toBe(1_000_000 - 700);
   });
 });
+
+describe("Ledger: a settle coalesced with its still-queued hold", () => {
+  const hold = (a: string, requestId: string, amount: number) =>
+    ledger.reserve({ requestId, accountId: a, amount, endpoint: "chat", model: "m" });
+  const holdRow = (requestId: string) =>
+    db.query("SELECT account_id, amount, endpoint, model, state, closed_at IS NOT NULL AS closed FROM holds WHERE request_id = ?").get(requestId);
+  const charges = (a: string) =>
+    db.query("SELECT request_id, amount, balance_after, service_tier, input_tokens, output_tokens, reason FROM ledger_entries WHERE account_id = ? AND kind = 'charge' ORDER BY id").all(a);
+  /** Lets the queued hold write commit before the settle comes (the uncoalesced path). */
+  const holdWritten = () => new Promise<void>((r) => setImmediate(r));
+
+  // Each case: balance seeded, another request's hold still in flight, this hold, the charge asked.
+  test.each([
+    ["an ordinary charge", 1000, 300, 400, 250],
+    ["a charge above the hold", 1000, 0, 400, 700],
+    ["a charge capped at what others do not hold", 1000, 500, 400, 800],
+    ["a zero charge", 1000, 0, 400, 0],
+  ])("%s ends exactly as insert → post would", async (_name, seed, other, amount, charge) => {
+    const results = [];
+    for (const coalesce of [false, true]) {
+      const a = accounts.create(coalesce ? "coalesced" : "written first");
+      ledger.adjust(a.id, seed, "seed");
+      if (other) hold(a.id, `other-${coalesce}`, other);
+      expect(hold(a.id, `r-${coalesce}`, amount)).toEqual({ ok: true });
+      if (!coalesce) await holdWritten();
+      const before = ledger.commitStats.coalesced;
+      const s = await ledger.settle({ requestId: `r-${coalesce}`, amount: charge, serviceTier: "default", inputTokens: 5, outputTokens: 6 });
+      expect(ledger.commitStats.coalesced - before).toBe(coalesce ? 1 : 0);
+      const acct = accounts.mustGet(a.id);
+      results.push({
+        settlement: { charged: s.charged, balanceAfter: s.balanceAfter },
+        account: { balance: acct.balance, reserved: acct.reserved },
+        hold: { ...(holdRow(`r-${coalesce}`) as object), account_id: undefined },
+        charges: (charges(a.id) as { request_id: string }[]).map((c) => ({ ...c, request_id: undefined })),
+        pending: ledger.pendingHolds(),
+      });
+      if (other) ledger.release(`other-${coalesce}`);
+    }
+    expect(results[1]).toEqual(results[0]!);
+    expect(results[0]!.hold).toMatchObject({ state: "posted", closed: 1, amount });
+    expect(results[0]!.account.reserved).toBe(other);
+  });
+
+  test("charges above their holds never spend another coalesced hold (same batch), exactly as insert → post", async () => {
+    const results = [];
+    for (const coalesce of [false, true]) {
+      const a = accounts.create(coalesce ? "coalesced" : "written first");
+      ledger.adjust(a.id, 1000, "seed");
+      hold(a.id, `a-${coalesce}`, 600);
+      hold(a.id, `b-${coalesce}`, 400);
+      if (!coalesce) await holdWritten();
+      const before = ledger.commitStats.coalesced;
+      const [b, x] = await Promise.all([
+        ledger.settle({ requestId: `b-${coalesce}`, amount: 700, serviceTier: "default" }),
+        ledger.settle({ requestId: `a-${coalesce}`, amount: 600, serviceTier: "default" }),
+      ]);
+      expect(ledger.commitStats.coalesced - before).toBe(coalesce ? 2 : 0);
+      const acct = accounts.mustGet(a.id);
+      results.push({ b: b.charged, a: x.charged, balance: acct.balance, reserved: acct.reserved });
+    }
+    expect(results[0]).toEqual({ b: 400, a: 600, balance: 0, reserved: 0 });
+    expect(results[1]).toEqual(results[0]!);
+  });
+
+  test("a settle whose write fails leaves the hold pending for release(), exactly as insert → post", async () => {
+    db.run("CREATE TEMP TRIGGER refuse_charge BEFORE INSERT ON ledger_entries WHEN NEW.request_id LIKE 'boom-%' BEGIN SELECT RAISE(ABORT, 'disk says no'); END");
+    const results = [];
+    for (const coalesce of [false, true]) {
+      const a = accounts.create(coalesce ? "coalesced" : "written first");
+      ledger.adjust(a.id, 1000, "seed");
+      hold(a.id, `boom-${coalesce}`, 400);
+      if (!coalesce) await holdWritten();
+      await expect(ledger.settle({ requestId: `boom-${coalesce}`, amount: 100, serviceTier: "default" })).rejects.toThrow(/disk says no/);
+      const pendingBefore = { row: (holdRow(`boom-${coalesce}`) as { state: string }).state, reserved: accounts.mustGet(a.id).reserved };
+      ledger.release(`boom-${coalesce}`);
+      const acct = accounts.mustGet(a.id);
+      results.push({ pendingBefore, row: (holdRow(`boom-${coalesce}`) as { state: string }).state, balance: acct.balance, reserved: acct.reserved, pending: ledger.pendingHolds(), charges: charges(a.id).length });
+    }
+    expect(results[0]).toEqual({ pendingBefore: { row: "pending", reserved: 400 }, row: "voided", balance: 1000, reserved: 0, pending: 0, charges: 0 });
+    expect(results[1]).toEqual(results[0]!);
+  });
+
+  test("a second settle in the same turn returns the first charge, never a second", async () => {
+    const a = accounts.create("t");
+    ledger.adjust(a.id, 1000, "seed");
+    hold(a.id, "r1", 400);
+    const [s1, s2] = await Promise.all([
+      ledger.settle({ requestId: "r1", amount: 100, serviceTier: "default" }),
+      ledger.settle({ requestId: "r1", amount: 300, serviceTier: "default" }),
+    ]);
+    expect(s1).toEqual({ requestId: "r1", charged: 100, balanceAfter: 900 });
+    expect(s2).toEqual(s1);
+    expect(charges(a.id)).toHaveLength(1);
+    expect(sumEntries(a.id)).toBe(900);
+  });
+
+  test("until the charge is committed the hold still counts: nobody else can spend it", async () => {
+    const a = accounts.create("t");
+    ledger.adjust(a.id, 1000, "seed");
+    hold(a.id, "r1", 700);
+    const settling = ledger.settle({ requestId: "r1", amount: 100, serviceTier: "default" });
+    expect(ledger.pendingHolds()).toBe(1);
+    expect(hold(a.id, "r2", 400)).toEqual({ ok: false, available: 300 });
+    await settling;
+    expect(ledger.pendingHolds()).toBe(0);
+    expect(hold(a.id, "r2", 900)).toEqual({ ok: true });
+  });
+
+  test("a release of a queued hold is not coalesced: the hold is written, then voided", async () => {
+    const a = accounts.create("t");
+    ledger.adjust(a.id, 1000, "seed");
+    hold(a.id, "r1", 400);
+    ledger.release("r1");
+    expect(holdRow("r1")).toMatchObject({ state: "voided" });
+    await expect(ledger.settle({ requestId: "r1", amount: 100, serviceTier: "default" })).rejects.toThrow(/without a pending hold/);
+    expect(accounts.mustGet(a.id)).toMatchObject({ balance: 1000, reserved: 0 });
+  });
+});

@@ -12,6 +12,14 @@
  * written before its settle or release, and nobody waits for it (a hold lost in a crash is voided
  * on restart anyway). Settlements are group-committed with full sync, and settle() resolves only
  * once durable.
+ *
+ * Coalescing: a settle that arrives while its hold's write is still queued (most of them under
+ * load: the hold waits for the next batch, the upstream usually answers first) takes over the
+ * hold row: the queued hold write only raises `reserved` (exactly as before), and the settle
+ * inserts the row already posted instead of inserting it pending and updating it later. Every
+ * account column therefore moves exactly as with insert → post, at the same points in the queue;
+ * only the pending row is absent until the charge commits (pendingHolds() counts it in memory).
+ * If the settle fails, the pending row is written after all, so release() voids it as usual.
  */
 import type { Store } from "../store/database";
 import { GroupCommit } from "./group-commit";
@@ -60,6 +68,16 @@ export interface SettledCharge {
 
 export type ReserveOutcome = { ok: true } | { ok: false; available: number };
 
+/** A hold decided in memory whose row is still queued; a settle may take its place. */
+interface QueuedHold {
+  h: HoldRequest;
+  createdAt: number;
+  /** A settle took over the row: the hold write only raises `reserved`, the settle inserts the row posted. */
+  superseded: boolean;
+  /** The hold's `reserved` increase ran (and, once its batch is over, committed). */
+  applied: boolean;
+}
+
 interface HoldRow {
   request_id: string;
   account_id: string;
@@ -80,6 +98,9 @@ export class Ledger {
   private readonly unwritten = new Map<string, number>();
   /** Holds queued and not yet committed, for pendingHolds(). */
   private queuedHolds = 0;
+  /** Holds whose write has not run yet, by request id (what a settle may coalesce with). */
+  private readonly unrunHolds = new Map<string, QueuedHold>();
+  private coalesced = 0;
 
   /** @param db the full-sync connection every ledger write goes through */
   constructor(private readonly db: Store, groupCommitBatch = 512) {
@@ -87,6 +108,9 @@ export class Ledger {
     this.q = {
       insertHold: db.query(
         "INSERT INTO holds (request_id, account_id, amount, endpoint, model, state, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
+      ),
+      insertPostedHold: db.query(
+        "INSERT INTO holds (request_id, account_id, amount, endpoint, model, state, created_at, closed_at) VALUES (?, ?, ?, ?, ?, 'posted', ?, ?)",
       ),
       addReserved: db.query("UPDATE accounts SET reserved = reserved + ? WHERE id = ?"),
       voidHold: db.query<{ amount: number; account_id: string }, [number, string]>(
@@ -126,16 +150,23 @@ export class Ledger {
     if (available < h.amount) return { ok: false, available: Math.max(0, available) };
     this.addUnwritten(h.accountId, h.amount);
     this.queuedHolds++;
-    const createdAt = nowSeconds();
+    const queued: QueuedHold = { h, createdAt: nowSeconds(), superseded: false, applied: false };
+    this.unrunHolds.set(h.requestId, queued);
     this.commits.enqueue(
       () => {
-        this.q.insertHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, createdAt);
+        // From here on (batches run synchronously) no settle can take over this row.
+        if (this.unrunHolds.get(h.requestId) === queued) this.unrunHolds.delete(h.requestId);
+        if (!queued.superseded) this.q.insertHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, queued.createdAt);
         this.q.addReserved.run(h.amount, h.accountId);
+        queued.applied = true;
       },
       // Committed: the column now holds the amount. Failed: nobody holds it (its settle will find
-      // no pending hold and charge nothing). Either way it leaves the in-memory total.
-      () => {
-        this.queuedHolds--;
+      // no pending hold and charge nothing). Either way it leaves the in-memory total. A hold whose
+      // row a settle took over stays in pendingHolds() until that settle's commit.
+      (ok) => {
+        if (this.unrunHolds.get(h.requestId) === queued) this.unrunHolds.delete(h.requestId);
+        if (!ok) queued.applied = false;
+        if (!queued.superseded) this.queuedHolds--;
         this.addUnwritten(h.accountId, -h.amount);
       },
     );
@@ -164,7 +195,8 @@ export class Ledger {
   settle(c: ChargeRequest): Promise<Settlement> {
     if (!Number.isSafeInteger(c.amount) || c.amount < 0) throw new RangeError(`bad charge amount ${c.amount}`);
     let fresh: SettledCharge | null = null;
-    const durable = this.commits.submit((): Settlement => {
+    const queued = this.unrunHolds.get(c.requestId);
+    const durable = queued ? this.settleQueued(queued, c, (f) => (fresh = f)) : this.commits.submit((): Settlement => {
       fresh = null;
       // Posting first saves two lookups on the usual path: a pending hold has no charge yet (both
       // change in this one savepoint), and only when nothing was pending can this be a repeat.
@@ -202,6 +234,52 @@ export class Ledger {
       }
       return settlement;
     });
+  }
+
+  /**
+   * Settles a hold whose row has not been written yet (see Coalescing above): the row is inserted
+   * already posted, and the charge is taken exactly as the post would take it — the hold's amount
+   * is in `reserved` by now, since its write comes first in the queue.
+   */
+  private settleQueued(queued: QueuedHold, c: ChargeRequest, noteFresh: (f: SettledCharge | null) => void): Promise<Settlement> {
+    const { h } = queued;
+    this.unrunHolds.delete(h.requestId);
+    queued.superseded = true;
+    this.coalesced++;
+    return this.commits.submit(
+      (): Settlement => {
+        noteFresh(null);
+        // Its hold write failed: as with no pending hold on the usual path.
+        if (!queued.applied) throw new ApiError(500, "internal_error", "settle without a pending hold");
+        const closedAt = nowSeconds();
+        this.q.insertPostedHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, queued.createdAt, closedAt);
+        const acct = this.q.account.get(h.accountId)!;
+        // Never spend what other requests hold, nor below zero (as in settle()).
+        const payable = acct.balance - (acct.reserved - h.amount);
+        const charged = Math.max(0, Math.min(c.amount, payable));
+        const balanceAfter = this.q.debit.get(charged, h.amount, h.accountId)!.balance;
+        this.q.insertEntry.run(
+          h.accountId, "charge", -charged, balanceAfter, c.requestId, h.endpoint, h.model, c.serviceTier,
+          c.inputTokens ?? 0, c.outputTokens ?? 0, c.characters ?? 0, charged < c.amount ? "capped at available balance" : null,
+          closedAt,
+        );
+        noteFresh({
+          requestId: c.requestId, accountId: h.accountId, endpoint: h.endpoint, model: h.model, serviceTier: c.serviceTier,
+          charged, inputTokens: c.inputTokens ?? 0, outputTokens: c.outputTokens ?? 0, characters: c.characters ?? 0,
+        });
+        return { requestId: c.requestId, charged, balanceAfter };
+      },
+      (ok) => {
+        this.queuedHolds--;
+        // Not charged, but its amount is in `reserved`: write the pending row the usual path would
+        // have, so the caller's release() voids it (and a restart's releaseAbandoned() sees it).
+        if (!ok && queued.applied) {
+          this.commits.enqueue(() => {
+            this.q.insertHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, queued.createdAt);
+          });
+        }
+      },
+    );
   }
 
   /** Calls `listener` after each new charge is durable (metrics). */
@@ -266,8 +344,11 @@ export class Ledger {
     this.commits.flush();
   }
 
-  /** writes: settlements (waited for); holds: hold and release writes, committed behind them. */
+  /**
+   * writes: settlements (waited for); holds: hold and release writes, committed behind them;
+   * coalesced: settlements that wrote their still-queued hold themselves.
+   */
   get commitStats() {
-    return { batches: this.commits.batches, writes: this.commits.writes, holds: this.commits.background };
+    return { batches: this.commits.batches, writes: this.commits.writes, holds: this.commits.background, coalesced: this.coalesced };
   }
 }

@@ -9,6 +9,7 @@ import { chatCost } from "../billing/prices";
 import { formatUsd } from "../billing/money";
 import { insufficientCredits, upstreamError } from "../http/errors";
 import { dispatchChat } from "../upstream/dispatch";
+import { abortWith, readAllText } from "../upstream/timeouts";
 import { tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { countTextTokens, promptTokenCount } from "./tokens";
@@ -73,7 +74,7 @@ export async function completeChat(s: Services, call: ChatCall): Promise<{ body:
     const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId));
     let json: ChatObject;
     try {
-      json = (await timeEngine(call.requestId, response.json())) as ChatObject;
+      json = JSON.parse(await timeEngine(call.requestId, readAllText(response.body))) as ChatObject;
     } catch {
       throw upstreamError();
     }
@@ -101,9 +102,10 @@ export async function openChatStream(s: Services, call: ChatCall): Promise<ChatS
   await prepareChatImages(s, call);
   reserveChat(s, call);
   try {
+    // Aborted by the client going away or by the stream's own cancel/failure.
     const upstream = new AbortController();
-    const signal = AbortSignal.any([call.signal, upstream.signal]);
-    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), signal, call.requestId));
+    abortWith(call.signal, upstream);
+    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), upstream.signal, call.requestId));
     return new ChatStream(s, call, response, upstream);
   } catch (err) {
     s.ledger.release(call.requestId);

@@ -8,6 +8,7 @@
 import type { Services } from "../services";
 import { chatCost } from "../billing/prices";
 import { SseParser } from "../protocols/sse";
+import type { UpstreamReply } from "../upstream/client";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { countTextTokens } from "./tokens";
 import { timeEngine } from "../http/request-context";
@@ -30,13 +31,21 @@ export class ChatStream implements AsyncIterable<ChatObject> {
   constructor(
     private readonly s: Services,
     private readonly call: ChatCall,
-    private readonly response: Response,
+    private readonly response: UpstreamReply,
     private readonly upstream: AbortController,
   ) {}
 
   /** Chunks with content, rewritten; usage-only chunks are held back (we send our own). */
   async *[Symbol.asyncIterator](): AsyncIterator<ChatObject> {
-    const reader = this.response.body!.getReader();
+    for await (const batch of this.batches()) yield* batch;
+  }
+
+  /**
+   * The same chunks, grouped by the upstream read they arrived in, so a relay can frame and write
+   * them at once: one write (and one async step) per read instead of one per chunk.
+   */
+  async *batches(): AsyncGenerator<ChatObject[]> {
+    const reader = this.response.body;
     const parser = new SseParser();
     const rewrite = { id: completionId(this.call.requestId), model: this.call.resolved.requestedId, serviceTier: this.call.resolved.tier };
     let sawDone = false;
@@ -49,6 +58,9 @@ export class ChatStream implements AsyncIterable<ChatObject> {
           throw new StreamFailure("upstream connection broke");
         }
         const events = read.done ? parser.end() : parser.push(read.value!);
+        const batch: ChatObject[] = [];
+        // A failure ends the stream only after the chunks that came before it in this read.
+        let failure: StreamFailure | null = null;
         for (const ev of events) {
           if (ev.data === "[DONE]") {
             sawDone = true;
@@ -58,9 +70,13 @@ export class ChatStream implements AsyncIterable<ChatObject> {
           try {
             obj = JSON.parse(ev.data) as ChatObject;
           } catch {
-            throw new StreamFailure("upstream sent a malformed chunk");
+            failure = new StreamFailure("upstream sent a malformed chunk");
+            break;
           }
-          if (obj.error !== undefined || ev.event === "error") throw new StreamFailure("upstream reported an error mid-stream");
+          if (obj.error !== undefined || ev.event === "error") {
+            failure = new StreamFailure("upstream reported an error mid-stream");
+            break;
+          }
           const usage = readUsage(obj);
           if (usage) this.usage = usage;
           const choices = obj.choices as { delta?: ChatObject; finish_reason?: unknown }[] | undefined;
@@ -71,8 +87,10 @@ export class ChatStream implements AsyncIterable<ChatObject> {
             if (c.finish_reason) this.sawFinish = true;
           }
           this.deliveredChunks++;
-          yield rewriteChatObject(obj, rewrite);
+          batch.push(rewriteChatObject(obj, rewrite));
         }
+        if (batch.length > 0) yield batch;
+        if (failure) throw failure;
         if (read.done) break;
       }
       if (!sawDone && !this.sawFinish && !this.usage) throw new StreamFailure("upstream stream ended early");

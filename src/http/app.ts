@@ -6,11 +6,10 @@ import { Elysia } from "elysia";
 import { bearer } from "@elysiajs/bearer";
 import type { Services } from "../services";
 import { ApiError, dialectForPath, errorBody, internalError } from "./errors";
-import { newId } from "../accounts/ids";
 import { RouteDocs } from "./route-docs";
 import { readBodyCapped, tooLarge } from "./body";
 import { installRequestLifecycle } from "./request-lifecycle";
-import { releaseSlotOf } from "./request-context";
+import { newRequestId, releaseSlotOf } from "./request-context";
 import { registerRootRoutes } from "./routes/root";
 import { registerModelRoutes } from "./routes/models";
 import { registerAdminRoutes } from "./routes/admin";
@@ -44,7 +43,7 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
   const maxBody = s.config.maxBodyBytes;
   const app = baseApp()
     .onRequest(({ request, set }) => {
-      set.headers["x-request-id"] = newId("req", 16);
+      set.headers["x-request-id"] = newRequestId();
       const length = Number(request.headers.get("content-length") ?? 0);
       if (length > maxBody) {
         throw tooLarge(maxBody, length);

@@ -6,10 +6,13 @@ import { timingSafeEqual, createHash } from "node:crypto";
 import type { Services } from "../services";
 import { ApiError } from "./errors";
 import { admitRequest } from "./limits-hook";
+import type { AccountLimits } from "../limits/limiter";
 
 export interface Caller {
   accountId: string;
   keyId: string;
+  /** The account's limits, resolved from the cached key owner (no account read per request). */
+  limits: AccountLimits;
 }
 
 export function presentedKey(request: Request, bearer: string | undefined): string | null {
@@ -31,7 +34,7 @@ export function presentedKey(request: Request, bearer: string | undefined): stri
  */
 export function authenticate(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller {
   const caller = identify(s, request, bearer);
-  admitRequest(s, request, set, caller.accountId);
+  admitRequest(s, request, set, caller.accountId, caller.limits);
   return caller;
 }
 
@@ -44,7 +47,14 @@ export function identify(s: Services, request: Request, bearer: string | undefin
   const owner = s.keys.authenticate(key);
   if (!owner) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided. Keys are shown once at creation; create a new one if it is lost.");
   if (owner.disabled) throw new ApiError(403, "account_disabled", "This account is disabled. Contact the operator of this service.");
-  return { accountId: owner.accountId, keyId: owner.keyId };
+  return {
+    accountId: owner.accountId,
+    keyId: owner.keyId,
+    limits: {
+      rateLimitRpm: owner.rateLimitRpm ?? s.config.rateLimitRpm,
+      concurrencyLimit: owner.concurrencyLimit ?? s.config.concurrencyLimit,
+    },
+  };
 }
 
 const digest = (v: string) => createHash("sha256").update(v).digest();

@@ -64,14 +64,18 @@ export async function streamForRoute(
     heartbeatMs: STREAM_HEARTBEAT_MS,
     onCancel: () => void stream.cancel(),
     produce: async (w) => {
+      // Frames produced together go out as one write: one enqueue, one socket write.
       const send = (frames: Uint8Array[]) => {
-        for (const f of frames) w.write(f);
+        if (frames.length === 1) w.write(frames[0]!);
+        else if (frames.length > 1) w.write(Buffer.concat(frames));
       };
       if (framing.start) send(framing.start());
       try {
-        for await (const chunk of stream) {
+        for await (const batch of stream.batches()) {
           if (w.closed) break;
-          send(framing.push(chunk));
+          const frames: Uint8Array[] = [];
+          for (const chunk of batch) for (const f of framing.push(chunk)) frames.push(f);
+          send(frames);
         }
       } catch (err) {
         if (err instanceof StreamFailure && !w.closed) send(framing.failed());

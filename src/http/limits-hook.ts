@@ -20,9 +20,12 @@ export function limitsOf(s: Services, accountId: string): AccountLimits {
   };
 }
 
-/** Takes a slot and one unit of rate, or throws 429 naming the limit; sets the rate headers either way. */
-export function admitRequest(s: Services, request: Request, set: HeaderBag, accountId: string): void {
-  const admission = s.limits.admit(accountId, limitsOf(s, accountId));
+/**
+ * Takes a slot and one unit of rate, or throws 429 naming the limit; sets the rate headers either way.
+ * `limits` may come from the caller's cached key owner; without it the account row is read.
+ */
+export function admitRequest(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits = limitsOf(s, accountId)): void {
+  const admission = s.limits.admit(accountId, limits);
   const headers = rateHeaders(admission.rate);
   // `set` is required by the type; a caller not yet updated still gets limits, just no headers.
   if (set?.headers) Object.assign(set.headers, headers);
@@ -31,7 +34,7 @@ export function admitRequest(s: Services, request: Request, set: HeaderBag, acco
     const retryAfter = retryAfterSeconds(admission.retryAfterMs);
     const h = { ...headers, "retry-after": retryAfter };
     if (admission.reason === "concurrency") {
-      throw new ApiError(429, "concurrency_limit_exceeded", `Too many requests in flight for this account (limit ${limitsOf(s, accountId).concurrencyLimit}). Wait for one to finish, then retry.`, null, h);
+      throw new ApiError(429, "concurrency_limit_exceeded", `Too many requests in flight for this account (limit ${limits.concurrencyLimit}). Wait for one to finish, then retry.`, null, h);
     }
     throw new ApiError(429, "rate_limit_exceeded", `Rate limit reached: ${admission.rate.limit} requests per minute for this account. Retry after ${retryAfter} s.`, null, h);
   }

@@ -19,6 +19,18 @@ export interface RequestContext {
   finished: boolean;
 }
 
+const idBytes = new Uint8Array(10);
+
+/**
+ * A new request id: "req_" + the time in ms (base 36, fixed width, so ids sort by arrival) + 80
+ * random bits. Sorting by time keeps the ledger's request-id indexes appending at their right
+ * edge instead of touching a random page per insert; the random part keeps ids unguessable.
+ */
+export function newRequestId(now = Date.now()): string {
+  crypto.getRandomValues(idBytes);
+  return `req_${now.toString(36).padStart(9, "0")}${Buffer.from(idBytes.buffer, idBytes.byteOffset, idBytes.byteLength).toString("base64url")}`;
+}
+
 const byRequest = new WeakMap<Request, RequestContext>();
 const byId = new Map<string, RequestContext>();
 

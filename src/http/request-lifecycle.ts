@@ -6,11 +6,13 @@
  *   - any other response gives its slot back once complete (after the handler, or in the app's
  *     error hook via releaseSlotOf), and is logged and measured after it was sent.
  * Then one structured log line and the request metrics. So no route has to remember to release.
+ * (SSE bodies made by producerStream report their own end, so they are not wrapped again.)
  */
 import type { App } from "./app";
 import type { Services } from "../services";
 import { beginRequest, contextOf, endRequest, type RequestContext } from "./request-context";
 import { requestMetrics } from "./request-metrics";
+import { watchProducerEnd, type StreamEnd } from "./streaming";
 
 interface HookContext {
   request: Request;
@@ -33,6 +35,8 @@ export function installRequestLifecycle(app: App, s: Services): void {
     metrics.latency.observe(totalMs / 1000, { endpoint });
     metrics.overhead.observe(overheadMs / 1000, { endpoint });
     if (status === 502 || status === 504) metrics.upstreamErrors.inc({ endpoint, kind: status === 502 ? "upstream_error" : "upstream_timeout" });
+    // At info level this is the one line per request; below it, its fields are never built.
+    if (!s.log.enabled("info")) return;
     const cost = hc.set.headers["x-request-cost"];
     s.log.info("request", {
       request_id: ctx.requestId,
@@ -63,7 +67,10 @@ export function installRequestLifecycle(app: App, s: Services): void {
       // Only an admitted request has a slot to hold until its body ends; others finish after send.
       if (value instanceof Response && value.body && ctx.slot && !hasDeclaredLength(value)) {
         ctx.streamed = true;
-        const body = onStreamEnd(value.body, (outcome) => finish(c, ctx, statusOf(value.status), outcome));
+        const done = (outcome: StreamEnd) => finish(c, ctx, statusOf(value.status), outcome);
+        // Our own SSE bodies report their end themselves; any other body is wrapped to watch it.
+        if (watchProducerEnd(value.body, done)) return;
+        const body = onStreamEnd(value.body, done);
         return new Response(body, { status: value.status, statusText: value.statusText, headers: value.headers });
       }
       if (isAsyncIterable(value)) {

@@ -16,11 +16,35 @@ export interface StreamOptions {
   heartbeatMs?: number;
 }
 
+export type StreamEnd = "completed" | "cancelled" | "failed";
+
+/** For each producer stream: how to hear (once) that it ended. */
+const endWatchers = new WeakMap<ReadableStream<Uint8Array>, (done: (outcome: StreamEnd) => void) => void>();
+
+/**
+ * Calls `done` once when `body` — a stream made by producerStream — has ended (at once if it
+ * already has), and says true; says false for any other stream, which the caller must watch itself.
+ * This spares the request lifecycle a second stream wrapped around every SSE body.
+ */
+export function watchProducerEnd(body: ReadableStream<Uint8Array>, done: (outcome: StreamEnd) => void): boolean {
+  const watch = endWatchers.get(body);
+  if (!watch) return false;
+  watch(done);
+  return true;
+}
+
 export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> {
   let closed = false;
   let timer: ReturnType<typeof setInterval> | null = null;
   let lastWrite = Date.now();
-  return new ReadableStream<Uint8Array>({
+  let ended: StreamEnd | null = null;
+  let onEnd: ((outcome: StreamEnd) => void) | null = null;
+  const end = (outcome: StreamEnd) => {
+    if (ended) return;
+    ended = outcome;
+    onEnd?.(outcome);
+  };
+  const stream = new ReadableStream<Uint8Array>({
     start(controller) {
       const w: StreamWriter = {
         write(bytes) {
@@ -45,6 +69,7 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
           if (!closed) {
             closed = true;
             controller.close();
+            end("completed");
           }
         });
     },
@@ -52,6 +77,12 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
       closed = true;
       if (timer) clearInterval(timer);
       opts.onCancel();
+      end("cancelled");
     },
   });
+  endWatchers.set(stream, (done) => {
+    if (ended) done(ended);
+    else onEnd = done;
+  });
+  return stream;
 }

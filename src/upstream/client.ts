@@ -6,7 +6,7 @@
  * client-facing text: upstream names and error bodies stay internal.
  */
 import type { Upstream } from "./registry";
-import { idleGuardedBody, markReachable, probeConnect, recentlyReachable } from "./timeouts";
+import { abortWith, idleGuardedReader, markReachable, probeConnect, recentlyReachable, type BodyReader } from "./timeouts";
 
 export type FailureKind = "connect" | "timeout" | "status" | "aborted";
 
@@ -52,11 +52,18 @@ export interface UpstreamCall {
   onMidStreamFailure?: () => void;
 }
 
+/** A 2xx answer whose first body chunk arrived; the body is the caller's to read (or cancel). */
+export interface UpstreamReply {
+  status: number;
+  /** Guarded by the idle deadline between chunks. */
+  body: BodyReader;
+}
+
 /**
  * POSTs a chat-completions body. Resolves once the status is 2xx and the first body chunk
- * arrived; the returned Response's body is the caller's to read, guarded by the idle deadline.
+ * arrived; the reply's body is the caller's to read, guarded by the idle deadline.
  */
-export async function postChatCompletions(upstream: Upstream, body: unknown, call: UpstreamCall): Promise<Response> {
+export async function postChatCompletions(upstream: Upstream, body: unknown, call: UpstreamCall): Promise<UpstreamReply> {
   const { signal } = call;
   const attempt = new AbortController();
   let why: "first_byte" | "connect" | null = null;
@@ -67,6 +74,8 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
     why ??= reason;
     attempt.abort();
   };
+  // The client's abort reaches the upstream request through `attempt`, whose signal fetch gets.
+  abortWith(signal, attempt);
   const timer = setTimeout(() => stop("first_byte"), upstream.firstByteTimeoutMs);
   const origin = originOf(upstream.baseUrl);
   if (!recentlyReachable(origin)) {
@@ -87,7 +96,7 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
       method: "POST",
       headers,
       body: JSON.stringify(body),
-      signal: AbortSignal.any([signal, attempt.signal]),
+      signal: attempt.signal,
       // Our own first-byte and idle deadlines govern; Bun's socket idle timer (5 min) must not.
       timeout: false,
     } as RequestInit);
@@ -100,7 +109,7 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
     const first = await reader.read();
     clearTimeout(timer);
     markReachable(origin);
-    const guarded = idleGuardedBody(first.done ? null : first.value, reader, upstream.idleTimeoutMs, {
+    const guarded = idleGuardedReader(first.done ? null : first.value, reader, upstream.idleTimeoutMs, {
       onIdle() {
         attempt.abort();
         call.onMidStreamFailure?.();
@@ -109,7 +118,7 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
         if (!signal.aborted) call.onMidStreamFailure?.();
       },
     });
-    return new Response(guarded, { status: res.status, headers: res.headers });
+    return { status: res.status, body: guarded };
   } catch (err) {
     throw failed(err);
   } finally {

@@ -9,14 +9,14 @@
 import type { Services } from "../services";
 import type { ServiceTier } from "../catalog/catalog";
 import { ApiError, modelUnavailable, upstreamError, upstreamTimeout } from "../http/errors";
-import { postChatCompletions, UpstreamFailure } from "./client";
+import { postChatCompletions, UpstreamFailure, type UpstreamReply } from "./client";
 import type { Route } from "./registry";
 
 /** Thrown when the client disconnected while we were still waiting for an upstream. */
 export class ClientGone extends Error {}
 
 export interface Dispatched {
-  response: Response;
+  response: UpstreamReply;
   route: Route;
 }
 

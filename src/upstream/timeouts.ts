@@ -55,45 +55,103 @@ export function probeConnect(origin: string, timeoutMs: number): Promise<boolean
 export class IdleTimeout extends Error {}
 
 /**
- * A body stream that starts with `first` (already read) and then relays `reader`, erroring with
- * IdleTimeout when a read waits longer than `idleMs` (`onIdle` stops the upstream request);
- * `onBroken` hears of any other read error.
- * Cancelling the result cancels the upstream body at once.
+ * Aborts `controller` as soon as `signal` aborts (at once when it already has): the cheap
+ * equivalent of `AbortSignal.any([signal, controller.signal])` when the controller's own signal
+ * is the one handed on.
  */
-export function idleGuardedBody(
+export function abortWith(signal: AbortSignal, controller: AbortController): void {
+  if (signal.aborted) controller.abort(signal.reason);
+  else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+}
+
+/** An upstream body, read chunk by chunk (no stream object in between: the relay is the consumer). */
+export interface BodyReader {
+  read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>;
+  /** Stops reading and cancels the upstream body. */
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/**
+ * A body reader that returns `first` (already read) and then relays `reader`, rejecting with
+ * IdleTimeout when a read waits longer than `idleMs` (`onIdle` stops the upstream request);
+ * `onBroken` hears of any other read error. Cancelling it cancels the upstream body at once.
+ *
+ * One timer per body, re-armed (refresh) when a read starts waiting and ignored once it returns:
+ * no timer or race is allocated per chunk.
+ */
+export function idleGuardedReader(
   first: Uint8Array | null,
   reader: ReadableStreamDefaultReader<Uint8Array>,
   idleMs: number,
   hooks: { onIdle(): void; onBroken(): void },
-): ReadableStream<Uint8Array> {
+): BodyReader {
   let pending: Uint8Array | null = first;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
+  /** Rejects the read now waiting; null when none waits (the timer is then ignored). */
+  let waiting: ((err: unknown) => void) | null = null;
+  /** Set once the body stalled: the stalled read's eventual result must be dropped. */
+  let stalled = false;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const onTimer = () => {
+    const reject = waiting;
+    if (!reject) return;
+    waiting = null;
+    stalled = true;
+    hooks.onIdle();
+    reader.cancel().catch(() => {});
+    reject(new IdleTimeout(`no data for ${idleMs} ms`));
+  };
+  const disarm = () => {
+    waiting = null;
+    if (timer) clearTimeout(timer);
+    timer = null;
+  };
+  return {
+    read() {
       if (pending) {
-        controller.enqueue(pending);
+        const value = pending;
         pending = null;
-        return;
+        return Promise.resolve({ done: false, value });
       }
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const stalled = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new IdleTimeout(`no data for ${idleMs} ms`)), idleMs);
+      if (stalled) return Promise.reject(new IdleTimeout(`no data for ${idleMs} ms`));
+      return new Promise((resolve, reject) => {
+        waiting = reject;
+        if (timer) timer.refresh();
+        else timer = setTimeout(onTimer, idleMs);
+        reader.read().then(
+          (r) => {
+            if (stalled) return;
+            waiting = null;
+            if (r.done) {
+              disarm();
+              resolve({ done: true });
+            } else resolve({ done: false, value: r.value });
+          },
+          (err) => {
+            if (stalled) return;
+            disarm();
+            hooks.onBroken();
+            reject(err);
+          },
+        );
       });
-      try {
-        const r = await Promise.race([reader.read(), stalled]);
-        if (r.done) controller.close();
-        else controller.enqueue(r.value);
-      } catch (err) {
-        if (err instanceof IdleTimeout) {
-          hooks.onIdle();
-          reader.cancel().catch(() => {});
-        } else hooks.onBroken();
-        controller.error(err);
-      } finally {
-        clearTimeout(timer);
-      }
     },
     cancel(reason) {
+      disarm();
+      pending = null;
       return reader.cancel(reason).catch(() => {});
     },
-  }, { highWaterMark: 0 });
+  };
+}
+
+/** Reads a whole body as text (a non-streamed upstream reply). */
+export async function readAllText(body: BodyReader): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const r = await body.read();
+    if (r.done) break;
+    chunks.push(r.value);
+    total += r.value.byteLength;
+  }
+  return chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, total).toString("utf8") : Buffer.concat(chunks, total).toString("utf8");
 }

@@ -1,0 +1,98 @@
+import { describe, expect, test } from "bun:test";
+import { abortWith, idleGuardedReader, IdleTimeout, readAllText } from "./timeouts";
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+
+/** A source whose chunks the test pushes by hand, noting whether it was cancelled. */
+function source() {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let cancelled = false;
+  const stream = new ReadableStream<Uint8Array>({
+    start: (c) => void (controller = c),
+    cancel: () => void (cancelled = true),
+  });
+  return { reader: stream.getReader(), controller, get cancelled() { return cancelled; } };
+}
+
+function hooks() {
+  const seen: string[] = [];
+  return { seen, onIdle: () => seen.push("idle"), onBroken: () => seen.push("broken") };
+}
+
+describe("idleGuardedReader", () => {
+  test("returns the first chunk, then relays the rest and the end", async () => {
+    const src = source();
+    const h = hooks();
+    const body = idleGuardedReader(bytes("a"), src.reader, 1000, h);
+    src.controller.enqueue(bytes("b"));
+    src.controller.close();
+    expect(await readAllText(body)).toBe("ab");
+    expect(h.seen).toEqual([]);
+  });
+
+  test("pauses shorter than the idle deadline are fine, however many", async () => {
+    const src = source();
+    const h = hooks();
+    const body = idleGuardedReader(null, src.reader, 40, h);
+    const text = readAllText(body);
+    for (const c of ["x", "y", "z"]) {
+      await Bun.sleep(25);
+      src.controller.enqueue(bytes(c));
+    }
+    src.controller.close();
+    expect(await text).toBe("xyz");
+    expect(h.seen).toEqual([]);
+  });
+
+  test("a read waiting past the deadline fails with IdleTimeout, once, and cancels the upstream", async () => {
+    const src = source();
+    const h = hooks();
+    const body = idleGuardedReader(bytes("a"), src.reader, 20, h);
+    expect((await body.read()).value).toEqual(bytes("a"));
+    const stalled = body.read();
+    await Bun.sleep(5);
+    expect(h.seen).toEqual([]);
+    await expect(stalled).rejects.toBeInstanceOf(IdleTimeout);
+    expect(h.seen).toEqual(["idle"]);
+    expect(src.cancelled).toBe(true);
+    await expect(body.read()).rejects.toBeInstanceOf(IdleTimeout);
+    expect(h.seen).toEqual(["idle"]);
+  });
+
+  test("a broken upstream body is reported as broken, not idle", async () => {
+    const src = source();
+    const h = hooks();
+    const body = idleGuardedReader(null, src.reader, 1000, h);
+    const read = body.read();
+    src.controller.error(new Error("reset"));
+    await expect(read).rejects.toThrow("reset");
+    expect(h.seen).toEqual(["broken"]);
+  });
+
+  test("cancel stops the upstream body and the deadline", async () => {
+    const src = source();
+    const h = hooks();
+    const body = idleGuardedReader(null, src.reader, 20, h);
+    await body.cancel();
+    await Bun.sleep(40);
+    expect(src.cancelled).toBe(true);
+    expect(h.seen).toEqual([]);
+  });
+});
+
+describe("abortWith", () => {
+  test.each([
+    ["already aborted", true],
+    ["aborted later", false],
+  ])("%s: the controller follows the signal", (_name, early) => {
+    const client = new AbortController();
+    if (early) client.abort();
+    const upstream = new AbortController();
+    abortWith(client.signal, upstream);
+    if (!early) {
+      expect(upstream.signal.aborted).toBe(false);
+      client.abort();
+    }
+    expect(upstream.signal.aborted).toBe(true);
+  });
+});
