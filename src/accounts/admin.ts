@@ -5,7 +5,8 @@
 import { Type } from "@sinclair/typebox";
 import type { Services } from "../services";
 import { accountView, parseLimit } from "./accounts";
-import { MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
+import { formatUsd, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
+import { MAX_BALANCE } from "../billing/ledger";
 import { invalidField } from "../http/errors";
 import { validate } from "../http/validate";
 
@@ -34,6 +35,7 @@ function money(field: string, value: number | string, allowNegative: boolean): n
     throw e;
   }
   if (units === 0) throw invalidField(field, "must not be zero");
+  if (Math.abs(units) > MAX_BALANCE) throw invalidField(field, `must be at most ${formatUsd(MAX_BALANCE)} USD`);
   if (!allowNegative && units < 0) throw invalidField(field, "must not be negative");
   return units;
 }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore, type Store } from "../store/database";
 import { Accounts } from "../accounts/accounts";
-import { Ledger } from "./ledger";
+import { Ledger, MAX_BALANCE } from "./ledger";
 
 let dir: string;
 let db: Store;
@@ -210,5 +210,15 @@ describe("Ledger: a settle coalesced with its still-queued hold", () => {
     expect(holdRow("r1")).toMatchObject({ state: "voided" });
     await expect(ledger.settle({ requestId: "r1", amount: 100, serviceTier: "default" })).rejects.toThrow(/without a pending hold/);
     expect(accounts.mustGet(a.id)).toMatchObject({ balance: 1000, reserved: 0 });
+  });
+});
+
+describe("Ledger.adjust bounds", () => {
+  test("a credit that would pass the maximum balance is refused and changes nothing", () => {
+    const a = accounts.create("rich");
+    ledger.adjust(a.id, MAX_BALANCE, "seed");
+    expect(() => ledger.adjust(a.id, 1, "one more unit")).toThrow(/may not exceed 9000000 USD/);
+    expect(accounts.mustGet(a.id).balance).toBe(MAX_BALANCE);
+    expect(sumEntries(a.id)).toBe(MAX_BALANCE);
   });
 });

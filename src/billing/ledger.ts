@@ -23,6 +23,7 @@
  */
 import type { Store } from "../store/database";
 import { GroupCommit } from "./group-commit";
+import { formatUsd, UNITS_PER_USD } from "./money";
 import { ApiError } from "../http/errors";
 import { nowSeconds } from "../accounts/accounts";
 
@@ -86,6 +87,12 @@ interface HoldRow {
   model: string;
   state: string;
 }
+
+/**
+ * The largest balance an account may hold: 9 million USD. Balances stay far inside the range of
+ * exact integers, so every view of them formats exactly.
+ */
+export const MAX_BALANCE = 9_000_000 * UNITS_PER_USD;
 
 export class Ledger {
   private readonly commits: GroupCommit;
@@ -306,6 +313,9 @@ export class Ledger {
           throw new ApiError(400, "invalid_value", "Invalid 'amount': the deduction exceeds the available balance (balance minus reserved).", "amount");
         }
         const balanceAfter = acct.balance + amount;
+        if (balanceAfter > MAX_BALANCE) {
+          throw new ApiError(400, "invalid_value", `Invalid 'amount': the balance may not exceed ${formatUsd(MAX_BALANCE)} USD.`, "amount");
+        }
         this.db.query("UPDATE accounts SET balance = ? WHERE id = ?").run(balanceAfter, accountId);
         this.q.insertEntry.run(
           accountId, amount > 0 ? "credit" : "debit", amount, balanceAfter, null, null, null, null, 0, 0, 0, reason, nowSeconds(),

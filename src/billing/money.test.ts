@@ -62,4 +62,7 @@ describe("cost", () => {
   test("large quantities do not lose precision", () => {
     expect(cost([{ quantity: 1_000_000_000, pricePerMillion: 99_999_999_999 }])).toBe(99_999_999_999_000);
   });
+  test("absurd quantities saturate at the largest exact integer instead of losing precision", () => {
+    expect(cost([{ quantity: 100_000_000_000_000, pricePerMillion: 2_400_000_000 }])).toBe(Number.MAX_SAFE_INTEGER);
+  });
 });

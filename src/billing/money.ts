@@ -90,5 +90,10 @@ export function cost(lines: CostLine[], multiplier: Multiplier = STANDARD): numb
   }
   numerator *= BigInt(multiplier.num);
   const denominator = 1_000_000n * BigInt(multiplier.den);
-  return Number((numerator + denominator - 1n) / denominator);
+  const units = (numerator + denominator - 1n) / denominator;
+  // Absurd metered quantities (an upstream reporting 1e14 tokens) saturate instead of producing
+  // an inexact number; the ledger then caps any charge at what the account can pay.
+  return units > MAX_UNITS ? Number.MAX_SAFE_INTEGER : Number(units);
 }
+
+const MAX_UNITS = BigInt(Number.MAX_SAFE_INTEGER);

@@ -11,6 +11,7 @@ import { insufficientCredits, upstreamError } from "../http/errors";
 import { dispatchChat } from "../upstream/dispatch";
 import { abortWith, readAllText } from "../upstream/timeouts";
 import { tokenBudget, type ChatRequest, type TokenBudget } from "./request";
+import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { countTextTokens, promptTokenCount } from "./tokens";
 import { ChatStream } from "./stream";
@@ -78,7 +79,8 @@ export async function completeChat(s: Services, call: ChatCall): Promise<{ body:
     } catch {
       throw upstreamError();
     }
-    if (!json || typeof json !== "object" || !Array.isArray(json.choices)) throw upstreamError();
+    // Checked before the charge: nothing after settle() may fail on the upstream's shape.
+    if (!isWellFormedCompletion(json)) throw upstreamError();
     const usage = readUsage(json) ?? {
       prompt: estimateInput(call.request),
       completion: (json.choices as { message?: ChatObject }[]).reduce((n, c) => n + countTextTokens(deliveredText(c.message)), 0),

@@ -8,6 +8,9 @@ import { ApiError, invalidField } from "../http/errors";
 import { OUTPUT_CEILING, type ModelEntry } from "../catalog/catalog";
 import { promptTokenBound, promptTokenCount } from "./tokens";
 
+/** OpenAI's own bound on `n`. */
+export const MAX_CHOICES = 128;
+
 const Role = Type.Union(
   ["system", "developer", "user", "assistant", "tool", "function"].map((r) => Type.Literal(r)),
 );
@@ -37,6 +40,9 @@ export const ChatCompletionRequest = Type.Object(
       Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: "a positive integer or null" }),
     ),
     service_tier: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    // Each choice is generated (and billed) separately, so the hold scales with them.
+    n: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: MAX_CHOICES }), Type.Null()], { description: `an integer from 1 to ${MAX_CHOICES}, or null` })),
+    best_of: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: MAX_CHOICES }), Type.Null()], { description: `an integer from 1 to ${MAX_CHOICES}, or null` })),
   },
   { additionalProperties: true },
 );
@@ -86,5 +92,7 @@ export function tokenBudget(req: ChatRequest, entry: ModelEntry): TokenBudget {
       );
     }
   }
-  return { inputBound: Math.min(bound, entry.contextWindow), maxOutput: Math.min(reserveOutput, entry.contextWindow) };
+  // Every generated sequence (n choices, or best_of candidates) can produce the full output.
+  const sequences = Math.max(1, req.n ?? 1, req.best_of ?? 1);
+  return { inputBound: Math.min(bound, entry.contextWindow), maxOutput: Math.min(reserveOutput, entry.contextWindow) * sequences };
 }

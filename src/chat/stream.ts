@@ -9,6 +9,7 @@ import type { Services } from "../services";
 import { chatCost } from "../billing/prices";
 import { SseParser } from "../protocols/sse";
 import type { UpstreamReply } from "../upstream/client";
+import { isWellFormedChunk } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { countTextTokens } from "./tokens";
 import { timeEngine } from "../http/request-context";
@@ -77,6 +78,10 @@ export class ChatStream implements AsyncIterable<ChatObject> {
             failure = new StreamFailure("upstream reported an error mid-stream");
             break;
           }
+          if (!isWellFormedChunk(obj)) {
+            failure = new StreamFailure("upstream sent a chunk of the wrong shape");
+            break;
+          }
           const usage = readUsage(obj);
           if (usage) this.usage = usage;
           const choices = obj.choices as { delta?: ChatObject; finish_reason?: unknown }[] | undefined;
@@ -124,6 +129,16 @@ export class ChatStream implements AsyncIterable<ChatObject> {
       }
     }
     return this.settlement;
+  }
+
+  /**
+   * Ends the stream unbilled when something other than the upstream broke it (a framing error,
+   * a failed settlement): stops the upstream and releases the hold unless a charge already
+   * settled. Safe to call at any point, any number of times.
+   */
+  abandon(): void {
+    if (!this.settlement) this.fail();
+    else this.upstream.abort();
   }
 
   private fail(): void {

@@ -78,11 +78,26 @@ export async function streamForRoute(
           send(frames);
         }
       } catch (err) {
-        if (err instanceof StreamFailure && !w.closed) send(framing.failed());
+        // An upstream failure released the hold already; anything else (a framing bug) must too.
+        if (!(err instanceof StreamFailure)) {
+          stream.abandon();
+          s.log.error("stream relay failed", { request_id: call.requestId, error: String((err as Error)?.stack ?? err) });
+        }
+        if (!w.closed) send(framing.failed());
         return;
       }
       if (w.closed) return;
-      send(framing.finish(await stream.complete()));
+      let result: ChatResult | null;
+      try {
+        result = await stream.complete();
+      } catch (err) {
+        // The charge could not be made durable: nothing was billed, and the client is told.
+        stream.abandon();
+        s.log.error("stream settlement failed", { request_id: call.requestId, error: String((err as Error)?.stack ?? err) });
+        send(framing.failed());
+        return;
+      }
+      send(framing.finish(result));
     },
   });
   return new Response(body, { headers: { ...SSE_HEADERS, ...(ctx.set.headers as Record<string, string>) } });
