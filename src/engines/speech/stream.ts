@@ -104,11 +104,15 @@ export async function openSpeechStream(
       send(plan.encoder.start());
       send(plan.encoder.encode(floatToInt16(first)));
       delivered += plan.chunks[0]!.chars;
+      await new Promise<void>((resolve) => setImmediate(resolve));
       for (let i = 1; i < plan.chunks.length && !cancelled && !abort.signal.aborted; i++) {
         const wave = await timed(next!);
         next = submit(i + 1);
         send(plan.encoder.encode(floatToInt16(wave)));
         delivered += plan.chunks[i]!.chars;
+        // When synthesis outpaces encoding, every wait above is already resolved; without a real
+        // turn of the event loop the socket would only be written once the whole text is encoded.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
       if (cancelled || abort.signal.aborted) {
         await end({ kind: "cancelled", deliveredChars: delivered });
