@@ -31,11 +31,28 @@ export class WorkerSession implements OnnxRunner {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve(o: Record<string, TensorData>): void; reject(e: Error): void }>();
   private dead: Error | null = null;
+  private closing = false;
+  private restarting: Promise<void> | null = null;
   private onClosed: (() => void) | null = null;
 
-  private constructor(private readonly worker: Worker, readonly meta: SessionMeta) {
+  private constructor(
+    private worker: Worker,
+    readonly meta: SessionMeta,
+    private readonly spec: string,
+    private readonly modelPath: string,
+    private readonly provider: "cpu" | "cuda",
+  ) {
+    this.attach(worker);
+  }
+
+  private attach(worker: Worker): void {
+    this.worker = worker;
     worker.onmessage = (e: MessageEvent<Reply>) => this.receive(e.data);
     worker.onerror = (e) => this.fail(new Error(`inference worker crashed: ${e.message}`));
+    // A worker can also end without an error event; its runs must not wait forever.
+    worker.addEventListener("close", () => {
+      if (!this.closing) this.fail(new Error("inference worker exited"));
+    });
   }
 
   /** Starts the worker and loads the model in it; rejects if either fails. */
@@ -43,7 +60,8 @@ export class WorkerSession implements OnnxRunner {
     let last: unknown = null;
     for (const spec of workerCandidates()) {
       try {
-        return await WorkerSession.start(spec, modelPath, provider);
+        const { worker, meta } = await WorkerSession.start(spec, modelPath, provider);
+        return new WorkerSession(worker, meta, spec, modelPath, provider);
       } catch (e) {
         last = e;
         // A model that cannot load fails the same way in every worker: do not try the others.
@@ -53,20 +71,36 @@ export class WorkerSession implements OnnxRunner {
     throw last;
   }
 
-  private static start(spec: string, modelPath: string, provider: "cpu" | "cuda"): Promise<WorkerSession> {
+  private static start(spec: string, modelPath: string, provider: "cpu" | "cuda"): Promise<{ worker: Worker; meta: SessionMeta }> {
     const worker = new Worker(spec);
-    return new Promise<WorkerSession>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       worker.onerror = (e) => {
         worker.terminate();
         reject(new Error(`inference worker failed to start: ${e.message}`));
       };
       worker.onmessage = (e: MessageEvent<Reply>) => {
-        if (e.data.type === "loaded") return resolve(new WorkerSession(worker, e.data.meta));
+        if (e.data.type === "loaded") return resolve({ worker, meta: e.data.meta });
         worker.terminate();
         reject(e.data.type === "failed" ? new ModelLoadError(e.data.message) : new Error("inference worker answered out of turn"));
       };
       worker.postMessage({ type: "load", modelPath, provider });
     });
+  }
+
+  /**
+   * After a crash the runs in flight have failed (those requests answer 5xx, unbilled); the next
+   * run starts a fresh worker with the same model, so one crash does not take the model down.
+   */
+  private restart(): Promise<void> {
+    this.restarting ??= WorkerSession.start(this.spec, this.modelPath, this.provider)
+      .then(({ worker }) => {
+        this.attach(worker);
+        this.dead = null;
+      })
+      .finally(() => {
+        this.restarting = null;
+      });
+    return this.restarting;
   }
 
   private receive(r: Reply): void {
@@ -85,8 +119,9 @@ export class WorkerSession implements OnnxRunner {
     this.pending.clear();
   }
 
-  run(feeds: Record<string, TensorData>, outputs: readonly string[], transfer: ArrayBuffer[] = []): Promise<Record<string, TensorData>> {
-    if (this.dead) return Promise.reject(this.dead);
+  async run(feeds: Record<string, TensorData>, outputs: readonly string[], transfer: ArrayBuffer[] = []): Promise<Record<string, TensorData>> {
+    if (this.closing) throw new Error("model closed");
+    if (this.dead) await this.restart();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
@@ -95,6 +130,7 @@ export class WorkerSession implements OnnxRunner {
   }
 
   async release(): Promise<void> {
+    this.closing = true;
     if (!this.dead) {
       await new Promise<void>((resolve) => {
         this.onClosed = resolve;

@@ -35,6 +35,12 @@ export interface SubmitOptions {
   /** Turbo: served before the normal lane and dispatched without waiting for company. */
   priority?: boolean;
   signal?: AbortSignal;
+  /**
+   * A later part of work already admitted (the next sentence of a speech stream that is sending
+   * audio): never refused for a full queue, so a stream the client is already receiving is not
+   * cut off by newcomers. Admitted work keeps at most one such job queued, so the queue stays bounded.
+   */
+  admitted?: boolean;
 }
 
 interface Job<I, O> {
@@ -79,7 +85,7 @@ export class Scheduler<I, O> {
   submit(input: I, opts: SubmitOptions): Promise<O> {
     if (this.closed) return Promise.reject(new SchedulerClosedError(this.o.name));
     if (opts.signal?.aborted) return Promise.reject(new JobAbortedError(this.o.name));
-    if (this.queued >= this.o.maxQueue) {
+    if (!opts.admitted && this.queued >= this.o.maxQueue) {
       this.metrics?.rejected("queue_full");
       return Promise.reject(new QueueFullError(this.o.name, this.o.maxQueue));
     }

@@ -151,6 +151,22 @@ describe("Scheduler", () => {
     expect(await Promise.all([running, ...q])).toEqual(["out:0", "out:1", "out:2"]);
   });
 
+  test("admitted follow-up work is queued even when the queue is full", async () => {
+    const r = recorder({ hold: true });
+    const s = make(r.run, { maxWaitMs: 0, maxQueue: 1, maxBatchSize: 1 });
+    const running = s.submit(0, { cost: 1 });
+    await tick();
+    const queued = s.submit(1, { cost: 1 });
+    await expect(s.submit(2, { cost: 1 })).rejects.toBeInstanceOf(QueueFullError);
+    const followUp = s.submit(3, { cost: 1, admitted: true });
+    expect(s.queued).toBe(2);
+    for (let i = 0; i < 3; i++) {
+      r.release();
+      await tick();
+    }
+    expect(await Promise.all([running, queued, followUp])).toEqual(["out:0", "out:1", "out:3"]);
+  });
+
   test("an aborted job leaves the queue and rejects with AbortError", async () => {
     const r = recorder({ hold: true });
     const s = make(r.run, { maxWaitMs: 0 });

@@ -25,6 +25,8 @@ export const VOICES_DIR = "voices";
 export interface SynthesisOptions {
   priority?: boolean;
   signal?: AbortSignal;
+  /** A later chunk of a stream already under way (see SubmitOptions.admitted). */
+  admitted?: boolean;
 }
 
 export interface SpeechLoadOptions {
@@ -126,7 +128,7 @@ export class SpeechEngine implements LocalEngine {
 
   /** Queues one chunk; resolves to its waveform (float32, 24 kHz, mono). */
   synthesize(job: SynthesisJob, opts: SynthesisOptions = {}): Promise<Float32Array> {
-    return this.scheduler.submit(job, { cost: job.ids.length + 2, priority: opts.priority, signal: opts.signal });
+    return this.scheduler.submit(job, { cost: job.ids.length + 2, priority: opts.priority, signal: opts.signal, admitted: opts.admitted });
   }
 
   async close(): Promise<void> {

@@ -31,12 +31,14 @@ export const SPEECH_FILES: ModelManifest = {
   modelId: "voice-82m",
   dir: "voice-82m",
   source: `https://huggingface.co/${SPEECH_REPO} (revision ${SPEECH_REVISION})`,
+  // onnx/model.onnx comes last: a running server loads the model (with the voices present at that
+  // moment) as soon as it appears, so everything else must already be in place.
   files: [
-    { path: "onnx/model.onnx", url: url("onnx/model.onnx"), sha256: null, bytes: null },
     { path: "config.json", url: url("config.json"), sha256: null, bytes: null, optional: true },
     { path: "tokenizer.json", url: url("tokenizer.json"), sha256: null, bytes: null, optional: true },
     { path: "tokenizer_config.json", url: url("tokenizer_config.json"), sha256: null, bytes: null, optional: true },
     // af_heart is the one voice the engine cannot start without being pulled; the rest are optional.
     ...SPEECH_VOICES.map((v) => ({ path: `voices/${v}.bin`, url: url(`voices/${v}.bin`), sha256: null, bytes: VOICE_PACK_BYTES, optional: v !== "af_heart" })),
+    { path: "onnx/model.onnx", url: url("onnx/model.onnx"), sha256: null, bytes: null },
   ],
 };

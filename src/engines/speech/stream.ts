@@ -57,7 +57,9 @@ export async function openSpeechStream(
     const chunk = plan.chunks[i];
     if (!chunk) return null;
     const style = plan.engine.voices.style(plan.voices, chunk.ids.length);
-    const p = plan.engine.synthesize({ ids: chunk.ids, style, speed: plan.speed }, { priority: plan.priority, signal: abort.signal });
+    // Only the first chunk can be refused for a full queue (503 before any audio); the rest
+    // belong to a stream the client is already receiving.
+    const p = plan.engine.synthesize({ ids: chunk.ids, style, speed: plan.speed }, { priority: plan.priority, signal: abort.signal, admitted: i > 0 });
     p.catch(() => {}); // observed below; this keeps an abandoned prefetch from being "unhandled"
     return p;
   };
