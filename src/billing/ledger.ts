@@ -213,21 +213,9 @@ export class Ledger {
         if (existing) return { requestId: c.requestId, charged: -existing.amount, balanceAfter: existing.balance_after };
         throw new ApiError(500, "internal_error", "settle without a pending hold");
       }
-      const acct = this.q.account.get(hold.account_id)!;
-      // Never spend what other requests hold, nor below zero.
-      const payable = acct.balance - (acct.reserved - hold.amount);
-      const charged = Math.max(0, Math.min(c.amount, payable));
-      const balanceAfter = this.q.debit.get(charged, hold.amount, hold.account_id)!.balance;
-      this.q.insertEntry.run(
-        hold.account_id, "charge", -charged, balanceAfter, c.requestId, hold.endpoint, hold.model, c.serviceTier,
-        c.inputTokens ?? 0, c.outputTokens ?? 0, c.characters ?? 0, charged < c.amount ? "capped at available balance" : null,
-        nowSeconds(),
-      );
-      fresh = {
-        requestId: c.requestId, accountId: hold.account_id, endpoint: hold.endpoint, model: hold.model, serviceTier: c.serviceTier,
-        charged, inputTokens: c.inputTokens ?? 0, outputTokens: c.outputTokens ?? 0, characters: c.characters ?? 0,
-      };
-      return { requestId: c.requestId, charged, balanceAfter };
+      const charge = this.charge({ accountId: hold.account_id, amount: hold.amount, endpoint: hold.endpoint, model: hold.model }, c, nowSeconds());
+      fresh = charge.fresh;
+      return charge.settlement;
     });
     // Listeners hear only of charges that are durable, once each (not of idempotent repeats).
     return durable.then((settlement) => {
@@ -260,21 +248,9 @@ export class Ledger {
         if (!queued.applied) throw new ApiError(500, "internal_error", "settle without a pending hold");
         const closedAt = nowSeconds();
         this.q.insertPostedHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, queued.createdAt, closedAt);
-        const acct = this.q.account.get(h.accountId)!;
-        // Never spend what other requests hold, nor below zero (as in settle()).
-        const payable = acct.balance - (acct.reserved - h.amount);
-        const charged = Math.max(0, Math.min(c.amount, payable));
-        const balanceAfter = this.q.debit.get(charged, h.amount, h.accountId)!.balance;
-        this.q.insertEntry.run(
-          h.accountId, "charge", -charged, balanceAfter, c.requestId, h.endpoint, h.model, c.serviceTier,
-          c.inputTokens ?? 0, c.outputTokens ?? 0, c.characters ?? 0, charged < c.amount ? "capped at available balance" : null,
-          closedAt,
-        );
-        noteFresh({
-          requestId: c.requestId, accountId: h.accountId, endpoint: h.endpoint, model: h.model, serviceTier: c.serviceTier,
-          charged, inputTokens: c.inputTokens ?? 0, outputTokens: c.outputTokens ?? 0, characters: c.characters ?? 0,
-        });
-        return { requestId: c.requestId, charged, balanceAfter };
+        const charge = this.charge(h, c, closedAt);
+        noteFresh(charge.fresh);
+        return charge.settlement;
       },
       (ok) => {
         this.queuedHolds--;
@@ -287,6 +263,33 @@ export class Ledger {
         }
       },
     );
+  }
+
+  /**
+   * Inside a group-commit write, for a hold just posted: takes the charge from the balance (never
+   * what other requests hold, never below zero), releases the hold's reservation, and writes the
+   * one immutable charge entry.
+   */
+  private charge(
+    hold: { accountId: string; amount: number; endpoint: string; model: string },
+    c: ChargeRequest,
+    at: number,
+  ): { settlement: Settlement; fresh: SettledCharge } {
+    const acct = this.q.account.get(hold.accountId)!;
+    const payable = acct.balance - (acct.reserved - hold.amount);
+    const charged = Math.max(0, Math.min(c.amount, payable));
+    const balanceAfter = this.q.debit.get(charged, hold.amount, hold.accountId)!.balance;
+    this.q.insertEntry.run(
+      hold.accountId, "charge", -charged, balanceAfter, c.requestId, hold.endpoint, hold.model, c.serviceTier,
+      c.inputTokens ?? 0, c.outputTokens ?? 0, c.characters ?? 0, charged < c.amount ? "capped at available balance" : null, at,
+    );
+    return {
+      settlement: { requestId: c.requestId, charged, balanceAfter },
+      fresh: {
+        requestId: c.requestId, accountId: hold.accountId, endpoint: hold.endpoint, model: hold.model, serviceTier: c.serviceTier,
+        charged, inputTokens: c.inputTokens ?? 0, outputTokens: c.outputTokens ?? 0, characters: c.characters ?? 0,
+      },
+    };
   }
 
   /** Calls `listener` after each new charge is durable (metrics). */
