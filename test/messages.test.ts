@@ -206,6 +206,18 @@ describe("messages.stream", () => {
     expect((final.content[0] as Anthropic.ToolUseBlock).id).toMatch(/^toolu_/);
   });
 
+  test("parallel tool calls with interleaved argument deltas arrive as separate, complete tool_use blocks", async () => {
+    scripted.script({ toolCalls: [{ name: "a", arguments: '{"city":"Paris","unit":"c"}' }, { name: "b", arguments: '{"city":"Rome","days":3}' }], interleaveToolCalls: true });
+    const stream = scriptedClient.messages.stream(ask);
+    const stopped: unknown[] = [];
+    stream.on("contentBlock", (block) => stopped.push((block as Anthropic.ToolUseBlock).input));
+    const final = await stream.finalMessage();
+    expect(final.stop_reason).toBe("tool_use");
+    expect(final.content.map((b) => (b as Anthropic.ToolUseBlock).name)).toEqual(["a", "b"]);
+    expect(final.content.map((b) => (b as Anthropic.ToolUseBlock).input)).toEqual([{ city: "Paris", unit: "c" }, { city: "Rome", days: 3 }]);
+    expect(stopped).toEqual([{ city: "Paris", unit: "c" }, { city: "Rome", days: 3 }]);
+  });
+
   test("thinking deltas stream as a thinking block before the text", async () => {
     scripted.script({ reasoning: "Step one, step two.", content: "Done." });
     let thinking = "";

@@ -223,6 +223,18 @@ describe("responses.stream", () => {
     expect(final.output_text).toBe("Checking.");
   });
 
+  test("parallel calls with interleaved argument deltas: each output_item.done carries its complete arguments", async () => {
+    scripted.script({ toolCalls: [{ name: "a", arguments: '{"city":"Paris","unit":"c"}' }, { name: "b", arguments: '{"city":"Rome","days":3}' }], interleaveToolCalls: true });
+    const done: OpenAI.Responses.ResponseOutputItem[] = [];
+    const stream = scriptedClient.responses.stream({ model: MODEL, input: "Go" });
+    stream.on("response.output_item.done", (e) => done.push(e.item));
+    const final = await stream.finalResponse();
+    const parsed = (items: OpenAI.Responses.ResponseOutputItem[]) => items.map((o) => JSON.parse((o as OpenAI.Responses.ResponseFunctionToolCall).arguments));
+    expect(parsed(done)).toEqual([{ city: "Paris", unit: "c" }, { city: "Rome", days: 3 }]);
+    expect(final.output.map((o) => (o as OpenAI.Responses.ResponseFunctionToolCall).name)).toEqual(["a", "b"]);
+    expect(parsed(final.output)).toEqual(parsed(done));
+  });
+
   test("an upstream failure mid-stream ends in response.failed and costs nothing", async () => {
     fake.behave({ errorAfterChunks: 2 });
     const before = ledgerState(h, acct.id);

@@ -10,6 +10,8 @@ export interface Script {
   reasoning?: string;
   content?: string;
   toolCalls?: { name: string; arguments: string }[];
+  /** Stream parallel tool calls as some engines do: every call opens, then their argument pieces alternate. */
+  interleaveToolCalls?: boolean;
   finishReason?: string;
   /** vLLM names the stop string that ended generation. */
   stopReason?: string | null;
@@ -65,9 +67,17 @@ export function startScriptedUpstream(): ScriptedUpstream {
       chunk({ role: "assistant", content: "" });
       for (const p of pieces(s.reasoning ?? "")) chunk({ reasoning_content: p });
       for (const p of pieces(s.content ?? "")) chunk({ content: p });
-      for (const c of calls) {
-        chunk({ tool_calls: [{ index: c.index, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }] });
-        for (const p of pieces(c.function.arguments, 5)) chunk({ tool_calls: [{ index: c.index, function: { arguments: p } }] });
+      const open = (c: (typeof calls)[number]) => chunk({ tool_calls: [{ index: c.index, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }] });
+      const args = (c: (typeof calls)[number], p: string) => chunk({ tool_calls: [{ index: c.index, function: { arguments: p } }] });
+      if (s.interleaveToolCalls) {
+        calls.forEach(open);
+        const split = calls.map((c) => pieces(c.function.arguments, 5));
+        for (let i = 0; i < Math.max(0, ...split.map((p) => p.length)); i++) calls.forEach((c, k) => split[k]![i] !== undefined && args(c, split[k]![i]!));
+      } else {
+        for (const c of calls) {
+          open(c);
+          for (const p of pieces(c.function.arguments, 5)) args(c, p);
+        }
       }
       chunk({}, finish, { stop_reason: s.stopReason ?? null });
       frames.push({ ...base, object: "chat.completion.chunk", choices: [], usage });

@@ -27,6 +27,27 @@ function brief(events: AnthropicEvent[]): string[] {
   });
 }
 
+const call = (index: number, args: string, name?: string) =>
+  chunk({ tool_calls: [name ? { index, id: `call_${name}`, type: "function", function: { name, arguments: args } } : { index, function: { arguments: args } }] });
+
+/** Blocks never interleave: starts count up from 0, deltas and the stop go only to the open block. */
+function expectBlocksInOrder(events: AnthropicEvent[]) {
+  let open: number | null = null;
+  let next = 0;
+  for (const { event, data } of events) {
+    if (event === "content_block_start") {
+      expect(open).toBeNull();
+      expect(data.index).toBe(next++);
+      open = data.index as number;
+    } else if (event === "content_block_delta") expect(data.index).toBe(open!);
+    else if (event === "content_block_stop") {
+      expect(data.index).toBe(open!);
+      open = null;
+    }
+  }
+  expect(open).toBeNull();
+}
+
 const table: { name: string; chunks: Record<string, unknown>[]; stops?: string[]; expect: string[] }[] = [
   {
     name: "text only (the role chunk with empty content opens nothing)",
@@ -55,6 +76,41 @@ const table: { name: string; chunks: Record<string, unknown>[]; stops?: string[]
     ],
   },
   {
+    // Parallel calls with interleaved arguments: call 1 waits until call 0's arguments are complete.
+    name: "two tool calls, arguments interleaved",
+    chunks: [call(0, "", "a"), call(1, "", "b"), call(0, '{"x":'), call(1, '{"y":'), call(0, "1}"), call(1, "2}"), chunk({}, "tool_calls")],
+    expect: [
+      "message_start", "ping",
+      "start#0:tool_use", 'delta#0:input_json_delta:{"x":', "delta#0:input_json_delta:1}", "stop#0",
+      "start#1:tool_use", 'delta#1:input_json_delta:{"y":', "delta#1:input_json_delta:2}", "stop#1",
+      "message_delta:tool_use", "message_stop",
+    ],
+  },
+  {
+    name: "three interleaved calls: a waiting call that is already complete hands straight on",
+    chunks: [call(0, "", "a"), call(1, '{"b":1}', "b"), call(2, '{"c":', "c"), call(0, "{}"), call(2, "3}"), chunk({}, "tool_calls")],
+    expect: [
+      "message_start", "ping",
+      "start#0:tool_use", "delta#0:input_json_delta:{}", "stop#0",
+      "start#1:tool_use", 'delta#1:input_json_delta:{"b":1}', "stop#1",
+      "start#2:tool_use", 'delta#2:input_json_delta:{"c":', "delta#2:input_json_delta:3}", "stop#2",
+      "message_delta:tool_use", "message_stop",
+    ],
+  },
+  {
+    name: "a call whose arguments never complete keeps the next one waiting until the turn ends",
+    chunks: [call(0, "", "a"), call(1, '{"y":2}', "b"), chunk({}, "tool_calls")],
+    expect: ["message_start", "ping", "start#0:tool_use", "stop#0", "start#1:tool_use", 'delta#1:input_json_delta:{"y":2}', "stop#1", "message_delta:tool_use", "message_stop"],
+  },
+  {
+    name: "text arriving while a call waits starts and stops the waiting call first",
+    chunks: [call(0, "", "a"), call(1, "{}", "b"), chunk({ content: "Done" }), chunk({}, "stop")],
+    expect: [
+      "message_start", "ping", "start#0:tool_use", "stop#0", "start#1:tool_use", "delta#1:input_json_delta:{}", "stop#1",
+      "start#2:text", "delta#2:text_delta:Done", "stop#2", "message_delta:end_turn", "message_stop",
+    ],
+  },
+  {
     name: "length",
     chunks: [chunk({ content: "Cut" }), chunk({}, "length")],
     expect: ["message_start", "ping", "start#0:text", "delta#0:text_delta:Cut", "stop#0", "message_delta:max_tokens", "message_stop"],
@@ -78,6 +134,7 @@ describe("chat chunks → Anthropic stream events", () => {
       const events = run(c.chunks, c.stops);
       expect(brief(events)).toEqual(c.expect);
       for (const e of events) expect(e.data.type).toBe(e.event);
+      expectBlocksInOrder(events);
     });
   }
 });
@@ -96,6 +153,15 @@ test("message_start announces the estimate; message_delta carries final usage, c
 test("tool_use block start carries our id, the name and an empty input", () => {
   const events = run([chunk({ tool_calls: [{ index: 0, id: "call_upstream", type: "function", function: { name: "f", arguments: "" } }] }), chunk({}, "tool_calls")]);
   expect(events[2]!.data).toEqual({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "f", input: {} } });
+});
+
+test("interleaved calls keep their names and ids in block order", () => {
+  const events = run(table[3]!.chunks);
+  const starts = events.filter((e) => e.event === "content_block_start").map((e) => e.data.content_block);
+  expect(starts).toEqual([
+    { type: "tool_use", id: "toolu_1", name: "a", input: {} },
+    { type: "tool_use", id: "toolu_2", name: "b", input: {} },
+  ]);
 });
 
 test("the error event has Anthropic's shape", () => {

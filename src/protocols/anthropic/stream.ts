@@ -6,8 +6,16 @@
  *   message_start, ping,
  *   (content_block_start, content_block_delta*, content_block_stop)*   thinking / text / tool_use
  *   message_delta (stop_reason, cumulative usage + cost), message_stop
+ *
+ * Blocks never interleave: deltas only go to the open block. Upstreams may interleave parallel
+ * tool calls' argument deltas (0, 1, 0, 1…), so one tool call streams live; a call that opens
+ * while the live one is unfinished waits, its arguments buffered, and starts (content_block_start,
+ * then its buffered arguments as one input_json_delta) only once the live block stops. The live
+ * block stops when its arguments form a complete JSON object and a later call is waiting, or when
+ * the turn ends. Sequential calls (the common case) still stream every delta as it arrives.
  */
 import type { ChatResult } from "../../chat/pipeline";
+import { isCompleteJsonObject } from "../tool-arguments";
 import { anthropicUsage, reasoningOf, stopReasonOf } from "./response";
 
 type Json = Record<string, unknown>;
@@ -28,11 +36,23 @@ export interface StreamOptions {
 
 type BlockKind = "thinking" | "text" | "tool_use";
 
+interface ToolCall {
+  /** The chat tool-call index. */
+  index: number;
+  name: string;
+  /** Arguments received so far. */
+  text: string;
+}
+
 export class AnthropicStreamTranslator {
   private blockIndex = -1;
   private open: BlockKind | null = null;
-  /** Chat tool-call index → our content block index. */
-  private readonly toolBlocks = new Map<number, number>();
+  /** Chat tool-call index → its started call (the live one, or one already stopped). */
+  private readonly started = new Map<number, ToolCall>();
+  /** The tool call whose block is open. */
+  private live: ToolCall | null = null;
+  /** Calls waiting for the live block to stop, in the order they opened. */
+  private readonly waiting: ToolCall[] = [];
   private finishReason: unknown = null;
   private matchedStop: unknown = null;
 
@@ -61,21 +81,7 @@ export class AnthropicStreamTranslator {
       this.ensure("text", out, { type: "text", text: "" });
       out.push(this.delta({ type: "text_delta", text: delta.content }));
     }
-    for (const call of (delta.tool_calls as Json[] | undefined) ?? []) {
-      const idx = typeof call.index === "number" ? call.index : 0;
-      const fn = (call.function as Json | undefined) ?? {};
-      let block = this.toolBlocks.get(idx);
-      if (block === undefined) {
-        this.closeOpen(out);
-        block = ++this.blockIndex;
-        this.open = "tool_use";
-        this.toolBlocks.set(idx, block);
-        out.push({ event: "content_block_start", data: { type: "content_block_start", index: block, content_block: { type: "tool_use", id: this.o.toolId(), name: String(fn.name ?? ""), input: {} } } });
-      }
-      if (typeof fn.arguments === "string" && fn.arguments !== "") {
-        out.push({ event: "content_block_delta", data: { type: "content_block_delta", index: block, delta: { type: "input_json_delta", partial_json: fn.arguments } } });
-      }
-    }
+    for (const call of (delta.tool_calls as Json[] | undefined) ?? []) this.toolCall(call, out);
     if (choice.finish_reason) {
       this.finishReason = choice.finish_reason;
       this.matchedStop = choice.stop_reason ?? null;
@@ -86,6 +92,7 @@ export class AnthropicStreamTranslator {
   /** The stream ended normally; `result` carries the settled token counts and cost. */
   finish(result: ChatResult | null, fallbackOutputTokens = 0): AnthropicEvent[] {
     const out: AnthropicEvent[] = [];
+    this.startWaiting(out);
     this.closeOpen(out);
     const input = result?.inputTokens ?? this.o.inputTokens;
     const output = result?.outputTokens ?? fallbackOutputTokens;
@@ -102,8 +109,48 @@ export class AnthropicStreamTranslator {
     return { event: "error", data: { type: "error", error: { type: "api_error", message } } };
   }
 
-  private ensure(kind: BlockKind, out: AnthropicEvent[], contentBlock: Json): void {
-    if (this.open === kind) return;
+  private toolCall(call: Json, out: AnthropicEvent[]): void {
+    const index = typeof call.index === "number" ? call.index : 0;
+    const fn = (call.function as Json | undefined) ?? {};
+    const args = typeof fn.arguments === "string" ? fn.arguments : "";
+    const started = this.started.get(index);
+    if (started) return this.appendArguments(started, args, out);
+    const waiting = this.waiting.find((w) => w.index === index);
+    if (waiting) {
+      waiting.text += args;
+      return;
+    }
+    const next: ToolCall = { index, name: String(fn.name ?? ""), text: args };
+    if (this.live && (this.waiting.length > 0 || !isCompleteJsonObject(this.live.text))) this.waiting.push(next);
+    else this.startCall(next, out);
+  }
+
+  private appendArguments(call: ToolCall, args: string, out: AnthropicEvent[]): void {
+    // A stopped block takes no more deltas; only a malformed upstream adds to arguments that
+    // already formed a complete object, and those additions are dropped.
+    if (args === "" || call !== this.live) return;
+    call.text += args;
+    out.push(this.delta({ type: "input_json_delta", partial_json: args }));
+    // Hand over to the waiting calls, each of which becomes live in turn until one is unfinished.
+    while (this.waiting.length > 0 && this.live && isCompleteJsonObject(this.live.text)) this.startCall(this.waiting.shift()!, out);
+  }
+
+  /** Starts every waiting call in order (the turn is over), leaving the last one open. */
+  private startWaiting(out: AnthropicEvent[]): void {
+    for (let next = this.waiting.shift(); next; next = this.waiting.shift()) this.startCall(next, out);
+  }
+
+  private startCall(call: ToolCall, out: AnthropicEvent[]): void {
+    this.ensure("tool_use", out, { type: "tool_use", id: this.o.toolId(), name: call.name, input: {} }, true);
+    this.live = call;
+    this.started.set(call.index, call);
+    if (call.text !== "") out.push(this.delta({ type: "input_json_delta", partial_json: call.text }));
+  }
+
+  /** Opens a block of `kind` unless one is open already; `fresh` always opens a new one. */
+  private ensure(kind: BlockKind, out: AnthropicEvent[], contentBlock: Json, fresh = false): void {
+    if (this.open === kind && !fresh) return;
+    if (kind !== "tool_use") this.startWaiting(out);
     this.closeOpen(out);
     this.open = kind;
     this.blockIndex++;
@@ -118,5 +165,6 @@ export class AnthropicStreamTranslator {
     if (this.open === null) return;
     out.push({ event: "content_block_stop", data: { type: "content_block_stop", index: this.blockIndex } });
     this.open = null;
+    this.live = null;
   }
 }

@@ -21,6 +21,31 @@ function run(chunks: Record<string, unknown>[]) {
 }
 
 const short = (e: ResponsesEvent) => e.event.replace(/^response\./, "");
+const call = (index: number, args: string, name?: string) =>
+  chunk({ tool_calls: [name ? { index, id: `call_${name}`, type: "function", function: { name, arguments: args } } : { index, function: { arguments: args } }] });
+
+/** Items never interleave: each item's events run from its added to its done, and done carries the final item. */
+function expectItemsInOrder(events: ResponsesEvent[], output: unknown[]) {
+  let open: number | null = null;
+  let next = 0;
+  for (const { event, data } of events) {
+    if (!("output_index" in data)) continue;
+    if (event === "response.output_item.added") {
+      expect(open).toBeNull();
+      expect(data.output_index).toBe(next++);
+      open = data.output_index as number;
+      continue;
+    }
+    expect(data.output_index).toBe(open!);
+    if (event === "response.function_call_arguments.done") expect(data.arguments).toBe((output[open!] as { arguments: string }).arguments);
+    if (event === "response.output_item.done") {
+      expect(data.item).toEqual(output[open!]);
+      open = null;
+    }
+  }
+  expect(open).toBeNull();
+  expect(next).toBe(output.length);
+}
 
 const table: { name: string; chunks: Record<string, unknown>[]; names: string[]; types: string[] }[] = [
   {
@@ -56,6 +81,49 @@ const table: { name: string; chunks: Record<string, unknown>[]; names: string[];
     types: ["function_call", "function_call"],
   },
   {
+    // Parallel calls with interleaved arguments: call 1 waits until call 0's arguments are complete.
+    name: "two function calls, arguments interleaved",
+    chunks: [call(0, "", "a"), call(1, "", "b"), call(0, '{"x":'), call(1, '{"y":'), call(0, "1}"), call(1, "2}"), chunk({}, "tool_calls")],
+    names: [
+      "created", "in_progress",
+      "output_item.added", "function_call_arguments.delta", "function_call_arguments.delta", "function_call_arguments.done", "output_item.done",
+      "output_item.added", "function_call_arguments.delta", "function_call_arguments.delta", "function_call_arguments.done", "output_item.done", "completed",
+    ],
+    types: ["function_call", "function_call"],
+  },
+  {
+    name: "three interleaved calls: a waiting call that is already complete hands straight on",
+    chunks: [call(0, "", "a"), call(1, '{"b":1}', "b"), call(2, '{"c":', "c"), call(0, "{}"), call(2, "3}"), chunk({}, "tool_calls")],
+    names: [
+      "created", "in_progress",
+      "output_item.added", "function_call_arguments.delta", "function_call_arguments.done", "output_item.done",
+      "output_item.added", "function_call_arguments.delta", "function_call_arguments.done", "output_item.done",
+      "output_item.added", "function_call_arguments.delta", "function_call_arguments.delta", "function_call_arguments.done", "output_item.done", "completed",
+    ],
+    types: ["function_call", "function_call", "function_call"],
+  },
+  {
+    name: "a call whose arguments never complete keeps the next one waiting until the turn ends",
+    chunks: [call(0, "", "a"), call(1, '{"y":2}', "b"), chunk({}, "tool_calls")],
+    names: [
+      "created", "in_progress",
+      "output_item.added", "function_call_arguments.done", "output_item.done",
+      "output_item.added", "function_call_arguments.delta", "function_call_arguments.done", "output_item.done", "completed",
+    ],
+    types: ["function_call", "function_call"],
+  },
+  {
+    name: "text arriving while a call waits starts and closes the waiting call first",
+    chunks: [call(0, "", "a"), call(1, "{}", "b"), chunk({ content: "Done" }), chunk({}, "stop")],
+    names: [
+      "created", "in_progress",
+      "output_item.added", "function_call_arguments.done", "output_item.done",
+      "output_item.added", "function_call_arguments.delta", "function_call_arguments.done", "output_item.done",
+      "output_item.added", "content_part.added", "output_text.delta", "output_text.done", "content_part.done", "output_item.done", "completed",
+    ],
+    types: ["function_call", "function_call", "message"],
+  },
+  {
     name: "truncated by max_output_tokens",
     chunks: [chunk({ content: "Once" }), chunk({}, "length")],
     names: ["created", "in_progress", "output_item.added", "content_part.added", "output_text.delta", "output_text.done", "content_part.done", "output_item.done", "incomplete"],
@@ -73,6 +141,7 @@ describe("chat chunks → Responses stream events", () => {
         expect(e.data.sequence_number).toBe(i);
       });
       expect((response.output as { type: string }[]).map((o) => o.type)).toEqual(c.types);
+      expectItemsInOrder(events, response.output as unknown[]);
       // The openai SDK's own accumulator, which validates ids, indexes and order, rebuilds the same output.
       let snapshot: any;
       for (const e of events) snapshot = accumulateResponse(structuredClone(e.data) as never, snapshot);
@@ -88,6 +157,16 @@ test("function call items carry our ids and the assembled arguments", () => {
     { id: "fc_2", type: "function_call", status: "completed", arguments: "{}", call_id: "call_2", name: "b" },
   ]);
   expect(response.usage).toMatchObject({ input_tokens: 12, output_tokens: 5, total_tokens: 17, cost: 0.000002 });
+});
+
+test("interleaved parallel calls: each item's done carries its complete arguments", () => {
+  const { events, response } = run(table[3]!.chunks);
+  const done = events.filter((e) => e.event === "response.output_item.done").map((e) => e.data.item);
+  expect(done).toEqual([
+    { id: "fc_1", type: "function_call", status: "completed", arguments: '{"x":1}', call_id: "call_1", name: "a" },
+    { id: "fc_2", type: "function_call", status: "completed", arguments: '{"y":2}', call_id: "call_2", name: "b" },
+  ]);
+  expect(response.output).toEqual(done);
 });
 
 test("a failure ends with response.failed carrying the output so far", () => {

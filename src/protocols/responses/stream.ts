@@ -9,9 +9,18 @@
  *   output_item.done; finally response.completed | response.incomplete | response.failed.
  * The openai SDK's stream helper checks item ids, indexes and order strictly, so every event
  * names the item it belongs to.
+ *
+ * Parallel tool calls: upstreams may interleave several calls' argument deltas (0, 1, 0, 1…),
+ * but items must not interleave, and agents act on `output_item.done`, so its arguments must be
+ * complete. So one call streams live; a call that opens while the live one is unfinished waits,
+ * its arguments buffered, and starts (output_item.added, then its buffered arguments as one
+ * delta) only once the live call closes. The live call closes when its arguments form a complete
+ * JSON object and a later call is waiting, or when the turn ends. Sequential calls (each call's
+ * arguments finished before the next opens, the common case) still stream every delta live.
  */
 import type { ChatResult } from "../../chat/pipeline";
 import { reasoningOf } from "../anthropic/response";
+import { isCompleteJsonObject } from "../tool-arguments";
 import { baseResponse, finishedResponse, outputTextPart, statusOf, type IdMaker, type ResponseShell } from "./response";
 
 type Json = Record<string, unknown>;
@@ -28,12 +37,21 @@ interface OpenItem {
   text: string;
 }
 
+/** A parallel tool call that opened while another was still streaming; not started yet. */
+interface WaitingCall {
+  index: number;
+  name: string;
+  text: string;
+}
+
 export class ResponsesStreamTranslator {
   private seq = 0;
   readonly output: Json[] = [];
   private open: OpenItem | null = null;
-  /** Chat tool-call index → its function_call item (args may arrive after another item opened). */
+  /** Chat tool-call index → its started function_call item. */
   private readonly calls = new Map<number, OpenItem>();
+  /** Calls waiting for the live call to close, in the order they opened. */
+  private readonly waiting: WaitingCall[] = [];
   private finishReason: unknown = null;
 
   constructor(private readonly shell: ResponseShell, private readonly newId: IdMaker) {}
@@ -59,22 +77,7 @@ export class ResponsesStreamTranslator {
       it.text += delta.content;
       out.push(this.ev("response.output_text.delta", { item_id: it.item.id, output_index: it.index, content_index: 0, delta: delta.content, logprobs: [] }));
     }
-    for (const call of (delta.tool_calls as Json[] | undefined) ?? []) {
-      const idx = typeof call.index === "number" ? call.index : 0;
-      const fn = (call.function as Json | undefined) ?? {};
-      let it = this.calls.get(idx);
-      if (!it) {
-        this.close(out);
-        it = this.openItem("function_call", { id: this.newId("fc"), type: "function_call", status: "in_progress", arguments: "", call_id: this.newId("call"), name: String(fn.name ?? "") }, out);
-        this.calls.set(idx, it);
-      }
-      if (typeof fn.arguments === "string" && fn.arguments !== "") {
-        it.text += fn.arguments;
-        // Arguments for a call already closed cannot be streamed any more; they still reach the final response.
-        if (it === this.open) out.push(this.ev("response.function_call_arguments.delta", { item_id: it.item.id, output_index: it.index, delta: fn.arguments }));
-        else this.output[it.index] = { ...this.output[it.index], arguments: it.text };
-      }
-    }
+    for (const call of (delta.tool_calls as Json[] | undefined) ?? []) this.toolCall(call, out);
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
     return out;
   }
@@ -82,6 +85,7 @@ export class ResponsesStreamTranslator {
   /** The stream ended normally and was settled. */
   finish(result: ChatResult): { events: ResponsesEvent[]; response: Json } {
     const out: ResponsesEvent[] = [];
+    this.startWaiting(out);
     this.close(out);
     const response = finishedResponse(this.shell, this.output, this.finishReason, result);
     out.push(this.ev(response.status === "completed" ? "response.completed" : "response.incomplete", { response }));
@@ -98,8 +102,63 @@ export class ResponsesStreamTranslator {
     return { event: type, data: { type, sequence_number: this.seq++, ...fields } };
   }
 
+  private toolCall(call: Json, out: ResponsesEvent[]): void {
+    const index = typeof call.index === "number" ? call.index : 0;
+    const fn = (call.function as Json | undefined) ?? {};
+    const args = typeof fn.arguments === "string" ? fn.arguments : "";
+    const started = this.calls.get(index);
+    if (started) return this.appendArguments(started, args, out);
+    const waiting = this.waiting.find((w) => w.index === index);
+    if (waiting) {
+      waiting.text += args;
+      return;
+    }
+    const live = this.open?.kind === "function_call" ? this.open : null;
+    if (live && (this.waiting.length > 0 || !isCompleteJsonObject(live.text))) {
+      this.waiting.push({ index, name: String(fn.name ?? ""), text: args });
+      return;
+    }
+    this.close(out);
+    this.startCall({ index, name: String(fn.name ?? ""), text: args }, out);
+  }
+
+  private appendArguments(it: OpenItem, args: string, out: ResponsesEvent[]): void {
+    if (args === "") return;
+    it.text += args;
+    if (it !== this.open) {
+      // Only a malformed upstream adds to arguments that already formed a complete object;
+      // they can no longer be streamed but still reach the final response.
+      this.output[it.index] = { ...this.output[it.index], arguments: it.text };
+      return;
+    }
+    out.push(this.ev("response.function_call_arguments.delta", { item_id: it.item.id, output_index: it.index, delta: args }));
+    // Hand over to the waiting calls, each of which becomes live in turn until one is unfinished.
+    while (this.waiting.length > 0 && this.open && isCompleteJsonObject(this.open.text)) {
+      this.close(out);
+      this.startCall(this.waiting.shift()!, out);
+    }
+  }
+
+  /** Starts every waiting call in order (the turn is over), leaving the last one open. */
+  private startWaiting(out: ResponsesEvent[]): void {
+    for (let next = this.waiting.shift(); next; next = this.waiting.shift()) {
+      this.close(out);
+      this.startCall(next, out);
+    }
+  }
+
+  private startCall(call: WaitingCall, out: ResponsesEvent[]): void {
+    const item = { id: this.newId("fc"), type: "function_call", status: "in_progress", arguments: "", call_id: this.newId("call"), name: call.name };
+    const it = this.openItem("function_call", item, out);
+    this.calls.set(call.index, it);
+    if (call.text === "") return;
+    it.text = call.text;
+    out.push(this.ev("response.function_call_arguments.delta", { item_id: item.id, output_index: it.index, delta: call.text }));
+  }
+
   private ensure(kind: "reasoning" | "message", out: ResponsesEvent[]): OpenItem {
     if (this.open?.kind === kind) return this.open;
+    this.startWaiting(out);
     this.close(out);
     const item = kind === "reasoning"
       ? { id: this.newId("rs"), type: "reasoning", summary: [], content: [] }
