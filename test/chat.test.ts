@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { startHarness, type Harness } from "./support/harness";
-import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
+import type { FakeUpstream } from "./support/fake-upstream";
+import { startFakeStack, stopFakeStack } from "./support/fake-stack";
+import { errorOf } from "./support/sdk-error";
 import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
 import { ledgerState, settled } from "./support/ledger-state";
 import { countTextTokens, promptTokenCount } from "../src/chat/tokens";
@@ -24,15 +26,10 @@ let acct: { id: string; key: string };
 let client: OpenAI;
 
 beforeAll(async () => {
-  fake = startFakeUpstream();
-  h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url });
-  acct = await h.account(10);
+  ({ fake, h, acct } = await startFakeStack());
   client = new OpenAI({ apiKey: acct.key, baseURL: h.base + "/v1", maxRetries: 0 });
 });
-afterAll(async () => {
-  await h.stop();
-  fake.stop();
-});
+afterAll(() => stopFakeStack(h, fake));
 beforeEach(() => {
   fake.behave({});
   fake.requests.length = 0;
@@ -48,16 +45,6 @@ async function charged(fn: () => Promise<unknown>): Promise<number> {
   // Every unit that left the balance is one ledger entry's worth.
   expect(after.sum - before.sum).toBe(after.balance - before.balance);
   return before.balance - after.balance;
-}
-
-/** The error a request fails with (the SDK's promises are lazy thenables, so await them here). */
-async function errorOf(p: PromiseLike<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error("expected the request to fail");
 }
 
 function expectNoLeak(obj: unknown) {

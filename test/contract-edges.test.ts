@@ -4,22 +4,16 @@
  * overrides are bounded, and every authenticated endpoint reports the rate headers.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startHarness, ADMIN_TOKEN, type Harness } from "./support/harness";
-import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
+import { ADMIN_TOKEN, type Harness } from "./support/harness";
+import type { FakeUpstream } from "./support/fake-upstream";
+import { startFakeStack, stopFakeStack } from "./support/fake-stack";
 
 let fake: FakeUpstream;
 let h: Harness;
 let acct: { id: string; key: string };
 
-beforeAll(async () => {
-  fake = startFakeUpstream();
-  h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url });
-  acct = await h.account(10);
-});
-afterAll(async () => {
-  await h.stop();
-  fake.stop();
-});
+beforeAll(async () => ({ fake, h, acct } = await startFakeStack()));
+afterAll(() => stopFakeStack(h, fake));
 
 async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(h.base + path, {

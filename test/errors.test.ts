@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { startHarness, type Harness } from "./support/harness";
-import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
+import type { FakeUpstream } from "./support/fake-upstream";
+import { startFakeStack, stopFakeStack } from "./support/fake-stack";
+import { errorOf } from "./support/sdk-error";
 import { ledgerState, type LedgerState } from "./support/ledger-state";
 
 const MODEL = "glm-4.6";
@@ -18,24 +20,10 @@ let acct: { id: string; key: string };
 let client: OpenAI;
 
 beforeAll(async () => {
-  fake = startFakeUpstream();
-  h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url });
-  acct = await h.account(10);
+  ({ fake, h, acct } = await startFakeStack());
   client = new OpenAI({ apiKey: acct.key, baseURL: h.base + "/v1", maxRetries: 0 });
 });
-afterAll(async () => {
-  await h.stop();
-  fake.stop();
-});
-
-async function errorOf(p: PromiseLike<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error("expected the request to fail");
-}
+afterAll(() => stopFakeStack(h, fake));
 
 /** The whole store's ledger state: no entry, no hold, no reservation may appear on an error. */
 function storeState(): { account: LedgerState; allEntries: number; allHolds: number } {

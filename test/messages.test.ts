@@ -5,11 +5,13 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
-import { startHarness, type Harness } from "./support/harness";
-import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
-import { startScriptedUpstream, type ScriptedUpstream } from "./support/scripted-upstream";
+import type { Harness } from "./support/harness";
+import type { FakeUpstream } from "./support/fake-upstream";
+import type { ScriptedUpstream } from "./support/scripted-upstream";
+import { resetDualStack, startDualStack, stopDualStack } from "./support/fake-stack";
 import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
 import { ledgerState, settled } from "./support/ledger-state";
+import { billingChecks } from "./support/billing-checks";
 import { SseParser } from "../src/protocols/sse";
 import { promptTokenCount } from "../src/chat/tokens";
 
@@ -27,42 +29,14 @@ let client: Anthropic;
 let scriptedClient: Anthropic;
 
 beforeAll(async () => {
-  fake = startFakeUpstream();
-  scripted = startScriptedUpstream();
-  [h, hs] = await Promise.all([startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url }), startHarness({ SWITCHYARD_UPSTREAM_URL: scripted.url })]);
-  acct = await h.account(10);
+  ({ fake, scripted, h, hs, acct } = await startDualStack());
   client = new Anthropic({ apiKey: acct.key, baseURL: h.base, maxRetries: 0 });
   scriptedClient = new Anthropic({ apiKey: (await hs.account(10)).key, baseURL: hs.base, maxRetries: 0 });
 });
-afterAll(async () => {
-  await Promise.all([h.stop(), hs.stop()]);
-  fake.stop();
-  scripted.stop();
-});
-beforeEach(() => {
-  fake.behave({});
-  fake.requests.length = 0;
-  scripted.requests.length = 0;
-});
+afterAll(() => stopDualStack({ fake, scripted, h, hs }));
+beforeEach(() => resetDualStack(fake, scripted));
 
-async function charged(fn: () => Promise<unknown>): Promise<number> {
-  const before = ledgerState(h, acct.id);
-  await fn();
-  const after = await settled(h, acct.id);
-  expect(after.pendingHolds).toBe(0);
-  expect(after.sum - before.sum).toBe(after.balance - before.balance);
-  return before.balance - after.balance;
-}
-
-/** Asserts the request failed, billed nothing and never reached the upstream. */
-async function rejected(fn: () => Promise<unknown>, upstreamCalls = 0): Promise<any> {
-  const before = ledgerState(h, acct.id);
-  const err = await fn().then(() => null, (e) => e);
-  expect(err).not.toBeNull();
-  expect(ledgerState(h, acct.id)).toEqual(before);
-  expect(fake.requests.length).toBe(upstreamCalls);
-  return err;
-}
+const { charged, rejected } = billingChecks(() => ({ h, accountId: acct.id, upstream: fake }));
 
 const ask = { model: MODEL, max_tokens: 256, messages: [{ role: "user" as const, content: "Say hello." }] };
 

@@ -6,11 +6,13 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { startHarness, type Harness } from "./support/harness";
-import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
-import { startScriptedUpstream, type ScriptedUpstream } from "./support/scripted-upstream";
+import type { Harness } from "./support/harness";
+import type { FakeUpstream } from "./support/fake-upstream";
+import type { ScriptedUpstream } from "./support/scripted-upstream";
+import { resetDualStack, startDualStack, stopDualStack } from "./support/fake-stack";
 import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
 import { ledgerState, settled } from "./support/ledger-state";
+import { billingChecks } from "./support/billing-checks";
 import { SseParser } from "../src/protocols/sse";
 
 const MODEL = "glm-4.6"; // turbo-capable
@@ -28,42 +30,15 @@ let other: OpenAI;
 let scriptedClient: OpenAI;
 
 beforeAll(async () => {
-  fake = startFakeUpstream();
-  scripted = startScriptedUpstream();
-  [h, hs] = await Promise.all([startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url }), startHarness({ SWITCHYARD_UPSTREAM_URL: scripted.url })]);
-  acct = await h.account(10);
+  ({ fake, scripted, h, hs, acct } = await startDualStack());
   client = new OpenAI({ apiKey: acct.key, baseURL: h.base + "/v1", maxRetries: 0 });
   other = new OpenAI({ apiKey: (await h.account(10, "other")).key, baseURL: h.base + "/v1", maxRetries: 0 });
   scriptedClient = new OpenAI({ apiKey: (await hs.account(10)).key, baseURL: hs.base + "/v1", maxRetries: 0 });
 });
-afterAll(async () => {
-  await Promise.all([h.stop(), hs.stop()]);
-  fake.stop();
-  scripted.stop();
-});
-beforeEach(() => {
-  fake.behave({});
-  fake.requests.length = 0;
-  scripted.requests.length = 0;
-});
+afterAll(() => stopDualStack({ fake, scripted, h, hs }));
+beforeEach(() => resetDualStack(fake, scripted));
 
-async function charged(fn: () => Promise<unknown>): Promise<number> {
-  const before = ledgerState(h, acct.id);
-  await fn();
-  const after = await settled(h, acct.id);
-  expect(after.pendingHolds).toBe(0);
-  expect(after.sum - before.sum).toBe(after.balance - before.balance);
-  return before.balance - after.balance;
-}
-
-async function rejected(fn: () => Promise<unknown>, upstreamCalls = 0): Promise<any> {
-  const before = ledgerState(h, acct.id);
-  const err = await fn().then(() => null, (e) => e);
-  expect(err).not.toBeNull();
-  expect(ledgerState(h, acct.id)).toEqual(before);
-  expect(fake.requests.length).toBe(upstreamCalls);
-  return err;
-}
+const { charged, rejected } = billingChecks(() => ({ h, accountId: acct.id, upstream: fake }));
 
 describe("responses.create", () => {
   test("string input: resp_ id, message output, usage with the exact cost", async () => {

@@ -8,8 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startHarness, type Harness } from "./support/harness";
+import type { Harness } from "./support/harness";
 import { writeTinyKokoro } from "./support/tiny-kokoro";
+import { postSpeech, startSpeechStack, stopSpeechStack } from "./support/speech-stack";
 import { ledgerState, settled } from "./support/ledger-state";
 import { planSpeech } from "../src/text/frontend";
 import { KOKORO_VOCAB } from "../src/text/kokoro-vocab";
@@ -22,22 +23,13 @@ let h: Harness;
 let modelsDir: string;
 
 beforeAll(async () => {
-  modelsDir = mkdtempSync(join(tmpdir(), "switchyard-speech-fail-"));
   const firstTokens = planSpeech(FIRST + SECOND, "us", KOKORO_VOCAB)[0]!.ids.length + 2;
-  writeTinyKokoro(modelsDir, { onlyTokens: firstTokens });
-  h = await startHarness({ SWITCHYARD_MODELS_DIR: modelsDir });
+  ({ h, modelsDir } = await startSpeechStack("switchyard-speech-fail-", { onlyTokens: firstTokens }));
 });
-afterAll(async () => {
-  await h.stop();
-  rmSync(modelsDir, { recursive: true, force: true });
-});
+afterAll(() => stopSpeechStack(h, modelsDir));
 
 function speech(key: string, input: string, format = "wav") {
-  return fetch(h.base + "/v1/audio/speech", {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "voice-82m", voice: "af_heart", input, response_format: format }),
-  });
+  return postSpeech(h.base, key, { model: "voice-82m", voice: "af_heart", input, response_format: format });
 }
 
 describe("speech failures", () => {

@@ -5,11 +5,8 @@
  * that leaves pays only for the sentences whose audio it was sent (nothing before any audio).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { startHarness, type Harness } from "./support/harness";
-import { writeTinyKokoro } from "./support/tiny-kokoro";
+import type { Harness } from "./support/harness";
+import { postSpeech, startSpeechStack, stopSpeechStack } from "./support/speech-stack";
 import { ledgerState, settled } from "./support/ledger-state";
 import { planSpeech } from "../src/text/frontend";
 import { KOKORO_VOCAB } from "../src/text/kokoro-vocab";
@@ -26,12 +23,7 @@ const SENTENCE = "This sentence takes the tiny model a little while to speak alo
 const LONG = SENTENCE.repeat(8);
 
 function speech(body: Record<string, unknown>, signal?: AbortSignal) {
-  return fetch(h.base + "/v1/audio/speech", {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "voice-82m", voice: "af_heart", response_format: "pcm", ...body }),
-    signal,
-  });
+  return postSpeech(h.base, key, { model: "voice-82m", voice: "af_heart", response_format: "pcm", ...body }, signal);
 }
 
 const engine = () => h.server.services.engines.get<SpeechEngine>("voice-82m")!;
@@ -56,17 +48,12 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<n
 }
 
 beforeAll(async () => {
-  modelsDir = mkdtempSync(join(tmpdir(), "switchyard-speech-stream-"));
-  writeTinyKokoro(modelsDir, { work: 4 });
-  h = await startHarness({ SWITCHYARD_MODELS_DIR: modelsDir, SWITCHYARD_CONCURRENCY_LIMIT: "100", SWITCHYARD_RATE_LIMIT_RPM: "100000" });
+  ({ h, modelsDir } = await startSpeechStack("switchyard-speech-stream-", { work: 4 }, { SWITCHYARD_CONCURRENCY_LIMIT: "100", SWITCHYARD_RATE_LIMIT_RPM: "100000" }));
   const a = await h.account(10);
   key = a.key;
   accountId = a.id;
 });
-afterAll(async () => {
-  await h.stop();
-  rmSync(modelsDir, { recursive: true, force: true });
-});
+afterAll(() => stopSpeechStack(h, modelsDir));
 
 describe("speech streaming", () => {
   test("the first audio bytes arrive before the later sentences are synthesised", async () => {

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHarness, type Harness } from "./support/harness";
 import { TEST_VOICES, writeTinyKokoro } from "./support/tiny-kokoro";
+import { postSpeech, startSpeechStack, stopSpeechStack } from "./support/speech-stack";
 import { ledgerState } from "./support/ledger-state";
 
 let h: Harness;
@@ -17,17 +18,12 @@ let key: string;
 let accountId: string;
 
 beforeAll(async () => {
-  modelsDir = mkdtempSync(join(tmpdir(), "switchyard-speech-bad-"));
-  writeTinyKokoro(modelsDir);
-  h = await startHarness({ SWITCHYARD_MODELS_DIR: modelsDir });
+  ({ h, modelsDir } = await startSpeechStack("switchyard-speech-bad-"));
   const a = await h.account(10);
   key = a.key;
   accountId = a.id;
 });
-afterAll(async () => {
-  await h.stop();
-  rmSync(modelsDir, { recursive: true, force: true });
-});
+afterAll(() => stopSpeechStack(h, modelsDir));
 
 const ok = { model: "voice-82m", input: "Hello there.", voice: "af_heart" };
 
@@ -59,11 +55,7 @@ describe("speech bad input", () => {
   test("a chat model id is a wrong_endpoint 400 naming POST /v1/chat/completions", async () => {
     const chat = h.server.services.catalog.all().find((e) => e.kind === "chat")!;
     const before = ledgerState(h, accountId);
-    const res = await fetch(h.base + "/v1/audio/speech", {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ ...ok, model: chat.id }),
-    });
+    const res = await postSpeech(h.base, key, { ...ok, model: chat.id });
     expect(res.status).toBe(400);
     const err = (await res.json()).error;
     expect(err).toMatchObject({ code: "wrong_endpoint", param: "model" });
@@ -74,11 +66,7 @@ describe("speech bad input", () => {
   for (const [name, body, param, code, mentions] of CASES) {
     test(`${name} → 4xx naming '${param}', nothing billed`, async () => {
       const before = ledgerState(h, accountId);
-      const res = await fetch(h.base + "/v1/audio/speech", {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
+      const res = await postSpeech(h.base, key, body);
       const expectedStatus = code === "model_not_found" ? 404 : 400;
       expect(res.status).toBe(expectedStatus);
       const err = (await res.json()).error;
@@ -91,11 +79,7 @@ describe("speech bad input", () => {
   }
 
   test("an unknown voice's error lists every valid voice", async () => {
-    const res = await fetch(h.base + "/v1/audio/speech", {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ ...ok, voice: "af_bella+af_sky" }),
-    });
+    const res = await postSpeech(h.base, key, { ...ok, voice: "af_bella+af_sky" });
     const { message } = (await res.json()).error;
     for (const v of TEST_VOICES) expect(message).toContain(v);
   });
@@ -114,7 +98,7 @@ describe("model files", () => {
     const h2 = await startHarness({ SWITCHYARD_MODELS_DIR: empty });
     try {
       const a = await h2.account(1);
-      const post = () => fetch(h2.base + "/v1/audio/speech", { method: "POST", headers: { authorization: `Bearer ${a.key}`, "content-type": "application/json" }, body: JSON.stringify(ok) });
+      const post = () => postSpeech(h2.base, a.key, ok);
       const res = await post();
       expect(res.status).toBe(503);
       expect((await res.json()).error.code).toBe("model_unavailable");

@@ -6,12 +6,10 @@
  * per input code point (1.5x for turbo).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import OpenAI from "openai";
-import { startHarness, type Harness } from "./support/harness";
-import { SAMPLES_PER_TOKEN, STYLE_DIM, TEST_VOICES, voiceValue, writeTinyKokoro } from "./support/tiny-kokoro";
+import type { Harness } from "./support/harness";
+import { SAMPLES_PER_TOKEN, STYLE_DIM, TEST_VOICES, voiceValue } from "./support/tiny-kokoro";
+import { postSpeech, startSpeechStack, stopSpeechStack } from "./support/speech-stack";
 import { decodeAudio, decodePcm } from "./support/audio-decode";
 import { settled } from "./support/ledger-state";
 import { planSpeech } from "../src/text/frontend";
@@ -27,11 +25,7 @@ let accountId: string;
 const TEXT = "The quick brown fox jumps over the lazy dog. It was 3:30 pm on March 3rd, 2024, and the fox paid $5.20!";
 
 function speech(body: Record<string, unknown>, k = key) {
-  return fetch(h.base + "/v1/audio/speech", {
-    method: "POST",
-    headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "voice-82m", voice: "af_heart", ...body }),
-  });
+  return postSpeech(h.base, k, { model: "voice-82m", voice: "af_heart", ...body });
 }
 
 /** Samples the tiny model makes for a text: per chunk, the 256-sample style head plus the tone. */
@@ -42,17 +36,12 @@ function expectedSamples(text: string, speed: number, dialect: "us" | "gb" = "us
 const entry = () => h.server.services.catalog.get("voice-82m")!;
 
 beforeAll(async () => {
-  modelsDir = mkdtempSync(join(tmpdir(), "switchyard-speech-"));
-  writeTinyKokoro(modelsDir);
-  h = await startHarness({ SWITCHYARD_MODELS_DIR: modelsDir });
+  ({ h, modelsDir } = await startSpeechStack("switchyard-speech-"));
   const a = await h.account(10);
   key = a.key;
   accountId = a.id;
 });
-afterAll(async () => {
-  await h.stop();
-  rmSync(modelsDir, { recursive: true, force: true });
-});
+afterAll(() => stopSpeechStack(h, modelsDir));
 
 describe("speech formats", () => {
   const types: Record<string, string> = { mp3: "audio/mpeg", wav: "audio/wav", opus: "audio/ogg", flac: "audio/flac", pcm: "audio/pcm" };

@@ -6,8 +6,9 @@
  *   upstream omits usage                   → billed from our own count, reported in the usage chunk.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { startHarness, type Harness } from "./support/harness";
-import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
+import type { Harness } from "./support/harness";
+import type { FakeUpstream } from "./support/fake-upstream";
+import { startFakeStack, stopFakeStack } from "./support/fake-stack";
 import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
 import { ledgerState, settled } from "./support/ledger-state";
 import { chat, contentChunks, messages, readUntil } from "./support/gateway-client";
@@ -20,15 +21,8 @@ let fake: FakeUpstream;
 let h: Harness;
 let acct: { id: string; key: string };
 
-beforeAll(async () => {
-  fake = startFakeUpstream();
-  h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url });
-  acct = await h.account(10);
-});
-afterAll(async () => {
-  await h.stop();
-  fake.stop();
-});
+beforeAll(async () => ({ fake, h, acct } = await startFakeStack()));
+afterAll(() => stopFakeStack(h, fake));
 beforeEach(() => fake.behave({}));
 
 const charges = () =>

@@ -3,7 +3,7 @@
  * each test sets. It records every request body it receives, so tests can check what the
  * gateway forwarded (model rewrites, usage requests, pass-through fields).
  */
-import type { Server } from "bun";
+import { enc, serveLoopback, sleep, sseFrame, sseResponse, SSE_DONE } from "./loopback-server";
 
 export interface Behaviour {
   /** Words of the reply; each becomes one stream chunk. */
@@ -36,9 +36,6 @@ export interface FakeUpstream {
   stop(): void;
 }
 
-const enc = new TextEncoder();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export interface FakeOptions {
   /** Keep every request body in `requests` (default true; a benchmark turns it off). */
   recordRequests?: boolean;
@@ -59,9 +56,7 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
     },
   };
 
-  const server: Server<undefined> = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
+  const { server, url } = serveLoopback({
     idleTimeout: 0,
     async fetch(req) {
       const url = new URL(req.url);
@@ -90,7 +85,7 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
         });
       }
       const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-        enc.encode(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices, ...extra })}\n\n`);
+        enc.encode(sseFrame({ ...base, object: "chat.completion.chunk", choices, ...extra }));
       const stream = new ReadableStream<Uint8Array>({
         async start(controller) {
           try {
@@ -107,7 +102,7 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
               for (let i = 0; i < words.length; i++) {
                 if (b.chunkDelayMs) await sleep(b.chunkDelayMs);
                 if (b.errorAfterChunks === i) {
-                  controller.enqueue(enc.encode(`data: ${JSON.stringify({ error: { message: "fake upstream exploded", type: "server_error" } })}\n\n`));
+                  controller.enqueue(enc.encode(sseFrame({ error: { message: "fake upstream exploded", type: "server_error" } })));
                   controller.close();
                   return;
                 }
@@ -120,7 +115,7 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
             }
             controller.enqueue(chunk([{ index: 0, delta: {}, finish_reason: b.toolCall ? "tool_calls" : "stop" }]));
             if (!b.omitUsage && body.stream_options?.include_usage) controller.enqueue(chunk([], { usage }));
-            controller.enqueue(enc.encode("data: [DONE]\n\n"));
+            controller.enqueue(enc.encode(SSE_DONE));
             controller.close();
           } catch {
             // The gateway went away mid-stream.
@@ -131,9 +126,9 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
           state.aborted++;
         },
       });
-      return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+      return sseResponse(stream);
     },
   });
-  state.url = `http://127.0.0.1:${server.port}/v1`;
+  state.url = url;
   return state;
 }

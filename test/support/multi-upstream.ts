@@ -4,8 +4,8 @@
  * what it received and how many streams the gateway abandoned. Several run at once; plus a URL
  * that refuses connections and a routes-file helper.
  */
-import type { Server } from "bun";
 import { writeFileSync } from "node:fs";
+import { enc, serveLoopback, sleep, sseFrame, sseResponse, SSE_DONE } from "./loopback-server";
 
 export type Step = { data: unknown } | { raw: string } | { pause: number } | { stall: true } | { drop: true };
 
@@ -24,9 +24,6 @@ export interface ScriptedUpstream {
   script(reply: (body: Record<string, any>, n: number) => Reply): void;
   stop(): void;
 }
-
-const enc = new TextEncoder();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function okJson(body: Record<string, any>, text = "ok", usage = { prompt_tokens: 10, completion_tokens: 2 }): Reply {
   return {
@@ -52,7 +49,7 @@ export function okStream(body: Record<string, any>, words: string[] = ["Hel", "l
   }
   steps.push(chunk(body, {}, "stop"));
   steps.push({ data: { id: "x", object: "chat.completion.chunk", created: 1, model: body.model, choices: [], usage: { prompt_tokens: 10, completion_tokens: words.length, total_tokens: 10 + words.length } } });
-  steps.push({ raw: "data: [DONE]\n\n" });
+  steps.push({ raw: SSE_DONE });
   return { sse: steps };
 }
 
@@ -69,9 +66,7 @@ export function startScripted(reply: (body: Record<string, any>, n: number) => R
       server.stop(true);
     },
   };
-  const server: Server<undefined> = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
+  const { server, url } = serveLoopback({
     idleTimeout: 0,
     async fetch(req) {
       if (new URL(req.url).pathname !== "/v1/chat/completions") return new Response("not found", { status: 404 });
@@ -95,7 +90,7 @@ export function startScripted(reply: (body: Record<string, any>, n: number) => R
               if ("pause" in step) await sleep(step.pause);
               else if ("stall" in step) return await new Promise<void>(() => {});
               else if ("drop" in step) return controller.error(new Error("dropped"));
-              else controller.enqueue(enc.encode("raw" in step ? step.raw : `data: ${JSON.stringify(step.data)}\n\n`));
+              else controller.enqueue(enc.encode("raw" in step ? step.raw : sseFrame(step.data)));
             }
             controller.close();
           } catch {
@@ -107,10 +102,10 @@ export function startScripted(reply: (body: Record<string, any>, n: number) => R
           state.aborted++;
         },
       });
-      return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+      return sseResponse(stream);
     },
   });
-  state.url = `http://127.0.0.1:${server.port}/v1`;
+  state.url = url;
   return state;
 }
 

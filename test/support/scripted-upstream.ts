@@ -4,7 +4,7 @@
  * the same message split into chunks for streams. For shapes the shared fake upstream does not
  * produce (reasoning_content, finish_reason "length", vLLM's `stop_reason`).
  */
-import type { Server } from "bun";
+import { enc, serveLoopback, sseFrame, sseResponse, SSE_DONE } from "./loopback-server";
 
 export interface Script {
   reasoning?: string;
@@ -26,8 +26,6 @@ export interface ScriptedUpstream {
   stop(): void;
 }
 
-const enc = new TextEncoder();
-
 /** Splits a string in pieces of `n` characters, so streams carry several deltas. */
 const pieces = (s: string, n = 4) => (s.match(new RegExp(`[\\s\\S]{1,${n}}`, "g")) ?? []);
 
@@ -43,9 +41,7 @@ export function startScriptedUpstream(): ScriptedUpstream {
       server.stop(true);
     },
   };
-  const server: Server<undefined> = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
+  const { server, url } = serveLoopback({
     async fetch(req) {
       if (new URL(req.url).pathname !== "/v1/chat/completions") return new Response("not found", { status: 404 });
       const body = (await req.json()) as Record<string, any>;
@@ -81,10 +77,10 @@ export function startScriptedUpstream(): ScriptedUpstream {
       }
       chunk({}, finish, { stop_reason: s.stopReason ?? null });
       frames.push({ ...base, object: "chat.completion.chunk", choices: [], usage });
-      const text = frames.map((f) => `data: ${JSON.stringify(f)}\n\n`).join("") + "data: [DONE]\n\n";
-      return new Response(enc.encode(text), { headers: { "content-type": "text/event-stream" } });
+      const text = frames.map(sseFrame).join("") + SSE_DONE;
+      return sseResponse(enc.encode(text));
     },
   });
-  state.url = `http://127.0.0.1:${server.port}/v1`;
+  state.url = url;
   return state;
 }
