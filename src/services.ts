@@ -3,7 +3,7 @@
  * Routes and commands receive this object instead of reaching for globals, so tests can
  * build as many independent instances as they like.
  */
-import type { Config } from "./config";
+import { ConfigError, type Config } from "./config";
 import { openStore, type Store } from "./store/database";
 import { Accounts } from "./accounts/accounts";
 import { ApiKeys } from "./accounts/api-keys";
@@ -38,7 +38,12 @@ export interface ServiceOverrides {
 }
 
 export function createServices(config: Config, overrides: ServiceOverrides = {}): Services {
-  const db = openStore(config.dataDir);
+  let db: Store;
+  try {
+    db = openStore(config.dataDir);
+  } catch (e) {
+    throw new ConfigError("SWITCHYARD_DATA_DIR", `cannot open the database in ${config.dataDir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
   const routes = overrides.routes ?? createRouteRegistry(config, (msg) => s.log.error(msg));
   const engines = overrides.engines ?? new EngineRegistry();
   const s: Services = {

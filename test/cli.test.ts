@@ -167,6 +167,9 @@ describe("configuration errors", () => {
     [{ SWITCHYARD_RATE_LIMIT_RPM: "0" }, "SWITCHYARD_RATE_LIMIT_RPM"],
     [{ SWITCHYARD_CONCURRENCY_LIMIT: "many" }, "SWITCHYARD_CONCURRENCY_LIMIT"],
     [{ SWITCHYARD_ADMIN_TOKEN: "sekrit", SWITCHYARD_UPSTREAM_KEY: "upstream-secret-key", PORT: "abc" }, "SWITCHYARD_ADMIN_TOKEN"],
+    [{ HOST: "not-a-host", PORT: "0" }, "HOST"],
+    [{ SWITCHYARD_CATALOG: "/nonexistent/catalog.json", PORT: "0" }, "SWITCHYARD_CATALOG"],
+    [{ SWITCHYARD_DATA_DIR: "/proc/no-such-dir/data", PORT: "0" }, "SWITCHYARD_DATA_DIR"],
   ];
   let results: Awaited<ReturnType<typeof cliAsync>>[] = [];
   beforeAll(async () => {
@@ -180,6 +183,19 @@ describe("configuration errors", () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(variable);
     expect(r.stdout).toBe("");
+  });
+
+  test("a port that is already in use stops start-up naming PORT (no silent port sharing)", async () => {
+    // The first server asks for SO_REUSEPORT, as a second Switchyard would: sharing must still fail.
+    const first = Bun.serve({ port: 0, hostname: "127.0.0.1", reusePort: true, fetch: () => new Response("first") });
+    try {
+      const r = await cliAsync(["serve"], { HOST: "127.0.0.1", PORT: String(first.port) });
+      expect(r.code).not.toBe(0);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(r.stderr).toContain(`PORT: ${first.port} is already in use`);
+    } finally {
+      first.stop(true);
+    }
   });
 
   test("a secret in a bad configuration is never printed", () => {

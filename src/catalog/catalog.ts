@@ -136,8 +136,13 @@ export class Catalog {
     for (const e of parseCatalog(embedded, "embedded catalog")) merged.set(e.id, e);
     if (this.overridePath) {
       const inline = this.overridePath.trim().startsWith("{");
-      const text = inline ? this.overridePath : readFileSync(this.overridePath, "utf8");
-      if (!inline) this.overrideMtime = statSync(this.overridePath).mtimeMs;
+      let text: string;
+      try {
+        text = inline ? this.overridePath : readFileSync(this.overridePath, "utf8");
+        if (!inline) this.overrideMtime = statSync(this.overridePath).mtimeMs;
+      } catch (e) {
+        throw new CatalogError(`SWITCHYARD_CATALOG: cannot read ${this.overridePath} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      }
       let json: unknown;
       try {
         json = JSON.parse(text);

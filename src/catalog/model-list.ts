@@ -8,14 +8,16 @@ import { PRIORITY } from "../billing/money";
 /** Says whether a model can serve right now (a route exists, or its weights are loaded). */
 export type LivenessCheck = (entry: ModelEntry) => boolean;
 
+/**
+ * A catalog price as shown: the exact decimal, without trailing zeros, times 1.5 for turbo.
+ * Done on integers with one extra decimal digit, which makes 3/2 of a 9-decimal price exact.
+ */
 function scaled(decimal: string | undefined, turbo: boolean): string | undefined {
   if (decimal === undefined) return undefined;
-  if (!turbo) return decimal;
-  // 1.5x of an exact decimal, exactly: parse to units, scale by 3/2 (one extra digit is enough).
+  const m = turbo ? PRIORITY : { num: 1, den: 1 };
   const [whole, frac = ""] = decimal.split(".");
-  const units = BigInt(whole + frac.padEnd(9, "0")) * 10n;
-  const turboUnits = (units * BigInt(PRIORITY.num)) / BigInt(PRIORITY.den);
-  const text = turboUnits.toString().padStart(11, "0");
+  const units = (BigInt(whole + frac.padEnd(9, "0")) * 10n * BigInt(m.num)) / BigInt(m.den);
+  const text = units.toString().padStart(11, "0");
   return (text.slice(0, -10).replace(/^0+(?=\d)/, "") + "." + text.slice(-10)).replace(/\.?0+$/, "");
 }
 

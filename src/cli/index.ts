@@ -3,6 +3,7 @@
  * (`accounts`, `keys`, `credits`) over the same code as the admin HTTP API.
  */
 import { ConfigError, loadConfig, type Config } from "../config";
+import { CatalogError } from "../catalog/catalog";
 import { startServer } from "../server";
 import { createServices } from "../services";
 import { Admin } from "../accounts/admin";
@@ -25,12 +26,22 @@ Usage:
   switchyard credits deduct <account-id> <USD> [--reason TEXT]
   switchyard ledger <account-id>
   switchyard models pull [model-id ...]       download model files into SWITCHYARD_MODELS_DIR
+  switchyard models list                      which model files are expected and present
   switchyard doctor [--onnx FILE [--run]] [--image FILE]   self-check of ONNX Runtime and sharp (JSON)
   switchyard --help | --version
 
-Environment: PORT, HOST, SWITCHYARD_DATA_DIR, SWITCHYARD_ADMIN_TOKEN, SWITCHYARD_UPSTREAM_URL,
-SWITCHYARD_UPSTREAM_KEY, SWITCHYARD_ROUTES, SWITCHYARD_CATALOG, SWITCHYARD_MODELS_DIR,
-SWITCHYARD_RATE_LIMIT_RPM, SWITCHYARD_CONCURRENCY_LIMIT (see README).`;
+Environment (defaults in brackets):
+  PORT [8080], HOST [0.0.0.0]            listen address
+  SWITCHYARD_DATA_DIR [./data]           SQLite database
+  SWITCHYARD_ADMIN_TOKEN                 enables /admin/* (at least 16 characters)
+  SWITCHYARD_UPSTREAM_URL, _UPSTREAM_KEY default OpenAI-compatible upstream (base URL ending at /v1)
+  SWITCHYARD_ROUTES                      routes JSON file or inline JSON (several upstreams)
+  SWITCHYARD_CATALOG                     catalog JSON extending the embedded one
+  SWITCHYARD_MODELS_DIR [./models]       local model files (see 'switchyard models list')
+  SWITCHYARD_RATE_LIMIT_RPM [600], SWITCHYARD_CONCURRENCY_LIMIT [32]   per-account limits
+  SWITCHYARD_MAX_BODY_BYTES [33554432], SWITCHYARD_ONNX_PROVIDER [cpu|cuda],
+  SWITCHYARD_LOG_LEVEL [info], SWITCHYARD_IMAGE_MAX_BYTES / _MAX_PIXELS / _MAX_EDGE
+Reference: GET /docs on a running server.`;
 
 function print(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + "\n");
@@ -72,9 +83,7 @@ export async function runCli(argv: string[]): Promise<number> {
       process.on("SIGTERM", shutdown);
       return await new Promise<number>(() => {});
     } catch (e) {
-      if (e instanceof ConfigError) return fail(`configuration error: ${e.message}`);
-      const code = (e as { code?: string }).code;
-      if (code === "EADDRINUSE") return fail(`PORT: ${config.port} is already in use on ${config.host}`);
+      if (e instanceof ConfigError || e instanceof CatalogError) return fail(`configuration error: ${e.message}`);
       return fail(String((e as Error).message));
     }
   }
@@ -82,7 +91,14 @@ export async function runCli(argv: string[]): Promise<number> {
     const { runModelsCommand } = await import("./models");
     return runModelsCommand(config, sub, rest);
   }
-  const services = createServices(config);
+  let services: ReturnType<typeof createServices>;
+  try {
+    services = createServices(config);
+  } catch (e) {
+    if (e instanceof ConfigError) return fail(`configuration error: ${e.message}`);
+    if (e instanceof CatalogError) return fail(`configuration error: ${e.message}`);
+    throw e;
+  }
   const admin = new Admin(services);
   try {
     const out = adminCommand(admin, command, sub, rest, flags);

@@ -19,7 +19,10 @@ test("a worker that exits without an error event fails its runs, and the next ru
     const before = await session.run(feeds(), ["sentence_embedding"]);
     // Kill the worker from outside, as a crash in native code would: no error event is raised.
     (session as unknown as { worker: Worker }).worker.terminate();
-    await Bun.sleep(50);
+    // Wait until the session has seen the exit (a busy machine may take a while to deliver it).
+    const internals = session as unknown as { dead: Error | null };
+    for (let waited = 0; internals.dead === null && waited < 5_000; waited += 10) await Bun.sleep(10);
+    expect(internals.dead?.message).toBe("inference worker exited");
     const after = await session.run(feeds(), ["sentence_embedding"]);
     expect([...(after.sentence_embedding!.data as Float32Array)]).toEqual([...(before.sentence_embedding!.data as Float32Array)]);
   } finally {

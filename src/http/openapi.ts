@@ -59,8 +59,9 @@ export function renderDocsPage(docs: RouteDocs): string {
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem .6rem;text-align:left;vertical-align:top}
 code{background:#f4f4f4;padding:0 .25rem;border-radius:3px}</style></head>
 <body><h1>${SERVICE_NAME} ${VERSION}</h1>
-<p>An OpenAI-compatible API. Point any OpenAI (or Anthropic, for <code>/v1/messages</code>) client at
-<code>http://&lt;host&gt;:&lt;port&gt;/v1</code> with your API key. Errors use the OpenAI shape
+<p>An OpenAI-compatible API. Point any OpenAI client at <code>http://&lt;host&gt;:&lt;port&gt;/v1</code>
+with your API key; Anthropic clients (which add <code>/v1/messages</code> themselves) take
+<code>http://&lt;host&gt;:&lt;port&gt;</code>. Errors use the OpenAI shape
 <code>{"error":{"message","type","param","code"}}</code> (Anthropic's shape on <code>/v1/messages</code>).
 The machine-readable description is <a href="/docs/openapi.json">/docs/openapi.json</a>.</p>
 <table><thead><tr><th>Method</th><th>Path</th><th>Auth</th><th>What it does</th></tr></thead><tbody>
