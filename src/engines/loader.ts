@@ -20,7 +20,7 @@ export interface EngineLoader<E extends LocalEngine> {
 
 type Level = "info" | "warn" | "error";
 
-export function modelDir(s: Services, modelId: string): string {
+function modelDir(s: Services, modelId: string): string {
   return join(s.config.modelsDir, modelId);
 }
 

@@ -5,7 +5,7 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Services } from "../services";
 import { ApiError } from "./errors";
-import { admitRequest } from "./limits-hook";
+import { admitRequest, attachRateHeaders } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
 
 export interface Caller {
@@ -33,13 +33,22 @@ export function presentedKey(request: Request, bearer: string | undefined): stri
  * ends, on every path. Every model endpoint calls this once, first.
  */
 export function authenticate(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller {
-  const caller = identify(s, request, bearer);
+  const caller = callerOf(s, request, bearer);
   admitRequest(s, request, set, caller.accountId, caller.limits);
   return caller;
 }
 
-/** Who is calling, without admitting against limits (endpoints that do no model work). */
-export function identify(s: Services, request: Request, bearer: string | undefined): Caller {
+/**
+ * Who is calling, for authenticated endpoints that do no model work (usage, count_tokens, stored
+ * responses): the rate headers are reported, but no rate is consumed and no slot taken.
+ */
+export function identify(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller {
+  const caller = callerOf(s, request, bearer);
+  attachRateHeaders(s, set, caller.accountId, caller.limits);
+  return caller;
+}
+
+function callerOf(s: Services, request: Request, bearer: string | undefined): Caller {
   const key = presentedKey(request, bearer);
   if (!key) {
     throw new ApiError(401, "missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");

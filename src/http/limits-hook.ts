@@ -12,23 +12,14 @@ import { contextOf } from "./request-context";
 
 type HeaderBag = { headers: Record<string, unknown> };
 
-export function limitsOf(s: Services, accountId: string): AccountLimits {
-  const row = s.accounts.get(accountId);
-  return {
-    rateLimitRpm: row?.rate_limit_rpm ?? s.config.rateLimitRpm,
-    concurrencyLimit: row?.concurrency_limit ?? s.config.concurrencyLimit,
-  };
-}
-
 /**
  * Takes a slot and one unit of rate, or throws 429 naming the limit; sets the rate headers either way.
- * `limits` may come from the caller's cached key owner; without it the account row is read.
+ * `limits` come from the caller's cached key owner, so admission reads nothing.
  */
-export function admitRequest(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits = limitsOf(s, accountId)): void {
+export function admitRequest(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits): void {
   const admission = s.limits.admit(accountId, limits);
   const headers = rateHeaders(admission.rate);
-  // `set` is required by the type; a caller not yet updated still gets limits, just no headers.
-  if (set?.headers) Object.assign(set.headers, headers);
+  Object.assign(set.headers, headers);
   if (!admission.ok) {
     s.metrics.counter("switchyard_limit_rejections_total", "Requests refused by a per-account limit.").inc({ limit: admission.reason });
     const retryAfter = retryAfterSeconds(admission.retryAfterMs);
@@ -48,6 +39,6 @@ export function admitRequest(s: Services, request: Request, set: HeaderBag, acco
 }
 
 /** For authenticated endpoints that do no model work (usage): report the rate without consuming it. */
-export function attachRateHeaders(s: Services, set: HeaderBag, accountId: string): void {
-  Object.assign(set.headers, rateHeaders(s.limits.peek(accountId, limitsOf(s, accountId))));
+export function attachRateHeaders(s: Services, set: HeaderBag, accountId: string, limits: AccountLimits): void {
+  Object.assign(set.headers, rateHeaders(s.limits.peek(accountId, limits)));
 }

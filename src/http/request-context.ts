@@ -78,8 +78,3 @@ export async function timeEngine<T>(requestId: string, work: Promise<T>): Promis
     addEngineTime(requestId, performance.now() - t0);
   }
 }
-
-/** Requests started and not yet finished in this process (for tests of slot hygiene). */
-export function openRequestCount(): number {
-  return byId.size;
-}

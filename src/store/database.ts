@@ -9,20 +9,15 @@ import { MIGRATIONS } from "./migrations/index";
 
 export type Store = Database;
 
-export interface StoreOptions {
-  /** FULL (default) fsyncs every commit; NORMAL is for stores whose writes a crash may lose harmlessly. */
-  synchronous?: "FULL" | "NORMAL";
-  fileName?: string;
-}
-
-export function openStore(dataDir: string, options: StoreOptions = {}): Store {
+export function openStore(dataDir: string): Store {
   mkdirSync(dataDir, { recursive: true });
-  const db = new Database(join(dataDir, options.fileName ?? "switchyard.db"), { create: true, strict: true });
+  const db = new Database(join(dataDir, "switchyard.db"), { create: true, strict: true });
   // A writer waits for another process (the CLI, say) instead of failing at once.
   db.run("PRAGMA busy_timeout = 5000");
   db.run("PRAGMA journal_mode = WAL");
-  // Every commit is fsynced: a settled charge survives power loss. Group commit amortises it.
-  db.run(`PRAGMA synchronous = ${options.synchronous ?? "FULL"}`);
+  // Every commit is fsynced: a settled charge survives power loss. Group commit amortises it
+  // (and moves the WAL fsync off the event loop, see billing/group-commit.ts).
+  db.run("PRAGMA synchronous = FULL");
   db.run("PRAGMA foreign_keys = ON");
   migrate(db);
   return db;

@@ -164,10 +164,3 @@ export function createRouteRegistry(
     throw err;
   }
 }
-
-/** Kept for callers of the foundation's name: the default upstream only. */
-export class DefaultUpstreamRegistry extends ConfiguredRouteRegistry {
-  constructor(config: Pick<Config, "upstreamUrl" | "upstreamKey">) {
-    super({ upstreamUrl: config.upstreamUrl, upstreamKey: config.upstreamKey, routes: null });
-  }
-}

@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Services } from "../../services";
 import { EmbeddingEngine, EMBEDDING_MODEL_ID, REQUIRED_FILES } from "./engine";
-import { modelDir, POLL_INTERVAL_MS, startWhenPresent, type EngineLoader } from "../loader";
+import { POLL_INTERVAL_MS, startWhenPresent, type EngineLoader } from "../loader";
 
 export const embeddingLoader: EngineLoader<EmbeddingEngine> = {
   modelId: EMBEDDING_MODEL_ID,
@@ -14,10 +14,6 @@ export const embeddingLoader: EngineLoader<EmbeddingEngine> = {
   missingFiles: (dir) => REQUIRED_FILES.filter((f) => !existsSync(join(dir, f))),
   load: (dir, s) => EmbeddingEngine.load(dir, s.config.onnxProvider, s.metrics),
 };
-
-export function embeddingModelDir(s: Services): string {
-  return modelDir(s, EMBEDDING_MODEL_ID);
-}
 
 export function startEmbeddingEngine(s: Services, pollMs = POLL_INTERVAL_MS): Promise<void> {
   return startWhenPresent(s, embeddingLoader, pollMs);

@@ -6,8 +6,8 @@
  * padding, and the oldest job waits at most maxWaitMs for company (not at all while recent batches
  * found none, see waitForCompany). A priority lane (turbo) is
  * served first and does not wait for company. One batch runs at a time per scheduler: `run` is
- * expected to be asynchronous (ONNX Runtime's session.run works off the event loop), so the
- * event loop stays free to accept and queue requests meanwhile. A job whose AbortSignal fires
+ * expected to be asynchronous (the engines run ONNX Runtime in a worker thread, see
+ * ../onnx-worker.ts), so the event loop stays free to accept and queue requests meanwhile. A job whose AbortSignal fires
  * while queued leaves the queue at once.
  */
 import type { MetricsRegistry } from "../../metrics/registry";

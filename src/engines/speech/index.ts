@@ -5,7 +5,7 @@
  */
 import type { Services } from "../../services";
 import { SpeechEngine, SPEECH_MODEL_ID } from "./engine";
-import { modelDir, POLL_INTERVAL_MS, startWhenPresent, type EngineLoader } from "../loader";
+import { POLL_INTERVAL_MS, startWhenPresent, type EngineLoader } from "../loader";
 
 export const speechLoader: EngineLoader<SpeechEngine> = {
   modelId: SPEECH_MODEL_ID,
@@ -17,10 +17,6 @@ export const speechLoader: EngineLoader<SpeechEngine> = {
       onSkip: (file, why) => s.log.warn("voice pack skipped", { model: SPEECH_MODEL_ID, file, reason: why }),
     }),
 };
-
-export function speechModelDir(s: Services): string {
-  return modelDir(s, SPEECH_MODEL_ID);
-}
 
 export function startSpeechEngine(s: Services, pollMs = POLL_INTERVAL_MS): Promise<void> {
   return startWhenPresent(s, speechLoader, pollMs);

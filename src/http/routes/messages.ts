@@ -9,7 +9,6 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, identify } from "../auth";
-import { attachRateHeaders } from "../limits-hook";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { estimateInput, type ChatCall } from "../../chat/pipeline";
 import { promptTokenCount } from "../../chat/tokens";
@@ -29,8 +28,7 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
   docs.add({ method: "POST", path: "/v1/messages/count_tokens", summary: "Estimated input tokens of a Messages request; free, no model call.", auth: "key", body: CountTokensRequest });
 
   app.post("/v1/messages/count_tokens", ({ body, bearer, request, set }) => {
-    // Counting is not model work: the rate is reported, not consumed.
-    attachRateHeaders(s, set, identify(s, request, bearer).accountId);
+    identify(s, request, bearer, set);
     assertModelEndpoint(s, body, "chat");
     const req = parseCountTokensRequest(body);
     const messages = toChatMessages(req);

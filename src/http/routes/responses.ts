@@ -9,7 +9,6 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, identify } from "../auth";
-import { attachRateHeaders } from "../limits-hook";
 import { ApiError, invalidField } from "../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
@@ -88,23 +87,20 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
   });
 
   app.get("/v1/responses/:id", ({ params, bearer, request, set }) => {
-    const caller = identify(s, request, bearer);
-    attachRateHeaders(s, set, caller.accountId);
+    const caller = identify(s, request, bearer, set);
     const stored = store.get(params.id, caller.accountId);
     if (!stored) throw responseNotFound(params.id);
     return stored.response;
   });
 
   app.delete("/v1/responses/:id", ({ params, bearer, request, set }) => {
-    const caller = identify(s, request, bearer);
-    attachRateHeaders(s, set, caller.accountId);
+    const caller = identify(s, request, bearer, set);
     if (!store.delete(params.id, caller.accountId)) throw responseNotFound(params.id);
     return { id: params.id, object: "response", deleted: true };
   });
 
   app.get("/v1/responses/:id/input_items", ({ params, query, bearer, request, set }) => {
-    const caller = identify(s, request, bearer);
-    attachRateHeaders(s, set, caller.accountId);
+    const caller = identify(s, request, bearer, set);
     const stored = store.get(params.id, caller.accountId);
     if (!stored) throw responseNotFound(params.id);
     return inputItemsPage(stored.inputItems, query as Record<string, string | undefined>);

@@ -3,7 +3,6 @@ import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { identify } from "../auth";
-import { attachRateHeaders } from "../limits-hook";
 import { parseUsageQuery } from "../../billing/usage-query";
 import { invalidField } from "../errors";
 import { usageReport } from "../../billing/usage-report";
@@ -17,9 +16,7 @@ export function registerUsageRoutes(app: App, s: Services, docs: RouteDocs): voi
     public: true,
   });
   app.get("/v1/usage", ({ bearer, request, set }) => {
-    const caller = identify(s, request, bearer);
-    // Reading usage is not model work: it reports the rate without consuming it.
-    attachRateHeaders(s, set, caller.accountId);
+    const caller = identify(s, request, bearer, set);
     const q = parseUsageQuery(singleValuedQuery(request.url));
     return usageReport(s.db, caller.accountId, q);
   });
