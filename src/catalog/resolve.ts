@@ -4,7 +4,7 @@
  */
 import type { Services } from "../services";
 import { ENDPOINT_OF_KIND, type ModelKind, type ResolvedModel } from "./catalog";
-import { modelNotFound, modelUnavailable, wrongEndpoint } from "../http/errors";
+import { modelNotFound, modelUnavailable, wrongEndpoint } from "../errors";
 
 export function resolveModel(s: Services, modelId: string, kind: ModelKind, priorityHint = false): ResolvedModel {
   const resolved = s.catalog.resolve(modelId, priorityHint);

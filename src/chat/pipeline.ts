@@ -7,7 +7,7 @@ import type { Services } from "../services";
 import type { ResolvedModel } from "../catalog/catalog";
 import { chatCost } from "../billing/prices";
 import { formatUsd } from "../billing/money";
-import { insufficientCredits, upstreamError } from "../http/errors";
+import { insufficientCredits, upstreamError } from "../errors";
 import { dispatchChat } from "../upstream/dispatch";
 import { abortWith, readAllText } from "../upstream/timeouts";
 import { tokenBudget, type ChatRequest, type TokenBudget } from "./request";
@@ -15,7 +15,7 @@ import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { countTextTokens, promptTokenCount } from "./tokens";
 import { ChatStream } from "./stream";
-import { timeEngine } from "../http/request-context";
+import { timeEngine } from "../metrics/engine-time";
 import { prepareChatImages } from "./images";
 
 export interface ChatCall {

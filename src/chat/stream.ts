@@ -12,8 +12,8 @@ import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { countTextTokens } from "./tokens";
-import { timeEngine } from "../http/request-context";
-import { requestMetrics } from "../http/request-metrics";
+import { timeEngine } from "../metrics/engine-time";
+import { requestMetrics } from "../metrics/request-metrics";
 import { completionId, estimateInput, type ChatCall, type ChatResult } from "./pipeline";
 
 type ChatObject = Record<string, unknown>;

@@ -3,7 +3,7 @@ import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { listModels, modelObject } from "../../catalog/model-list";
-import { modelNotFound } from "../errors";
+import { modelNotFound } from "../../errors";
 import { TURBO_SUFFIX } from "../../catalog/catalog";
 
 export function registerModelRoutes(app: App, s: Services, docs: RouteDocs): void {

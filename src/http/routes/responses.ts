@@ -9,7 +9,7 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, identify } from "../auth";
-import { ApiError, invalidField } from "../errors";
+import { DomainError, invalidField } from "../../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { type ChatCall } from "../../chat/pipeline";
@@ -26,7 +26,7 @@ type Json = Record<string, unknown>;
 const itemId = (prefix: string) => newId(prefix, 12);
 
 const responseNotFound = (id: string, param: string | null = null) =>
-  new ApiError(404, "not_found", `Response with id '${id}' not found.`, param);
+  new DomainError("not_found", "not_found", `Response with id '${id}' not found.`, param);
 
 export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs): void {
   const store = new ResponseStore(s.db);

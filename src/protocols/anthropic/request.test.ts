@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ApiError } from "../../http/errors";
+import { DomainError } from "../../errors";
 import { parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest } from "./request";
 
 const base = { model: "glm-4.6", max_tokens: 1024 };
@@ -165,10 +165,10 @@ describe("Messages request errors name the field", () => {
       } catch (e) {
         err = e;
       }
-      expect(err).toBeInstanceOf(ApiError);
-      expect((err as ApiError).status).toBe(400);
-      expect((err as ApiError).param).toBe(c.param);
-      if (c.message) expect((err as ApiError).message).toContain(c.message);
+      expect(err).toBeInstanceOf(DomainError);
+      expect((err as DomainError).kind).toBe("invalid_request");
+      expect((err as DomainError).param).toBe(c.param);
+      if (c.message) expect((err as DomainError).message).toContain(c.message);
     });
   }
 });

@@ -1,10 +1,10 @@
 /**
- * Anthropic Messages request → chat-completions request. Pure: no I/O, throws ApiError (400)
+ * Anthropic Messages request → chat-completions request. Pure: no I/O, throws DomainError (invalid_request)
  * naming the field for anything the upstream could not be given faithfully.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { validate } from "../../http/validate";
-import { badRequest, invalidField, missingField } from "../../http/errors";
+import { validate } from "../../validate";
+import { badRequest, invalidField, missingField } from "../../errors";
 import type { ChatRequest } from "../../chat/request";
 
 const TextBlockParam = Type.Object({ type: Type.Literal("text"), text: Type.String() }, { additionalProperties: true });

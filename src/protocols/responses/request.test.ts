@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ApiError } from "../../http/errors";
+import { DomainError } from "../../errors";
 import { normalizeInput, parseResponsesRequest, toChatRequest } from "./request";
 
 let n = 0;
@@ -154,9 +154,9 @@ describe("Responses request errors name the field", () => {
       } catch (e) {
         err = e;
       }
-      expect(err).toBeInstanceOf(ApiError);
-      expect((err as ApiError).status).toBe(400);
-      expect((err as ApiError).param).toBe(c.param);
+      expect(err).toBeInstanceOf(DomainError);
+      expect((err as DomainError).kind).toBe("invalid_request");
+      expect((err as DomainError).param).toBe(c.param);
     });
   }
 });

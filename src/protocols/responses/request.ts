@@ -4,8 +4,8 @@
  * faithfully is a 400 naming the field.
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { validate } from "../../http/validate";
-import { badRequest, invalidField, missingField } from "../../http/errors";
+import { validate } from "../../validate";
+import { badRequest, invalidField, missingField } from "../../errors";
 import type { ChatRequest } from "../../chat/request";
 
 type Json = Record<string, unknown>;
