@@ -33,6 +33,27 @@ export interface Slot {
   readonly released: boolean;
 }
 
+/**
+ * What admits requests against their account's limits, whichever process keeps the counters:
+ * AccountLimiter in memory (one process owns its accounts) or PostgreSQL (every instance shares
+ * one counter and one bucket per account: src/store/postgres/limiter.ts). Admission is async
+ * because the shared one asks the database; a slot's release() never throws (the shared one
+ * writes it behind, retried).
+ */
+export interface Limiter {
+  admit(accountId: string, limits: AccountLimits): Promise<Admission>;
+  /** The rate status without consuming anything. */
+  peek(accountId: string, limits: AccountLimits): Promise<RateStatus>;
+}
+
+/** The in-memory AccountLimiter behind the Limiter interface. */
+export function memoryLimiter(l: AccountLimiter): Limiter {
+  return {
+    admit: async (accountId, limits) => l.admit(accountId, limits),
+    peek: async (accountId, limits) => l.peek(accountId, limits),
+  };
+}
+
 interface State {
   /** Theoretical arrival time of the next request, in ms (GCRA). */
   tat: number;
@@ -102,7 +123,8 @@ export class AccountLimiter {
   }
 }
 
-function rateStatus(tat: number, now: number, rpm: number): RateStatus {
+/** The rate figures for a bucket whose theoretical arrival time is `tat` at time `now` (ms). */
+export function rateStatus(tat: number, now: number, rpm: number): RateStatus {
   const used = Math.max(0, tat - now);
   const interval = WINDOW_MS / rpm;
   return { limit: rpm, remaining: Math.max(0, Math.floor((WINDOW_MS - used) / interval + 1e-9)), resetMs: used };
