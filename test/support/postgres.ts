@@ -16,7 +16,7 @@
  * and removes its directory even when the test process is killed.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, relative } from "node:path";
 import { SQL } from "bun";
@@ -132,11 +132,50 @@ function startWatchdog(parentPid: number, dir: string): void {
   child.unref();
 }
 
+const DIR_PREFIX = "/tmp/switchyard-pg-";
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Servers whose test process died without its watchdog (a test runner may kill the watchdog of
+ * a timed-out test too): stopped and removed, so they never pile up on a shared machine. A
+ * directory whose owner lives (another test process) is left alone.
+ */
+function sweepOrphans(): void {
+  for (const name of readdirSync("/tmp")) {
+    const dir = join("/tmp", name);
+    if (!dir.startsWith(DIR_PREFIX)) continue;
+    let ownerPid = NaN;
+    try {
+      ownerPid = Number(readFileSync(join(dir, "owner"), "utf8"));
+    } catch {
+      continue; // being created right now, or not ours
+    }
+    if (!Number.isInteger(ownerPid) || alive(ownerPid)) continue;
+    try {
+      const pid = Number(readFileSync(join(dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+      if (pid > 0 && alive(pid)) process.kill(pid, "SIGQUIT");
+    } catch {
+      // no server running there
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function startPostgres(opts: PgOptions = {}): Promise<PgServer> {
   const bins = await pgBinaries();
   const owner = serverUser();
-  const dir = mkdtempSync("/tmp/switchyard-pg-");
+  sweepOrphans();
+  const dir = mkdtempSync(DIR_PREFIX);
   const data = join(dir, "data");
+  writeFileSync(join(dir, "owner"), String(process.pid));
   if (owner.uid !== undefined) chownSync(dir, owner.uid, owner.gid!);
   startWatchdog(process.pid, dir);
 

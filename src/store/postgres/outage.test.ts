@@ -4,17 +4,20 @@
  * retried and charged exactly once, a hold whose answer was lost is undone, and the same store
  * objects work again once the server is back — no restart of the instance.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { StoreUnavailable } from "../../billing/ledger-store";
 import { startPostgres, type PgServer } from "../../../test/support/postgres";
 import { pgFixture, type PgFixture } from "../../../test/support/postgres-store";
+
+// Real servers on a shared machine: generous limits (bunfig's [test] timeout is not applied to every test).
+setDefaultTimeout(30_000);
 
 let pg: PgServer;
 let f: PgFixture;
 beforeAll(async () => {
   pg = await startPostgres();
   f = await pgFixture(await pg.createDatabase());
-});
+}, 60_000);
 afterAll(async () => {
   await f.close();
   await pg.destroy();

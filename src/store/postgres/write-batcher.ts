@@ -86,11 +86,18 @@ export class WriteBatcher<I, O> {
         for (const w of batch) w.reject(e);
         return;
       }
-      // Not the database's state but something in the batch: find the item, fail only it.
-      await Promise.all(batch.map((w, i) => this.attempt([w.item], [maybeApplied[i]!]).then(
-        ([o]) => (o instanceof Error ? w.reject(o) : w.resolve(o as O)),
-        (err) => w.reject(err),
-      )));
+      // Not the database's state but something in the batch: find the item, fail only it. One
+      // at a time, in order, so items that conflict with each other meet in the same order.
+      for (let i = 0; i < batch.length; i++) {
+        const w = batch[i]!;
+        try {
+          const [o] = await this.attempt([w.item], [maybeApplied[i]!]);
+          if (o instanceof Error) w.reject(o);
+          else w.resolve(o as O);
+        } catch (err) {
+          w.reject(err);
+        }
+      }
       return;
     }
     batch.forEach((w, i) => {
