@@ -73,15 +73,14 @@ describe("survivors release a dead instance", () => {
 
   test("a released instance cannot take holds or slots, and registers again under a new id at its next beat", async () => {
     const acct = await f.account(10_000);
-    const stalled = await f.instance({ timeoutMs: 300 });
+    let reregistered: string[] = [];
+    const stalled = await f.instance({ timeoutMs: 300, onReregistered: (from, to) => (reregistered = [from, to]) });
     const oldId = stalled.registry.id;
     await Bun.sleep(450); // it stalled past its timeout
     expect((await f.a.registry.reap()).map((r) => r.instanceId)).toContain(oldId);
     const refused = await stalled.ledger.reserve({ requestId: `st_${acct}`, accountId: acct, amount: 1, endpoint: "e", model: "m" }).catch((e) => e);
     expect(refused).toBeInstanceOf(StoreUnavailable);
     expect(await stalled.limiter.admit(acct, limits).catch((e) => e)).toBeInstanceOf(StoreUnavailable);
-    let reregistered: [string, string] | null = null;
-    (stalled.registry as unknown as { opts: { onReregistered?: (a: string, b: string) => void } }).opts.onReregistered = (a, b) => (reregistered = [a, b]);
     await stalled.registry.beat();
     expect(reregistered).toEqual([oldId, stalled.registry.id]);
     expect(stalled.registry.id).not.toBe(oldId);
