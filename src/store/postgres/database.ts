@@ -31,15 +31,23 @@ export interface PgDatabaseOptions {
 }
 
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
 
 export class PgDatabase {
   readonly sql: SQL;
   readonly statementTimeoutMs: number;
+  /**
+   * How long a write that precedes the upstream (a hold, an admission) may go unanswered before
+   * the request is refused with 503: the server's lock wait, plus a margin.
+   */
+  readonly answerTimeoutMs: number;
   /** Statements sent, for the benchmark's round trips per request. */
   statements = 0;
 
   constructor(opts: PgDatabaseOptions) {
     this.statementTimeoutMs = opts.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+    const lockTimeoutMs = opts.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+    this.answerTimeoutMs = lockTimeoutMs + 5_000;
     this.sql = new SQL({
       url: opts.url,
       max: opts.pool,
@@ -48,19 +56,32 @@ export class PgDatabase {
       connection: {
         application_name: opts.applicationName ?? "switchyard",
         statement_timeout: this.statementTimeoutMs,
-        lock_timeout: opts.lockTimeoutMs ?? 10_000,
+        lock_timeout: lockTimeoutMs,
         idle_in_transaction_session_timeout: 60_000,
       },
     });
   }
 
-  /** Runs one statement (counted), turning a database that cannot answer into StoreUnavailable. */
-  async run<T>(statement: (sql: SQL) => Promise<T>): Promise<T> {
+  /**
+   * Runs one statement (counted), turning a database that cannot answer into StoreUnavailable.
+   * With `timeoutMs`, a statement still unanswered then (a database that went silent, not one
+   * that refused) rejects with OutcomeUnknown: it may still run, so writers undo or retry it.
+   */
+  async run<T>(statement: (sql: SQL) => Promise<T>, timeoutMs?: number): Promise<T> {
     this.statements++;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      return await statement(this.sql);
+      const running = statement(this.sql);
+      if (timeoutMs === undefined) return await running;
+      running.catch(() => {});
+      const silent = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new OutcomeUnknown("unreachable", `postgres no answer within ${timeoutMs} ms`)), timeoutMs);
+      });
+      return await Promise.race([running, silent]);
     } catch (e) {
       throw toStoreError(e);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -24,6 +24,8 @@ export interface InstanceIdentity {
   readonly id: string;
   /** Stable across restarts of the same instance. */
   readonly name: string;
+  /** A write found this run released: register again now rather than at the next beat. */
+  noticeReleased?(): void;
 }
 
 export interface Released {
@@ -55,6 +57,8 @@ export class InstanceRegistry implements InstanceIdentity {
   private timer: ReturnType<typeof setInterval> | null = null;
   private beating = false;
   private stopped = false;
+  /** Since when heartbeats have succeeded without a gap (null: the last one failed). */
+  private healthySince: number | null = null;
 
   constructor(private readonly db: PgDatabase, private readonly opts: RegistryOptions) {
     this.name = opts.name;
@@ -67,6 +71,7 @@ export class InstanceRegistry implements InstanceIdentity {
 
   /** Inserts this run's row (alive from now on). */
   async register(): Promise<void> {
+    this.healthySince = Date.now();
     await this.db.run((sql) => sql`
       INSERT INTO instances (id, name, host, pid, timeout_ms) VALUES (${this.id}, ${this.name}, ${hostname()}, ${process.pid}, ${this.opts.timeoutMs})`);
   }
@@ -98,23 +103,41 @@ export class InstanceRegistry implements InstanceIdentity {
     return rows.map((r) => ({ instanceId: r.instance_id, holdsVoided: r.holds_voided, slotsReleased: r.slots_released }));
   }
 
-  /** Heartbeat, then a survivor pass; registers again if this run was released. */
+  /**
+   * Heartbeat, then a survivor pass; registers again if this run was released. The pass runs
+   * only once this instance has itself been heartbeating for a full timeout: after a cut from the
+   * database (which stopped everyone's heartbeats alike), live instances first get the time to
+   * beat again — so nothing of a live instance is released because the database was away.
+   */
   async beat(): Promise<void> {
     if (this.beating || this.stopped) return;
     this.beating = true;
     try {
-      if (!(await this.heartbeat())) {
+      const alive = await this.heartbeatWithin(this.intervalMs);
+      if (!alive) {
         const oldId = this.id;
         this.id = newInstanceId(this.name);
         await this.register();
         this.opts.onReregistered?.(oldId, this.id);
       }
+      this.healthySince ??= Date.now();
+      if (Date.now() - this.healthySince < this.opts.timeoutMs) return;
       for (const r of await this.reap()) this.opts.onReleasedOther?.(r);
     } catch (e) {
+      this.healthySince = null;
       this.opts.onError?.(e);
     } finally {
       this.beating = false;
     }
+  }
+
+  noticeReleased(): void {
+    void this.beat();
+  }
+
+  private async heartbeatWithin(ms: number): Promise<boolean> {
+    const [row] = (await this.db.run((sql) => sql`SELECT switchyard_heartbeat(${this.id}) AS alive`, ms)) as { alive: boolean }[];
+    return row?.alive === true;
   }
 
   /** Heartbeats and survivor passes every intervalMs until stop(). */

@@ -71,14 +71,14 @@ export class PostgresLedgerStore implements LedgerStore {
     try {
       const [row] = (await this.db.run((sql) => sql`
         SELECT ok, available FROM switchyard_reserve(
-          ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()})`)) as {
+          ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()})`, this.db.answerTimeoutMs)) as {
         ok: boolean;
         available: string | null;
       }[];
       return row!.ok ? { ok: true } : { ok: false, available: int(row!.available) };
     } catch (e) {
       if (outcomeUnknown(e)) this.undoUnknownHold(h.requestId);
-      throw instanceError(e);
+      throw instanceError(e, this.instance);
     }
   }
 
@@ -224,9 +224,15 @@ export class PostgresLedgerStore implements LedgerStore {
   }
 }
 
-/** This instance was declared dead (SQLSTATE SY001): the store cannot take its writes now. */
-export function instanceError(e: unknown): unknown {
+/**
+ * This instance was declared dead (SQLSTATE SY001): the store cannot take its writes until it
+ * registered again, which the registry does at once.
+ */
+export function instanceError(e: unknown, instance: InstanceIdentity): unknown {
   const err = toStoreError(e);
-  if ((err as { errno?: string } | null)?.errno === "SY001") return new StoreUnavailable("unreachable", "this instance was released; registering again");
+  if ((err as { errno?: string } | null)?.errno === "SY001") {
+    instance.noticeReleased?.();
+    return new StoreUnavailable("unreachable", "this instance was released; registering again");
+  }
   return err;
 }

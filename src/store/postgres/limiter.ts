@@ -60,11 +60,11 @@ export class PostgresLimiter implements Limiter {
     try {
       const [row] = (await this.db.run((sql) => sql`
         SELECT admitted, reason, tat, now_ms
-          FROM switchyard_admit(${slotId}, ${accountId}, ${limits.rateLimitRpm}, ${limits.concurrencyLimit}, ${this.instance.id})`)) as AdmitRow[];
+          FROM switchyard_admit(${slotId}, ${accountId}, ${limits.rateLimitRpm}, ${limits.concurrencyLimit}, ${this.instance.id})`, this.db.answerTimeoutMs)) as AdmitRow[];
       return this.admission(row!, slotId, limits);
     } catch (e) {
       if (outcomeUnknown(e)) this.releaseSlot(slotId);
-      throw instanceError(e);
+      throw instanceError(e, this.instance);
     }
   }
 
@@ -80,7 +80,7 @@ export class PostgresLimiter implements Limiter {
       const [row] = (await this.db.run((sql) => sql`
         SELECT admitted, reason, tat, now_ms, held, available
           FROM switchyard_admit_reserve(${slotId}, ${limits.rateLimitRpm}, ${limits.concurrencyLimit},
-            ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()})`)) as (AdmitRow & {
+            ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()})`, this.db.answerTimeoutMs)) as (AdmitRow & {
         held: boolean;
         available: string | null;
       })[];
@@ -92,7 +92,7 @@ export class PostgresLimiter implements Limiter {
         this.releaseSlot(slotId);
         this.ledger.undoUnknownHold(h.requestId);
       }
-      throw instanceError(e);
+      throw instanceError(e, this.instance);
     }
   }
 

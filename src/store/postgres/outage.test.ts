@@ -94,3 +94,27 @@ test("a reserve whose connection dies mid-statement leaves no hold behind", asyn
   const rows = await f.a.db.sql`SELECT state FROM holds WHERE request_id = 'killed_1'`;
   expect(rows.length === 0 || rows[0].state === "voided").toBe(true);
 });
+
+test("a database down for longer than the instance timeout releases nobody alive once it is back", async () => {
+  const acct = await f.account(10_000);
+  const live = await f.instance({ timeoutMs: 600 });
+  live.registry.start();
+  const survivor = await f.instance({ timeoutMs: 600 });
+  survivor.registry.start();
+  await live.ledger.reserve(hold("outage_live_1", acct, 100));
+  await pg.stop();
+  await Bun.sleep(1200); // every heartbeat is now older than the timeout
+  await pg.start();
+  // Straight after the restart a pass would judge by stale heartbeats: it must not release anyone.
+  const released = [];
+  const until = Date.now() + 1500;
+  while (Date.now() < until) {
+    released.push(...(await survivor.registry.reap().catch(() => [])));
+    await Bun.sleep(50);
+  }
+  expect(released.filter((r) => r.instanceId === live.registry.id)).toEqual([]);
+  expect(await f.balances(acct)).toEqual({ balance: 10_000, reserved: 100 });
+  expect(await live.ledger.post({ requestId: "outage_live_1", amount: 60, serviceTier: "default" })).toMatchObject({ charged: 60, fresh: true });
+  live.registry.halt();
+  survivor.registry.halt();
+});

@@ -132,7 +132,7 @@ BEGIN
 END $$;
 
 -- A survivor's pass: releases every instance (other than p_me) whose heartbeat is older than its
--- own timeout, and sweeps released instances that still own something. FOR UPDATE SKIP LOCKED:
+-- own timeout (and the database has been up at least that long), and sweeps released instances that still own something. FOR UPDATE SKIP LOCKED:
 -- two survivors never release the same instance, and the row lock waits out (or is waited out
 -- by) a heartbeat in progress, which is re-checked on the newest row: a live instance is never
 -- released. Released instances gone for a day with nothing left are deleted.
@@ -146,7 +146,10 @@ BEGIN
   FOR inst IN
     SELECT i.id FROM instances i
      WHERE i.id <> p_me
-       AND ((i.released_at IS NULL AND i.heartbeat_at < clock_timestamp() - i.timeout_ms * INTERVAL '1 millisecond')
+       AND ((i.released_at IS NULL AND i.heartbeat_at < clock_timestamp() - i.timeout_ms * INTERVAL '1 millisecond'
+             -- A database that was itself down lately stopped every heartbeat: give live
+             -- instances one full timeout after it came back before judging anyone.
+             AND pg_postmaster_start_time() < clock_timestamp() - i.timeout_ms * INTERVAL '1 millisecond')
          OR (i.released_at IS NOT NULL AND (EXISTS (SELECT 1 FROM holds h WHERE h.instance_id = i.id AND h.state = 'pending')
                                          OR EXISTS (SELECT 1 FROM slots s WHERE s.instance_id = i.id))))
      ORDER BY i.heartbeat_at
