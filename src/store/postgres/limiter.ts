@@ -109,9 +109,13 @@ export class PostgresLimiter implements Limiter {
     return row?.in_flight ?? 0;
   }
 
-  /** Resolves once every slot released so far is written (tests, shutdown). */
-  async flush(): Promise<void> {
-    while (this.pendingReleases > 0) await Bun.sleep(5);
+  /**
+   * Resolves once every slot released so far is written, or after `timeoutMs` while the database
+   * is away (shutdown must not hang; the slots of a run that stopped are released with it).
+   */
+  async flush(timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.pendingReleases > 0 && Date.now() < deadline) await Bun.sleep(5);
     await this.releases.drained();
   }
 
