@@ -33,6 +33,8 @@ let page: Page;
 let problems: string[];
 let attacker: ReturnType<typeof Bun.serve>;
 
+/** Generous: a shared 2-core machine can be slow to drive a browser; none of this is a timing check. */
+const BROWSER_TEST_MS = 30_000;
 const db = () => h.server.services.db;
 /** Units in the ledger → the text the page shows. */
 const shown = (units: number) => usd(Number(unitsToUsd(units)));
@@ -112,7 +114,7 @@ describe("dashboard in a browser: account view", () => {
     expect(stored.cookie).toBe("");
     expect(stored.local + stored.session).toBe(0);
     expect(stored.html).not.toContain(alice.key);
-  });
+  }, BROWSER_TEST_MS);
 
   test("balance and spend on the page equal the ledger's; another account's requests are not there", async () => {
     const { balance, reserved } = h.balanceUnits(alice.id);
@@ -138,7 +140,7 @@ describe("dashboard in a browser: account view", () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
     await screenshot(page, "account-360");
     await page.setViewport({ width: 1200, height: 900 });
-  });
+  }, BROWSER_TEST_MS);
 
   test("keys: a new key is shown once and works; revoking it stops it", async () => {
     await page.click("#tab-keys");
@@ -149,11 +151,14 @@ describe("dashboard in a browser: account view", () => {
     const check = (k: string) => fetch(h.base + "/v1/key", { headers: { authorization: `Bearer ${k}` } });
     expect(((await (await check(key)).json()) as any).data.label).toBe("from-browser");
     const id = (db().query("SELECT id FROM api_keys WHERE name = 'from-browser'").get() as { id: string }).id;
-    await page.click(`button[data-revoke="${id}"]`);
-    await page.click(`button[data-revoke="${id}"]`); // confirm
+    const revoke = `button[data-revoke="${id}"]`;
+    await page.waitForSelector(revoke);
+    await page.click(revoke);
+    await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === "Confirm revoke", {}, revoke);
+    await page.click(revoke);
     await page.waitForFunction((kid) => document.querySelector(`tr[data-key-id="${kid}"] td:nth-child(4)`)?.textContent === "revoked", {}, id);
     expect((await check(key)).status).toBe(401);
-  });
+  }, BROWSER_TEST_MS);
 
   test("the playground: chat streams, speech plays, embeddings; each cost shown equals its ledger charge", async () => {
     await page.click("#tab-playground");
@@ -194,7 +199,7 @@ describe("dashboard in a browser: account view", () => {
     await settled(h, alice.id);
     const { balance, reserved } = h.balanceUnits(alice.id);
     await page.waitForFunction((want) => document.querySelector("#balance-available")?.textContent === want, {}, shown(balance - reserved));
-  });
+  }, BROWSER_TEST_MS);
 
   test("a forged cross-site POST from another origin, which carries the session cookie, creates nothing", async () => {
     const before = (db().query("SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?").get(alice.id) as { n: number }).n;
@@ -206,7 +211,7 @@ describe("dashboard in a browser: account view", () => {
     await evil.close();
     expect((db().query("SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?").get(alice.id) as { n: number }).n).toBe(before);
     expect(db().query("SELECT COUNT(*) AS n FROM api_keys WHERE name LIKE 'forged%'").get()).toEqual({ n: 0 });
-  });
+  }, BROWSER_TEST_MS);
 });
 
 describe("dashboard in a browser: operator view", () => {
@@ -220,7 +225,7 @@ describe("dashboard in a browser: operator view", () => {
     await page.waitForSelector(`tr[data-account-id="${alice.id}"]`);
     const { balance, reserved } = h.balanceUnits(alice.id);
     expect(await textOf(page, `tr[data-account-id="${alice.id}"] td:nth-child(3)`)).toBe(shown(balance - reserved));
-  });
+  }, BROWSER_TEST_MS);
 
   test("adding credits with a reason writes one ledger entry and shows the new balance", async () => {
     const before = h.balanceUnits(alice.id).balance;
@@ -241,7 +246,7 @@ describe("dashboard in a browser: operator view", () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
     await screenshot(page, "operator-360");
     await page.setViewport({ width: 1200, height: 900 });
-  });
+  }, BROWSER_TEST_MS);
 
   test("service state: routes with breakers, local models loaded, request charts", async () => {
     await page.click("#tab-service");
@@ -252,12 +257,12 @@ describe("dashboard in a browser: operator view", () => {
     expect(models).toEqual([["voice-82m", "loaded"], ["embedding-300m", "loaded"]]);
     for (const chart of ["#chart-rate", "#chart-errors", "#chart-latency"]) await page.waitForSelector(`${chart} canvas`);
     await screenshot(page, "service");
-  });
+  }, BROWSER_TEST_MS);
 
   test("no script errors and no content-security-policy violations on any page", () => {
     // Expected refusals (wrong key, wrong token) log "Failed to load resource"; nothing else may.
     expect(problems.filter((p) => !p.includes("Failed to load resource"))).toEqual([]);
-  });
+  }, BROWSER_TEST_MS);
 });
 
 describe("dashboard in a browser: session expiry", () => {
@@ -278,5 +283,5 @@ describe("dashboard in a browser: session expiry", () => {
       await p.close();
       await short.stop();
     }
-  });
+  }, BROWSER_TEST_MS);
 });
