@@ -10,6 +10,7 @@ import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, identify } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
+import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { estimateInput, type ChatCall } from "../../chat/pipeline";
 import { promptTokenCount } from "../../chat/tokens";
 import { sseEvent } from "../../protocols/sse";
@@ -44,6 +45,9 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     const req = parseMessagesRequest(body);
     const chatRequest = toChatRequest(req);
     const resolved = resolveModel(s, req.model, "chat", wantsPriorityTier(req));
+    // Anthropic clients must send max_tokens and size it from their own idea of the model (an
+    // aliased claude-* id, say); above this model's output ceiling it is lowered to the ceiling.
+    chatRequest.max_tokens = Math.min(req.max_tokens, resolved.entry.maxOutputTokens, OUTPUT_CEILING);
     const requestId = requestIdOf(set);
     const id = "msg_" + requestId.replace(/^req_/, "");
     // The Anthropic SDK reports this header as the request id of responses and errors.
