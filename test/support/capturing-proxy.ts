@@ -14,6 +14,8 @@ export interface CapturedRequest {
   /** The status and the headers Switchyard answered with. */
   status: number;
   responseHeaders: Record<string, string>;
+  /** The whole answer as text once it ended (streams are copied as they pass, not delayed). */
+  responseText: Promise<string>;
 }
 
 export interface CapturingProxy {
@@ -46,11 +48,13 @@ export function startCapturingProxy(targetOrigin: string): CapturingProxy {
       const responseHeaders: Record<string, string> = {};
       res.headers.forEach((v, k) => (responseHeaders[k] = v));
       const { authorization: _a, "x-api-key": _k, ...safe } = headers;
-      captured.push({ method: req.method, path: u.pathname + u.search, headers: safe, body, status: res.status, responseHeaders });
+      const [toClient, toRecord] = res.body ? res.body.tee() : [null, null];
+      const responseText = toRecord ? new Response(toRecord).text() : Promise.resolve("");
+      captured.push({ method: req.method, path: u.pathname + u.search, headers: safe, body, status: res.status, responseHeaders, responseText });
       const out = new Headers(res.headers);
       out.delete("content-encoding");
       out.delete("content-length");
-      return new Response(res.body, { status: res.status, headers: out });
+      return new Response(toClient, { status: res.status, headers: out });
     },
   });
   return { origin: url.replace(/\/v1$/, ""), captured, stop: () => server.stop(true) };

@@ -57,7 +57,7 @@ describe("chat completion → Response object", () => {
       const r = toResponseObject(shell(), chat, result, ids());
       expect(r.output).toEqual(f.output);
       expect(r.status).toBe(f.status);
-      expect(r.usage).toEqual({ input_tokens: 36, input_tokens_details: { cached_tokens: 0 }, output_tokens: 87, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 123, cost: 0.000123 });
+      expect(r.usage).toEqual({ input_tokens: 36, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 87, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 123, cost: 0.000123 });
       expect(JSON.stringify(r)).not.toContain("chatcmpl");
     });
   }
