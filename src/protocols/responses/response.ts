@@ -36,6 +36,17 @@ export function summaryRequested(r: ResponsesRequest): string | null {
   return typeof asked === "string" && SUMMARIES.includes(asked) ? asked : null;
 }
 
+/** Function tools as OpenAI echoes them: `parameters` and `strict` always present (null when not given). */
+function echoTool(t: Json): Json {
+  if (t?.type === "function") return { ...t, parameters: t.parameters ?? null, strict: typeof t.strict === "boolean" ? t.strict : null };
+  if (t?.type === "namespace" && Array.isArray(t.tools)) return { ...t, description: t.description ?? "", tools: (t.tools as Json[]).map(echoTool) };
+  return t;
+}
+
+export function echoTools(tools: Json[] | null | undefined): Json[] {
+  return (tools ?? []).map(echoTool);
+}
+
 /** The response with no output yet (`status: in_progress`), echoing the request's settings. */
 export function baseResponse(sh: ResponseShell): Json {
   const r = sh.request as ResponsesRequest & Json;
@@ -73,7 +84,7 @@ export function baseResponse(sh: ResponseShell): Json {
     temperature: r.temperature ?? 1,
     text: { format: (text.format as Json | undefined) ?? { type: "text" }, verbosity: text.verbosity ?? "medium" },
     tool_choice: r.tool_choice ?? "auto",
-    tools: r.tools ?? [],
+    tools: echoTools(r.tools as Json[] | null | undefined),
     top_logprobs: num(r.top_logprobs, 0),
     top_p: r.top_p ?? 1,
     truncation: r.truncation === "auto" ? "auto" : "disabled",
