@@ -105,6 +105,60 @@ const cases: { name: string; body: Record<string, unknown>; expect: Record<strin
     },
   },
   { name: "tool_choice any → required", body: { ...base, messages: [{ role: "user", content: "x" }], tools: [{ name: "t", input_schema: { type: "object" } }], tool_choice: { type: "any" } }, expect: { tool_choice: "required" } },
+  {
+    name: "system entries inside messages stay in place; one between tool_use and tool_result follows the results",
+    body: {
+      ...base,
+      messages: [
+        { role: "user", content: "go" },
+        { role: "system", content: [{ type: "text", text: "Env: linux", cache_control: { type: "ephemeral" } }] },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "ls" } }] },
+        { role: "system", content: "Reminder." },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "a.txt" }] },
+      ],
+    },
+    expect: {
+      messages: [
+        { role: "user", content: "go" },
+        { role: "system", content: "Env: linux" },
+        { role: "assistant", content: null, tool_calls: [{ id: "toolu_1", type: "function", function: { name: "Bash", arguments: '{"command":"ls"}' } }] },
+        { role: "tool", tool_call_id: "toolu_1", content: "a.txt" },
+        { role: "system", content: "Reminder." },
+      ],
+    },
+  },
+  { name: "adaptive thinking with output_config.effort high", body: { ...base, messages: [{ role: "user", content: "x" }], thinking: { type: "adaptive" }, output_config: { effort: "high" } }, expect: { reasoning_effort: "high" } },
+  { name: "effort max asks an engine for high", body: { ...base, messages: [{ role: "user", content: "x" }], thinking: { type: "adaptive", display: "omitted" }, output_config: { effort: "max" } }, expect: { reasoning_effort: "high" } },
+  { name: "effort low without thinking", body: { ...base, messages: [{ role: "user", content: "x" }], output_config: { effort: "low" } }, expect: { reasoning_effort: "low" } },
+  {
+    name: "a deferred tool is sent once a tool_reference loads it; server tools are left out",
+    body: {
+      ...base,
+      tools: [
+        { name: "ToolSearch", input_schema: { type: "object" } },
+        { name: "WebFetch", input_schema: { type: "object", properties: { url: { type: "string" } } }, defer_loading: true },
+        { name: "NotebookEdit", input_schema: { type: "object" }, defer_loading: true },
+        { type: "web_search_20250305", name: "web_search", max_uses: 3 },
+      ],
+      messages: [
+        { role: "user", content: "fetch it" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_s", name: "ToolSearch", input: { query: "select:WebFetch" } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_s", content: [{ type: "tool_reference", tool_name: "WebFetch" }] }] },
+      ],
+    },
+    expect: {
+      tools: [
+        { type: "function", function: { name: "ToolSearch", parameters: { type: "object" } } },
+        { type: "function", function: { name: "WebFetch", parameters: { type: "object", properties: { url: { type: "string" } } } } },
+      ],
+      messages: [
+        { role: "user", content: "fetch it" },
+        { role: "assistant", content: null, tool_calls: [{ id: "toolu_s", type: "function", function: { name: "ToolSearch", arguments: '{"query":"select:WebFetch"}' } }] },
+        { role: "tool", tool_call_id: "toolu_s", content: "Tool loaded: WebFetch" },
+      ],
+    },
+  },
+  { name: "more than four stop sequences: four go upstream (all are matched locally)", body: { ...base, messages: [{ role: "user", content: "x" }], stop_sequences: ["a", "b", "c", "d", "e"] }, expect: { stop: ["a", "b", "c", "d"] } },
   { name: "tool_choice none", body: { ...base, messages: [{ role: "user", content: "x" }], tool_choice: { type: "none" } }, expect: { tool_choice: "none" } },
 ];
 

@@ -132,6 +132,8 @@ export class AnthropicStreamTranslator {
   finish(result: ChatResult | null, fallbackOutputTokens = 0): AnthropicEvent[] {
     const out: AnthropicEvent[] = [];
     this.startWaiting(out);
+    // The turn is over: arguments still unfinished stay as they are, and held text follows them.
+    if (this.deferred.length > 0) this.closeOpen(out);
     this.flushDeferred(out);
     const rest = this.stops.flush();
     if (rest !== "") {

@@ -94,6 +94,39 @@ const cases: { name: string; body: Record<string, unknown>; history?: Record<str
       response_format: { type: "json_schema", json_schema: { name: "weather", schema: { type: "object", properties: { t: { type: "number" } } }, strict: true } },
     },
   },
+  {
+    name: "namespace tools flattened, hosted tools left out, a colliding inner name qualified",
+    body: {
+      input: "x",
+      tools: [
+        { type: "function", name: "close_agent", parameters: { type: "object" } },
+        { type: "namespace", name: "multi_agent_v1", description: "Sub-agents", tools: [{ type: "function", name: "spawn_agent", parameters: { type: "object" } }, { type: "function", name: "close_agent" }] },
+        { type: "web_search", external_web_access: false },
+        { type: "mcp", server_label: "docs", server_url: "https://example.com/mcp" },
+      ],
+    },
+    expect: {
+      tools: [
+        { type: "function", function: { name: "close_agent", parameters: { type: "object" } } },
+        { type: "function", function: { name: "spawn_agent", parameters: { type: "object" } } },
+        { type: "function", function: { name: "multi_agent_v1__close_agent", parameters: { type: "object", properties: {} } } },
+      ],
+    },
+  },
+  {
+    name: "a namespaced call in the history goes upstream under its chat name",
+    body: {
+      tools: [{ type: "namespace", name: "ns", description: "", tools: [{ type: "function", name: "f" }] }, { type: "function", name: "f" }],
+      input: [{ role: "user", content: "x" }, { type: "function_call", call_id: "c1", name: "f", namespace: "ns", arguments: "{}" }, { type: "function_call_output", call_id: "c1", output: "ok" }],
+    },
+    expect: { messages: [{ role: "user", content: "x" }, { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "ns__f", arguments: "{}" } }] }, { role: "tool", tool_call_id: "c1", content: "ok" }] },
+  },
+  {
+    name: "allowed_tools narrows the tools and sets the mode",
+    body: { input: "x", tools: [{ type: "function", name: "a" }, { type: "function", name: "b" }], tool_choice: { type: "allowed_tools", mode: "required", tools: [{ type: "function", name: "b" }] } },
+    expect: { tools: [{ type: "function", function: { name: "b", parameters: { type: "object", properties: {} } } }], tool_choice: "required" },
+  },
+  { name: "only hosted tools and tool_choice auto: no tools, no choice upstream", body: { input: "x", tools: [{ type: "web_search" }], tool_choice: "auto" }, expect: { messages: [{ role: "user", content: "x" }] } },
   { name: "string tool_choice and json_object", body: { input: "x", tool_choice: "required", tools: [{ type: "function", name: "f" }], text: { format: { type: "json_object" } } }, expect: { tool_choice: "required", response_format: { type: "json_object" } } },
 ];
 

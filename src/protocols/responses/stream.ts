@@ -118,6 +118,8 @@ export class ResponsesStreamTranslator {
   finish(result: ChatResult): { events: ResponsesEvent[]; response: Json } {
     const out: ResponsesEvent[] = [];
     this.startWaiting(out);
+    // The turn is over: arguments still unfinished stay as they are, and held text follows them.
+    if (this.deferred.length > 0) this.close(out);
     this.flushDeferred(out);
     this.close(out);
     const response = finishedResponse(this.shell, this.output, this.finishReason, result, Math.floor(Date.now() / 1000));
