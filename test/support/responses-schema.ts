@@ -4,6 +4,10 @@
  * ts-json-schema-generator, then compiled with ajv. No spec file is copied into this repo: the
  * schema follows whatever `openai` version package.json pins. Extra properties are allowed
  * (Switchyard adds `usage.cost`); every declared field must have its declared type.
+ *
+ * One correction to the types: `usage` is declared optional but never null, while the API sends
+ * `"usage": null` in response.created / .in_progress (and the Open Responses spec requires the
+ * key, nullable). The generated schema is widened to accept exactly that null, nothing else.
  */
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
@@ -19,6 +23,17 @@ export interface SchemaCheck {
 
 let cached: Promise<SchemaCheck> | null = null;
 
+/** `Response.usage`: ResponseUsage or null (see the note above). */
+function allowNullUsage<T>(schema: T): T {
+  const defs = (schema as { definitions?: Record<string, { properties?: Record<string, unknown> }> }).definitions ?? {};
+  const root = schema as { properties?: Record<string, unknown> };
+  for (const target of [defs.Response, root]) {
+    const usage = target?.properties?.usage;
+    if (usage) target.properties!.usage = { anyOf: [usage, { type: "null" }] };
+  }
+  return schema;
+}
+
 function describe(v: ValidateFunction): string[] {
   return (v.errors ?? []).slice(0, 8).map((e) => `${e.instancePath || "/"} ${e.message ?? ""} ${JSON.stringify(e.params)}`);
 }
@@ -28,8 +43,8 @@ async function build(): Promise<SchemaCheck> {
   const path = join(dirname(require.resolve("openai/package.json")), "resources/responses/responses.d.ts");
   const generator = createGenerator({ path, type: "*", skipTypeCheck: true, expose: "export", topRef: false, additionalProperties: true });
   const ajv = new Ajv({ strict: false, allErrors: false });
-  const response = ajv.compile(generator.createSchema("Response"));
-  const eventSchema = generator.createSchema("ResponseStreamEvent") as { definitions?: Record<string, unknown>; anyOf?: { $ref: string }[] };
+  const response = ajv.compile(allowNullUsage(generator.createSchema("Response")));
+  const eventSchema = allowNullUsage(generator.createSchema("ResponseStreamEvent")) as { definitions?: Record<string, unknown>; anyOf?: { $ref: string }[] };
   // One validator per event type, so a failure names the event's own rule instead of 50 union branches.
   const byType = new Map<string, ValidateFunction>();
   for (const branch of eventSchema.anyOf ?? []) {

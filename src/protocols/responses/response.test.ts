@@ -70,7 +70,7 @@ test("the response echoes the request's settings, with OpenAI's defaults", () =>
     temperature: 1, text: { format: { type: "text" }, verbosity: "medium" }, tool_choice: "auto", tools: [], top_p: 1, truncation: "disabled", service_tier: "default",
     completed_at: null, presence_penalty: 0, frequency_penalty: 0, top_logprobs: 0, max_tool_calls: null, safety_identifier: null, prompt_cache_key: null,
   });
-  expect("usage" in baseResponse(shell())).toBe(false);
+  expect(baseResponse(shell()).usage).toBeNull();
   const tools = [{ type: "function", name: "f", parameters: {} }];
   expect(baseResponse(shell({ instructions: "i", max_output_tokens: 9, metadata: { k: "v" }, store: false, temperature: 0.1, tools, tool_choice: "none", previous_response_id: "resp_0" }))).toMatchObject({
     instructions: "i", max_output_tokens: 9, metadata: { k: "v" }, store: false, temperature: 0.1, tools, tool_choice: "none", previous_response_id: "resp_0",

@@ -88,6 +88,8 @@ export function baseResponse(sh: ResponseShell): Json {
     top_logprobs: num(r.top_logprobs, 0),
     top_p: r.top_p ?? 1,
     truncation: r.truncation === "auto" ? "auto" : "disabled",
+    // null until the turn ends, as OpenAI sends it (the Open Responses spec requires the key).
+    usage: null,
     access_programs: null,
     moderation: null,
   };
