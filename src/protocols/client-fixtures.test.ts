@@ -95,6 +95,6 @@ describe("Vercel AI SDK (Responses) bodies", () => {
     expect(input.some((i) => i.type === "item_reference")).toBe(false);
     const msgs = responsesToChat(req, [], input).messages as Json[];
     expect(msgs.find((m) => m.role === "assistant")).toMatchObject({ content: "Let me check.", tool_calls: [{ function: { name: "weather" } }] });
-    expect(() => normalizeInput(req.input, ids, () => null)).toThrow(refs[0].id);
+    expect(() => normalizeInput(req.input, ids, () => null)).toThrow(refs[0]!.id);
   });
 });

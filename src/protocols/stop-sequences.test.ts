@@ -12,7 +12,7 @@ test.each([
 });
 
 describe("StopScanner over chunks", () => {
-  const run = (chunks: string[], stops: string[]) => {
+  const run = (chunks: readonly string[], stops: readonly string[]) => {
     const s = new StopScanner(stops);
     const out = chunks.map((c) => s.push(c)).join("") + s.flush();
     return { out, matched: s.matched };

@@ -18,7 +18,7 @@ export interface EngineUpstream {
 }
 
 /** ~4 characters a token, split on those boundaries so streams carry several deltas. */
-const tokenize = (s: string) => s.match(/[\s\S]{1,4}/g) ?? [];
+const tokenize = (s: string): string[] => s.match(/[\s\S]{1,4}/g) ?? [];
 const countTokens = (s: string) => Math.ceil(s.length / 4);
 
 function textOf(content: unknown): string {
