@@ -207,6 +207,7 @@ const bad: { name: string; body: Record<string, unknown>; param: string; message
   { name: "unknown block type", body: { ...base, messages: [{ role: "user", content: [{ type: "audio" }] }] }, param: "messages[0].content[0].type" },
   { name: "image without data", body: { ...base, messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png" } }] }] }, param: "messages[0].content[0].source.data" },
   { name: "tool_choice forcing a server tool", body: { ...base, messages: [{ role: "user", content: "x" }], tools: [{ type: "web_search_20250305", name: "web_search" }], tool_choice: { type: "tool", name: "web_search" } }, param: "tool_choice.name", message: "web_search" },
+  { name: "client tool without a name", body: { ...base, messages: [{ role: "user", content: "x" }], tools: [{ input_schema: { type: "object" } }] }, param: "tools[0].name" },
   { name: "tool without input_schema", body: { ...base, messages: [{ role: "user", content: "x" }], tools: [{ name: "t" }] }, param: "tools[0].input_schema" },
   { name: "tool_choice any without tools", body: { ...base, messages: [{ role: "user", content: "x" }], tool_choice: { type: "any" } }, param: "tool_choice" },
   { name: "thinking budget not below max_tokens", body: { ...base, messages: [{ role: "user", content: "x" }], thinking: { type: "enabled", budget_tokens: 1024 } }, param: "thinking.budget_tokens" },

@@ -51,7 +51,8 @@ export function chatTools(tools: Json[] | undefined, referenced: ReadonlySet<str
       ignored.push(label);
       return;
     }
-    if (t.defer_loading === true && !referenced.has(t.name as string) && forced !== t.name) return;
+    if (!str(t.name) || t.name === "") throw missingField(`tools[${i}].name`);
+    if (t.defer_loading === true && !referenced.has(t.name) && forced !== t.name) return;
     const schema = t.input_schema;
     if (!schema || typeof schema !== "object" || Array.isArray(schema)) throw missingField(`tools[${i}].input_schema`);
     const fn: Json = { name: t.name, parameters: schema };
