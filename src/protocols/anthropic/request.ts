@@ -219,9 +219,14 @@ export function toChatMessages(req: CountTokensRequest): ChatMessage[] {
       out.push(assistantMessage(content, at, openToolUses));
     } else {
       const messages = userMessages(content, at, openToolUses);
-      const results = messages.filter((x) => x.role === "tool");
-      out.push(...results, ...waitingSystem, ...messages.slice(results.length));
-      waitingSystem = [];
+      if (waitingSystem.length === 0) out.push(...messages);
+      else {
+        // Tool results come first in `messages`; the waiting system entries go right after them.
+        let results = 0;
+        while (results < messages.length && messages[results]!.role === "tool") results++;
+        out.push(...messages.slice(0, results), ...waitingSystem, ...messages.slice(results));
+        waitingSystem = [];
+      }
       openToolUses = new Set();
     }
   });
@@ -229,11 +234,16 @@ export function toChatMessages(req: CountTokensRequest): ChatMessage[] {
   return out;
 }
 
+const NONE: ReadonlySet<string> = new Set();
+
 /** The request's tools for the upstream, and the server tools left out (see ./tools). */
 export function chatToolsOf(req: CountTokensRequest): ChatTools {
   const choice = req.tool_choice as Json | undefined;
   const forced = choice?.type === "tool" && str(choice.name) ? choice.name : null;
-  return translateTools(req.tools as Json[] | undefined, referencedTools(req.messages), forced);
+  const tools = req.tools as Json[] | undefined;
+  // Only deferred tools need the walk through the conversation for tool_reference blocks.
+  const referenced = tools?.some((t) => t.defer_loading === true) ? referencedTools(req.messages) : NONE;
+  return translateTools(tools, referenced, forced);
 }
 
 function chatToolChoice(choice: Json | undefined): { tool_choice?: unknown; parallel_tool_calls?: boolean } {

@@ -83,7 +83,14 @@ export class ResponsesStreamTranslator {
     const delta = (choice.delta as Json | undefined) ?? {};
     const reasoning = reasoningOf(delta);
     if (reasoning) this.content("reasoning", reasoning, out);
-    if (typeof delta.content === "string" && delta.content !== "") this.content("message", delta.content, out);
+    if (typeof delta.content === "string" && delta.content !== "") {
+      const it = this.open;
+      // Fast path, one text delta into the open message (nearly every chunk of a reply).
+      if (it?.kind === "message" && this.deferred.length === 0) {
+        it.text += delta.content;
+        out.push(this.ev("response.output_text.delta", { item_id: it.item.id, output_index: it.index, content_index: 0, delta: delta.content, logprobs: [] }));
+      } else this.content("message", delta.content, out);
+    }
     for (const call of (delta.tool_calls as Json[] | undefined) ?? []) this.toolCall(call, out);
     if (this.deferred.length > 0 && !this.blocked()) this.flushDeferred(out);
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
@@ -102,10 +109,10 @@ export class ResponsesStreamTranslator {
     }
     const it = this.ensure(kind, out);
     it.text += text;
-    const ids = { item_id: it.item.id, output_index: it.index };
-    if (kind === "message") out.push(this.ev("response.output_text.delta", { ...ids, content_index: 0, delta: text, logprobs: [] }));
-    else if (this.summary) out.push(this.ev("response.reasoning_summary_text.delta", { ...ids, summary_index: 0, delta: text }));
-    else out.push(this.ev("response.reasoning_text.delta", { ...ids, content_index: 0, delta: text }));
+    // The hot path: one event per upstream chunk, built without intermediate objects.
+    if (kind === "message") out.push(this.ev("response.output_text.delta", { item_id: it.item.id, output_index: it.index, content_index: 0, delta: text, logprobs: [] }));
+    else if (this.summary) out.push(this.ev("response.reasoning_summary_text.delta", { item_id: it.item.id, output_index: it.index, summary_index: 0, delta: text }));
+    else out.push(this.ev("response.reasoning_text.delta", { item_id: it.item.id, output_index: it.index, content_index: 0, delta: text }));
   }
 
   private flushDeferred(out: ResponsesEvent[]): void {
