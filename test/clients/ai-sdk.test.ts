@@ -116,3 +116,20 @@ for (const mode of ["generateText", "streamText"] as const) {
     if (mode === "streamText") saveClientFixture("ai-sdk", turns.map((t) => t.body), { headers: second.headers });
   }, 60_000);
 }
+
+test("an item_reference to another account's stored item is a 400 naming it, and bills nothing", async () => {
+  const stored = proxy.captured.flatMap((c) => (c.body?.input ?? []) as { type: string; id?: string }[]).find((i) => i.type === "item_reference");
+  expect(stored).toBeDefined();
+  const other = await h.account(1, "other");
+  const before = h.ledgerSum(other.id);
+  const res = await fetch(h.base + "/v1/responses", {
+    method: "POST",
+    headers: { authorization: `Bearer ${other.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "glm-4.6", input: [{ role: "user", content: "hi" }, { type: "item_reference", id: stored!.id }] }),
+  });
+  expect(res.status).toBe(400);
+  const body = (await res.json()) as { error: { param: string; message: string } };
+  expect(body.error.param).toBe("input[1].id");
+  expect(body.error.message).toContain(stored!.id!);
+  expect(h.ledgerSum(other.id)).toBe(before);
+});
