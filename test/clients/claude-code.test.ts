@@ -6,7 +6,7 @@
  * (SWITCHYARD_RECORD_FIXTURES=1 rewrites them).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startHarness, type Harness } from "../support/harness";
 import { startScriptedUpstream, type Script, type ScriptedUpstream } from "../support/scripted-upstream";
