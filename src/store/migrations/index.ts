@@ -4,6 +4,7 @@
  */
 import { core } from "./001-core";
 import { responses } from "./003-responses";
+import { responseItems } from "./004-response-items";
 
 export interface Migration {
   version: number;
@@ -11,4 +12,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems];
