@@ -15,6 +15,8 @@ export interface Config {
   /** Path to a routes JSON file, or the inline JSON itself. */
   routes: string | null;
   catalogPath: string | null;
+  /** Path to a model-aliases JSON file, or the inline JSON itself. */
+  modelAliases: string | null;
   modelsDir: string;
   rateLimitRpm: number;
   concurrencyLimit: number;
@@ -97,6 +99,7 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamKey: str(env, "SWITCHYARD_UPSTREAM_KEY"),
     routes: str(env, "SWITCHYARD_ROUTES"),
     catalogPath: str(env, "SWITCHYARD_CATALOG"),
+    modelAliases: str(env, "SWITCHYARD_MODEL_ALIASES"),
     modelsDir: resolve(str(env, "SWITCHYARD_MODELS_DIR") ?? "./models"),
     rateLimitRpm: int(env, "SWITCHYARD_RATE_LIMIT_RPM", 600, 1, 10_000_000),
     concurrencyLimit: int(env, "SWITCHYARD_CONCURRENCY_LIMIT", 32, 1, 1_000_000),

@@ -9,6 +9,7 @@ import { Accounts } from "./accounts/accounts";
 import { ApiKeys } from "./accounts/api-keys";
 import { Ledger } from "./billing/ledger";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
+import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
 import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
@@ -25,6 +26,8 @@ export interface Services {
   keys: ApiKeys;
   ledger: Ledger;
   catalog: Catalog;
+  /** Client-side model ids mapped to public ids (SWITCHYARD_MODEL_ALIASES). */
+  aliases: ModelAliases;
   routes: RouteRegistry;
   engines: EngineRegistry;
   metrics: MetricsRegistry;
@@ -54,6 +57,13 @@ export function createServices(config: Config, overrides: ServiceOverrides = {})
     throw new ConfigError("SWITCHYARD_DATA_DIR", `cannot open the database in ${config.dataDir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
   const routes = overrides.routes ?? createRouteRegistry(config, (msg) => s.log.error(msg));
+  let aliases: ModelAliases;
+  try {
+    aliases = new ModelAliases(config.modelAliases, (msg) => s.log.error(msg));
+  } catch (err) {
+    if (err instanceof AliasesError) throw new ConfigError("SWITCHYARD_MODEL_ALIASES", err.message);
+    throw err;
+  }
   const engines = overrides.engines ?? new EngineRegistry();
   const outcomes = new RequestOutcomes(db, (msg) => s.log.warn(msg));
   const s: Services = {
@@ -63,6 +73,7 @@ export function createServices(config: Config, overrides: ServiceOverrides = {})
     keys: new ApiKeys(db),
     ledger: new Ledger(db),
     catalog: new Catalog(config.catalogPath),
+    aliases,
     routes,
     engines,
     metrics: new MetricsRegistry(),

@@ -83,7 +83,7 @@ describe("CSRF and cross-site writes", () => {
       [{ "x-csrf-token": "wrong-token" }, 403, "csrf_token_invalid"],
       [{ "sec-fetch-site": "same-site" }, 403, "cross_site_request"],
       [{ origin: "http://127.0.0.1:1" }, 403, "cross_site_request"],
-      [{ "content-type": "text/plain" }, 415, "unsupported_media_type"],
+      [{ "content-type": "text/plain" }, 400, "unsupported_media_type"],
     ];
     for (const [headers, status, code] of cases) {
       const res = await as.call("POST", "/account/keys", { name: "forged" }, headers);

@@ -7,7 +7,7 @@ import { CatalogError } from "../catalog/catalog";
 import { startServer } from "../server";
 import { createServices } from "../services";
 import { Admin } from "../accounts/admin";
-import { ApiError } from "../http/errors";
+import { DomainError } from "../errors";
 import { SERVICE_NAME, VERSION } from "../version";
 import { parseArgs } from "./args";
 
@@ -107,7 +107,7 @@ export async function runCli(argv: string[]): Promise<number> {
     print(out);
     return 0;
   } catch (e) {
-    if (e instanceof ApiError) return fail(e.message);
+    if (e instanceof DomainError) return fail(e.message);
     throw e;
   } finally {
     services.close();
@@ -122,7 +122,7 @@ function limitFlag(v: string | boolean | undefined): number | null | undefined {
 
 function adminCommand(admin: Admin, command: string, sub: string | undefined, rest: string[], flags: Record<string, string | boolean>): unknown {
   const need = (value: string | undefined, what: string): string => {
-    if (!value) throw new ApiError(400, "missing_argument", `missing ${what}. Run 'switchyard --help'.`);
+    if (!value) throw new DomainError("invalid_request", "missing_argument", `missing ${what}. Run 'switchyard --help'.`);
     return value;
   };
   // `ledger <account-id>` has no subcommand word: its second word is the id.
@@ -149,7 +149,7 @@ function adminCommand(admin: Admin, command: string, sub: string | undefined, re
     case "credits add":
     case "credits deduct": {
       const amount = need(rest[1], "<USD>");
-      if (amount.startsWith("-")) throw new ApiError(400, "invalid_value", `<USD> must be positive; use 'credits ${sub === "add" ? "deduct" : "add"}' instead.`);
+      if (amount.startsWith("-")) throw new DomainError("invalid_request", "invalid_value", `<USD> must be positive; use 'credits ${sub === "add" ? "deduct" : "add"}' instead.`);
       return admin.adjustCredits(need(rest[0], "<account-id>"), {
         amount: sub === "deduct" ? `-${amount}` : amount,
         reason: typeof flags.reason === "string" ? flags.reason : `cli credits ${sub}`,

@@ -6,7 +6,7 @@
  */
 import type { App } from "../http/app";
 import type { Services } from "../services";
-import { ApiError } from "../http/errors";
+import { notFound } from "../errors";
 import { Admin } from "../accounts/admin";
 import { accountMoney } from "../billing/account-spend";
 import { usageReport } from "../billing/usage-report";
@@ -48,7 +48,7 @@ export function registerAccountApi(app: App, s: Services, guard: DashboardGuard)
   app.get("/dashboard/api/account/generations/:id", ({ request, set, params }) => {
     const accountId = accountOf(request, set);
     const record = s.generations.get(accountId, params.id);
-    if (!record) throw new ApiError(404, "not_found", `No request with id '${params.id}' for this account.`);
+    if (!record) throw notFound(`No request with id '${params.id}' for this account.`);
     return record;
   });
 
@@ -70,7 +70,7 @@ export function registerAccountApi(app: App, s: Services, guard: DashboardGuard)
     dashboardHeaders(set);
     // Another account's key reads exactly like a key that does not exist.
     if (!s.keys.listForAccount(session.accountId!).some((k) => k.id === params.id)) {
-      throw new ApiError(404, "not_found", `No API key with id '${params.id}' on this account.`);
+      throw notFound(`No API key with id '${params.id}' on this account.`);
     }
     const revoked = admin.revokeKey(params.id);
     guard.sessions.destroyForKey(params.id);

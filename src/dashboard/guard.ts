@@ -12,15 +12,15 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import type { Services } from "../services";
-import { ApiError } from "../http/errors";
+import { DomainError } from "../errors";
 import { cookieValue, type DashboardSessions, type Session, type SessionKind } from "./sessions";
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export const signedOut = () =>
-  new ApiError(401, "session_required", "You are not signed in to the dashboard, or your session has expired. Sign in again.");
+  new DomainError("authentication", "session_required", "You are not signed in to the dashboard, or your session has expired. Sign in again.");
 
-const crossSite = (why: string) => new ApiError(403, "cross_site_request", `Refused: ${why}. Dashboard changes must come from the dashboard page itself.`);
+const crossSite = (why: string) => new DomainError("permission", "cross_site_request", `Refused: ${why}. Dashboard changes must come from the dashboard page itself.`);
 
 /** Why this request does not come from a page of this server, or null when it does. */
 export function crossSiteReason(request: Request): string | null {
@@ -45,7 +45,7 @@ export function assertSameOriginWrite(request: Request): void {
   if (reason) throw crossSite(reason);
   const type = request.headers.get("content-type") ?? "";
   if (request.method !== "DELETE" && !/^application\/json\b/i.test(type)) {
-    throw new ApiError(415, "unsupported_media_type", "Dashboard requests send JSON: set 'content-type: application/json'.");
+    throw new DomainError("invalid_request", "unsupported_media_type", "Dashboard requests send JSON: set 'content-type: application/json'.");
   }
 }
 
@@ -70,11 +70,11 @@ export class DashboardGuard {
       assertSameOriginWrite(request);
       const sent = request.headers.get("x-csrf-token");
       if (!sent || !sameToken(sent, session.csrfToken)) {
-        throw new ApiError(403, "csrf_token_invalid", "Missing or wrong x-csrf-token header. Reload the dashboard and try again.");
+        throw new DomainError("permission", "csrf_token_invalid", "Missing or wrong x-csrf-token header. Reload the dashboard and try again.");
       }
     }
     if (session.kind !== kind) {
-      throw new ApiError(403, "wrong_session", kind === "operator" ? "This needs the operator view: sign in with the admin token." : "This needs an account session: sign in with an API key.");
+      throw new DomainError("permission", "wrong_session", kind === "operator" ? "This needs the operator view: sign in with the admin token." : "This needs an account session: sign in with an API key.");
     }
     if (session.kind === "account") this.assertKeyStillValid(session);
     return session;
@@ -85,7 +85,7 @@ export class DashboardGuard {
     const owner = session.apiKey ? this.s.keys.authenticate(session.apiKey) : null;
     if (!owner || owner.accountId !== session.accountId || owner.disabled) {
       this.sessions.destroy(session.id);
-      throw new ApiError(401, "session_required", owner?.disabled
+      throw new DomainError("authentication", "session_required", owner?.disabled
         ? "This account is disabled; the session has ended. Contact the operator of this service."
         : "The API key this session signed in with was revoked; the session has ended. Sign in with another key.");
     }

@@ -10,7 +10,7 @@ import { dashboardHeaders } from "./assets";
 import type { DashboardGuard } from "./guard";
 import { serviceState } from "./service-state";
 import { MetricsHistory } from "./metrics-history";
-import { requestMetrics } from "../http/request-metrics";
+import { requestMetrics } from "../metrics/request-metrics";
 import { LATENCY_BUCKETS } from "../metrics/registry";
 
 const LEDGER_ROWS = 200;

@@ -8,7 +8,7 @@
  */
 import type { App } from "../http/app";
 import type { Services } from "../services";
-import { ApiError } from "../http/errors";
+import { invalidField, notFound } from "../errors";
 import { dashboardHeaders } from "./assets";
 import type { DashboardGuard } from "./guard";
 
@@ -25,10 +25,10 @@ export function registerPlayground(app: App, _s: Services, guard: DashboardGuard
     const session = guard.session(request, "account");
     dashboardHeaders(set);
     if (!(params.kind in ENDPOINTS)) {
-      throw new ApiError(404, "not_found", `No playground '${params.kind}': use chat, speech or embeddings.`);
+      throw notFound(`No playground '${params.kind}': use chat, speech or embeddings.`);
     }
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
-      throw new ApiError(400, "invalid_value", "The playground request body must be a JSON object (the endpoint's own request).");
+      throw invalidField("body", "must be a JSON object: the endpoint's own request");
     }
     const inner = new Request(new URL(ENDPOINTS[params.kind as PlaygroundKind], request.url), {
       method: "POST",

@@ -9,9 +9,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { App } from "../http/app";
 import type { Services } from "../services";
 import type { RouteDocs } from "../http/route-docs";
-import { ApiError } from "../http/errors";
-import { validate } from "../http/validate";
-import { retryAfterSeconds } from "../limits/limiter";
+import { DomainError } from "../errors";
+import { validate } from "../validate";
 import { dashboardAssets, dashboardHeaders, pageHtml } from "./assets";
 import { assertSameOriginWrite, DashboardGuard, isHttps } from "./guard";
 import { clearedCookie, cookieValue, DashboardSessions, sessionCookie, type Session } from "./sessions";
@@ -68,7 +67,7 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     try {
       return view(guard.session(request, session.kind));
     } catch (e) {
-      if (e instanceof ApiError && e.status === 401) return { kind: null, reason: e.message };
+      if (e instanceof DomainError && e.kind === "authentication") return { kind: null, reason: e.message };
       throw e;
     }
   });
@@ -80,8 +79,8 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     const source = addressOf(request);
     const gate = s.authThrottle.check(source);
     if (!gate.ok) {
-      const wait = retryAfterSeconds(gate.retryAfterMs);
-      throw new ApiError(429, "too_many_attempts", `Too many wrong keys or tokens from your address. Try again in ${wait} s.`, null, { "retry-after": wait });
+      const wait = Math.max(1, Math.ceil(gate.retryAfterMs / 1000));
+      throw new DomainError("rate_limited", "too_many_attempts", `Too many wrong keys or tokens from your address. Try again in ${wait} s.`, null, wait);
     }
     let session: Session;
     if (b.kind === "account") {
@@ -89,15 +88,15 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
       const owner = s.keys.authenticate(key);
       if (!owner) {
         s.authThrottle.failure(source);
-        throw new ApiError(401, "invalid_api_key", "That API key is not valid: it is unknown or was revoked. Keys start with sy- and are shown once, when created.", "secret");
+        throw new DomainError("authentication", "invalid_api_key", "That API key is not valid: it is unknown or was revoked. Keys start with sy- and are shown once, when created.", "secret");
       }
-      if (owner.disabled) throw new ApiError(403, "account_disabled", "This account is disabled. Contact the operator of this service.");
+      if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
       session = sessions.create({ kind: "account", accountId: owner.accountId, keyId: owner.keyId, apiKey: key });
     } else {
-      if (!s.config.adminToken) throw new ApiError(403, "operator_view_off", "The operator view is off: this server has no SWITCHYARD_ADMIN_TOKEN.");
+      if (!s.config.adminToken) throw new DomainError("permission", "operator_view_off", "The operator view is off: this server has no SWITCHYARD_ADMIN_TOKEN.");
       if (!timingSafeEqual(digest(b.secret.trim()), digest(s.config.adminToken))) {
         s.authThrottle.failure(source);
-        throw new ApiError(401, "invalid_admin_token", "Incorrect admin token.", "secret");
+        throw new DomainError("authentication", "invalid_admin_token", "Incorrect admin token.", "secret");
       }
       session = sessions.create({ kind: "operator", accountId: null, keyId: null, apiKey: null });
     }

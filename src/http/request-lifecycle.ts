@@ -11,7 +11,7 @@
 import type { App } from "./app";
 import type { Services } from "../services";
 import { beginRequest, contextOf, endRequest, type RequestContext } from "./request-context";
-import { requestMetrics } from "./request-metrics";
+import { requestMetrics } from "../metrics/request-metrics";
 import { watchProducerEnd, type StreamEnd } from "./streaming";
 import type { RequestEnd } from "../generations/outcomes";
 

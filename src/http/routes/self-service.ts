@@ -9,7 +9,7 @@ import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { identify } from "../auth";
-import { ApiError, invalidField, missingField } from "../errors";
+import { DomainError, invalidField, missingField, notFound } from "../../errors";
 import { accountMoney } from "../../billing/account-spend";
 import { accountView } from "../../accounts/accounts";
 
@@ -65,14 +65,14 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
     if (ids.length > 1) throw invalidField("id", "may be given once");
     const id = ids[0]!.trim();
     const record = s.generations.get(caller.accountId, id);
-    if (!record) throw new ApiError(404, "not_found", `No generation with id '${id}' for this account. Ids are the x-request-id of your own requests.`, "id");
+    if (!record) throw new DomainError("not_found", "not_found", `No generation with id '${id}' for this account. Ids are the x-request-id of your own requests.`, "id");
     return { data: record };
   });
 }
 
 function mustMoney(s: Services, accountId: string) {
   const money = accountMoney(s.db, accountId);
-  if (!money) throw new ApiError(404, "not_found", "The account of this key no longer exists.");
+  if (!money) throw notFound("The account of this key no longer exists.");
   return money;
 }
 

@@ -4,7 +4,8 @@
  */
 import { core } from "./001-core";
 import { responses } from "./003-responses";
-import { requestOutcomes } from "./004-request-outcomes";
+import { responseItems } from "./004-response-items";
+import { requestOutcomes } from "./005-request-outcomes";
 
 export interface Migration {
   version: number;
@@ -12,4 +13,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses, requestOutcomes];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes];

@@ -8,7 +8,7 @@ import type { Migration } from "./index";
  * the money is never here. Keyed by request id, which sorts by arrival time.
  */
 export const requestOutcomes: Migration = {
-  version: 4,
+  version: 5,
   name: "request_outcomes",
   sql: `
 CREATE TABLE request_outcomes (
