@@ -29,6 +29,10 @@ export interface Config {
   /** Execution provider for local ONNX models. */
   onnxProvider: "cpu" | "cuda";
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** The web dashboard at /dashboard (SWITCHYARD_DASHBOARD=off removes it). */
+  dashboard: boolean;
+  /** How long a dashboard sign-in lasts, in seconds. */
+  dashboardSessionSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -105,5 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
     imageMaxEdge: int(env, "SWITCHYARD_IMAGE_MAX_EDGE", 2048, 16, 16_384),
     onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["cpu", "cuda"] as const, "cpu"),
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
+    dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
+    dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
   };
 }

@@ -15,6 +15,9 @@ import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
 import { MetricsRegistry } from "./metrics/registry";
 import { AccountLimiter } from "./limits/limiter";
+import { AuthThrottle } from "./limits/auth-throttle";
+import { RequestOutcomes } from "./generations/outcomes";
+import { GenerationRecords } from "./generations/records";
 
 export interface Services {
   config: Config;
@@ -30,6 +33,12 @@ export interface Services {
   metrics: MetricsRegistry;
   /** Per-account rate and concurrency limits (contract §8). */
   limits: AccountLimiter;
+  /** Wrong admin tokens and dashboard sign-ins, per source address. */
+  authThrottle: AuthThrottle;
+  /** How each admitted request ended (status, timings), written off the request path. */
+  outcomes: RequestOutcomes;
+  /** Generation records: ledger charge + outcome, per account (GET /v1/generation, dashboard). */
+  generations: GenerationRecords;
   log: Log;
   isLive(entry: ModelEntry): boolean;
   close(): void;
@@ -56,6 +65,7 @@ export function createServices(config: Config, overrides: ServiceOverrides = {})
     throw err;
   }
   const engines = overrides.engines ?? new EngineRegistry();
+  const outcomes = new RequestOutcomes(db, (msg) => s.log.warn(msg));
   const s: Services = {
     config,
     db,
@@ -68,9 +78,13 @@ export function createServices(config: Config, overrides: ServiceOverrides = {})
     engines,
     metrics: new MetricsRegistry(),
     limits: new AccountLimiter(),
+    authThrottle: new AuthThrottle(),
+    outcomes,
+    generations: new GenerationRecords(db, outcomes),
     log: new Log(config.logLevel),
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     close() {
+      s.outcomes.close();
       s.ledger.flush();
       db.close();
     },

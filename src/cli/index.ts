@@ -41,6 +41,7 @@ Environment (defaults in brackets):
   SWITCHYARD_RATE_LIMIT_RPM [600], SWITCHYARD_CONCURRENCY_LIMIT [32]   per-account limits
   SWITCHYARD_MAX_BODY_BYTES [33554432], SWITCHYARD_ONNX_PROVIDER [cpu|cuda],
   SWITCHYARD_LOG_LEVEL [info], SWITCHYARD_IMAGE_MAX_BYTES / _MAX_PIXELS / _MAX_EDGE
+  SWITCHYARD_DASHBOARD [on|off], SWITCHYARD_DASHBOARD_SESSION_SECONDS [43200]   web dashboard at /dashboard
 Reference: GET /docs on a running server.`;
 
 function print(value: unknown): void {

@@ -5,6 +5,7 @@
 import { core } from "./001-core";
 import { responses } from "./003-responses";
 import { responseItems } from "./004-response-items";
+import { requestOutcomes } from "./005-request-outcomes";
 
 export interface Migration {
   version: number;
@@ -12,4 +13,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses, responseItems];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes];
