@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { cookieValue, DashboardSessions, sessionCookie, SESSION_COOKIE } from "./sessions";
-import { crossSiteReason } from "./guard";
+import { crossSiteReason } from "../http/dashboard/guard";
 
 function clock(start = 1_000_000) {
   let t = start;

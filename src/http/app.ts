@@ -23,7 +23,7 @@ import { registerUsageRoutes } from "./routes/usage";
 import { registerMetricsRoutes } from "./routes/metrics";
 import { registerDocsRoutes } from "./routes/docs";
 import { registerSelfServiceRoutes } from "./routes/self-service";
-import { registerDashboardRoutes } from "../dashboard/routes";
+import { registerDashboardRoutes } from "./dashboard/routes";
 
 export function baseApp() {
   return new Elysia({ name: "switchyard" }).use(bearer());

@@ -3,15 +3,15 @@
  * token. Each write is the admin operation the admin API and the CLI run (accounts/admin.ts), so
  * the three can never disagree; service state and the metric history are read-only.
  */
-import type { App } from "../http/app";
-import type { Services } from "../services";
-import { Admin } from "../accounts/admin";
-import { dashboardHeaders } from "./assets";
+import type { App } from "../app";
+import type { Services } from "../../services";
+import { Admin } from "../../accounts/admin";
+import { dashboardHeaders } from "../../dashboard/assets";
 import type { DashboardGuard } from "./guard";
-import { serviceState } from "./service-state";
-import { MetricsHistory } from "./metrics-history";
-import { requestMetrics } from "../metrics/request-metrics";
-import { LATENCY_BUCKETS } from "../metrics/registry";
+import { serviceState } from "../../dashboard/service-state";
+import { MetricsHistory } from "../../dashboard/metrics-history";
+import { requestMetrics } from "../../metrics/request-metrics";
+import { LATENCY_BUCKETS } from "../../metrics/registry";
 
 const LEDGER_ROWS = 200;
 

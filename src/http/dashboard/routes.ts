@@ -6,14 +6,14 @@
  */
 import { Type } from "@sinclair/typebox";
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { App } from "../http/app";
-import type { Services } from "../services";
-import type { RouteDocs } from "../http/route-docs";
-import { DomainError } from "../errors";
-import { validate } from "../validate";
-import { dashboardAssets, dashboardHeaders, pageHtml } from "./assets";
+import type { App } from "../app";
+import type { Services } from "../../services";
+import type { RouteDocs } from "../route-docs";
+import { DomainError } from "../../errors";
+import { validate } from "../../validate";
+import { dashboardAssets, dashboardHeaders, pageHtml } from "../../dashboard/assets";
 import { assertSameOriginWrite, DashboardGuard, isHttps } from "./guard";
-import { clearedCookie, cookieValue, DashboardSessions, sessionCookie, type Session } from "./sessions";
+import { clearedCookie, cookieValue, DashboardSessions, sessionCookie, type Session } from "../../dashboard/sessions";
 import { registerAccountApi } from "./account-api";
 import { registerOperatorApi } from "./operator-api";
 

@@ -6,10 +6,10 @@
  * back as the endpoint made it (streams stay streams), with the request's id in
  * x-generation-id so the page can show its generation record (and cost) from the ledger.
  */
-import type { App } from "../http/app";
-import type { Services } from "../services";
-import { invalidField, notFound } from "../errors";
-import { dashboardHeaders } from "./assets";
+import type { App } from "../app";
+import type { Services } from "../../services";
+import { invalidField, notFound } from "../../errors";
+import { dashboardHeaders } from "../../dashboard/assets";
 import type { DashboardGuard } from "./guard";
 
 const ENDPOINTS = {

@@ -11,9 +11,9 @@
  * SameSite=Strict does not stop a page on another port of the same host.
  */
 import { timingSafeEqual } from "node:crypto";
-import type { Services } from "../services";
-import { DomainError } from "../errors";
-import { cookieValue, type DashboardSessions, type Session, type SessionKind } from "./sessions";
+import type { Services } from "../../services";
+import { DomainError } from "../../errors";
+import { cookieValue, type DashboardSessions, type Session, type SessionKind } from "../../dashboard/sessions";
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 

@@ -4,13 +4,13 @@
  * admin API and the CLI use, after checking the target belongs to that account. The playground
  * sends real requests through the normal endpoints with the session's key (see playground.ts).
  */
-import type { App } from "../http/app";
-import type { Services } from "../services";
-import { notFound } from "../errors";
-import { Admin } from "../accounts/admin";
-import { accountMoney } from "../billing/account-spend";
-import { usageReport } from "../billing/usage-report";
-import { dashboardHeaders } from "./assets";
+import type { App } from "../app";
+import type { Services } from "../../services";
+import { notFound } from "../../errors";
+import { Admin } from "../../accounts/admin";
+import { accountMoney } from "../../billing/account-spend";
+import { usageReport } from "../../billing/usage-report";
+import { dashboardHeaders } from "../../dashboard/assets";
 import type { DashboardGuard } from "./guard";
 import { registerPlayground } from "./playground";
 
