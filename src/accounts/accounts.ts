@@ -1,9 +1,9 @@
 /**
  * Accounts: the holder of one prepaid balance and one set of limits.
- * Used by the admin HTTP API and the CLI alike, so both behave identically.
+ * Used by the admin HTTP API and the CLI alike, so both behave identically. Accounts are created by
+ * the ledger (Ledger.openAccount), together with their opening credits in one transaction.
  */
 import type { Store } from "../store/database";
-import { newId } from "./ids";
 import { invalidField, notFound } from "../errors";
 import { usdNumber } from "../billing/money";
 
@@ -60,12 +60,6 @@ export class Accounts {
 
   list(): AccountRow[] {
     return this.all.all();
-  }
-
-  create(name: string): AccountRow {
-    const id = newId("acct");
-    this.db.query("INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)").run(id, name, nowSeconds());
-    return this.mustGet(id);
   }
 
   update(id: string, patch: { disabled?: boolean; rate_limit_rpm?: number | null; concurrency_limit?: number | null; name?: string }): AccountRow {

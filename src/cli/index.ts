@@ -101,7 +101,7 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   const admin = new Admin(services);
   try {
-    const out = adminCommand(admin, command, sub, rest, flags);
+    const out = await adminCommand(admin, command, sub, rest, flags);
     if (out === undefined) return fail(`unknown command '${[command, sub].filter(Boolean).join(" ")}'. Run 'switchyard --help'.`);
     print(out);
     return 0;
