@@ -19,7 +19,11 @@ export interface DiskFull {
   restore(): void;
 }
 
-export function fillDisk(db: Database): DiskFull {
+/**
+ * `tables` narrows which tables' writes fail (default: every ledger table): with only
+ * ["ledger_entries"], say, a void (which writes no entry) still succeeds while a charge cannot.
+ */
+export function fillDisk(db: Database, tables: string[] = TABLES): DiskFull {
   db.run("CREATE TABLE IF NOT EXISTS disk_filler (b BLOB)");
   const pages = (db.query("PRAGMA page_count").get() as { page_count: number }).page_count;
   db.run(`PRAGMA max_page_count = ${pages}`);
@@ -32,7 +36,7 @@ export function fillDisk(db: Database): DiskFull {
     }
   }
   const triggers: string[] = [];
-  for (const table of TABLES) {
+  for (const table of tables) {
     for (const op of ["INSERT", "UPDATE"]) {
       const name = `disk_full_${table}_${op.toLowerCase()}`;
       db.run(`CREATE TEMP TRIGGER IF NOT EXISTS ${name} AFTER ${op} ON main.${table} BEGIN INSERT INTO main.disk_filler VALUES (zeroblob(16384)); END`);
