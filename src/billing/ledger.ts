@@ -45,6 +45,11 @@ export const PROBE_INTERVAL_MS = 500;
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 2_000;
 
+export interface LedgerOptions {
+  /** After a store failure, new holds are refused without a write for this long (ms). */
+  probeIntervalMs?: number;
+}
+
 /** A clamped charge, for the metric. */
 export interface ClampRecord {
   requestId: string;
@@ -73,7 +78,10 @@ export class Ledger implements HoldLedger {
   private unavailableUntil = 0;
   private closed = false;
 
-  constructor(private readonly store: LedgerStore, private readonly log: Log) {
+  private readonly probeIntervalMs: number;
+
+  constructor(private readonly store: LedgerStore, private readonly log: Log, options: LedgerOptions = {}) {
+    this.probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS;
     store.onFailure?.((e) => this.markUnavailable(e));
   }
 
@@ -215,7 +223,7 @@ export class Ledger implements HoldLedger {
       this.log.error("the ledger cannot write; new requests are refused with 503 until it can", { reason: e.reason, detail: e.message.slice(0, 300) });
     }
     this.unavailable = e;
-    this.unavailableUntil = Date.now() + PROBE_INTERVAL_MS;
+    this.unavailableUntil = Date.now() + this.probeIntervalMs;
   }
 
   /** A write that began at failure count `epoch` succeeded. */
@@ -298,6 +306,13 @@ export class Ledger implements HoldLedger {
   /** Voids still waiting for the store to write again. */
   queuedVoids(): number {
     return this.retries.size;
+  }
+
+  /** Tries the queued voids now instead of at the next retry (shutdown; the randomized checker). */
+  async retryVoidsNow(): Promise<void> {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    await this.drainRetries();
   }
 
   /** Whether the store failed recently (new holds are being refused or probed). */
