@@ -20,9 +20,13 @@ let fake: FakeUpstream;
 let h: Harness;
 let acct: { id: string; key: string };
 
-beforeAll(async () => ({ fake, h, acct } = await startFakeStack()));
+beforeAll(async () => ({ fake, h } = await startFakeStack()));
 afterAll(() => stopFakeStack(h, fake));
-beforeEach(() => fake.behave({}));
+// A fresh account per test: what one test's charges do cannot decide the next one's outcome.
+beforeEach(async () => {
+  fake.behave({});
+  acct = await h.account(10);
+});
 
 const db = () => h.server.services.db;
 const holdOf = (requestId: string) => db().query("SELECT amount, state FROM holds WHERE request_id = ?").get(requestId) as { amount: number; state: string };
