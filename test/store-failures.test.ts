@@ -245,6 +245,22 @@ describe("another process holding the write lock", () => {
   });
 });
 
+describe("admin writes under a lock or a full disk", () => {
+  test("PATCH /admin/accounts and key creation answer 503 (never a frozen loop, never storage text), and work once the lock is gone", async () => {
+    const lock = holdWriteLock(join(h.dataDir, "switchyard.db"));
+    try {
+      const patch = await h.admin("PATCH", `/admin/accounts/${acct.id}`, { rate_limit_rpm: 1000 });
+      expect(patch.status).toBe(503);
+      expect(patch.body.error.code).toBe("service_unavailable");
+      const key = await h.admin("POST", `/admin/accounts/${acct.id}/keys`, {});
+      expect(key.status).toBe(503);
+    } finally {
+      lock.release();
+    }
+    expect((await h.admin("PATCH", `/admin/accounts/${acct.id}`, { rate_limit_rpm: null })).status).toBe(200);
+  });
+});
+
 describe("an fsync that fails after its commit", () => {
   test("is reported as charged (the charge exists), and the next request is refused until the store is probed healthy", async () => {
     const before = ledgerState(h, acct.id);

@@ -5,6 +5,7 @@
  */
 import type { Store } from "../store/database";
 import { invalidField, notFound } from "../errors";
+import { writeOrUnavailable } from "../store/sqlite/failures";
 import { usdNumber } from "../billing/money";
 
 export interface AccountRow {
@@ -64,12 +65,12 @@ export class Accounts {
 
   update(id: string, patch: { disabled?: boolean; rate_limit_rpm?: number | null; concurrency_limit?: number | null; name?: string }): AccountRow {
     this.mustGet(id);
-    this.db.transaction(() => {
+    writeOrUnavailable(() => this.db.transaction(() => {
       if (patch.name !== undefined) this.db.query("UPDATE accounts SET name = ? WHERE id = ?").run(patch.name, id);
       if (patch.disabled !== undefined) this.db.query("UPDATE accounts SET disabled = ? WHERE id = ?").run(patch.disabled ? 1 : 0, id);
       if (patch.rate_limit_rpm !== undefined) this.db.query("UPDATE accounts SET rate_limit_rpm = ? WHERE id = ?").run(patch.rate_limit_rpm, id);
       if (patch.concurrency_limit !== undefined) this.db.query("UPDATE accounts SET concurrency_limit = ? WHERE id = ?").run(patch.concurrency_limit, id);
-    }).immediate();
+    }).immediate());
     return this.mustGet(id);
   }
 }

@@ -3,6 +3,7 @@
  * caller's account id, so another account's id reads exactly like an unknown one (404).
  */
 import type { Store } from "./database";
+import { writeOrUnavailable } from "./sqlite/failures";
 
 type Json = Record<string, unknown>;
 
@@ -43,7 +44,7 @@ export class ResponseStore {
 
   /** True when a row of this account was deleted. */
   delete(id: string, accountId: string): boolean {
-    return this.db.query("DELETE FROM responses WHERE id = ? AND account_id = ?").run(id, accountId).changes > 0;
+    return writeOrUnavailable(() => this.db.query("DELETE FROM responses WHERE id = ? AND account_id = ?").run(id, accountId).changes > 0);
   }
 
   /**

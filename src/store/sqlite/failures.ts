@@ -3,6 +3,7 @@
  * than "this write is wrong" (a bug or a broken rule, which only that write pays for).
  */
 import { StoreUnavailable } from "../../billing/ledger-store";
+import { serviceUnavailable } from "../../errors";
 
 /** SQLite's primary result codes that say nothing about the write itself, only about the disk or locks. */
 const UNAVAILABLE: Record<string, StoreUnavailable["reason"]> = {
@@ -35,4 +36,18 @@ export function storageFailure(e: unknown): StoreUnavailable | null {
 export function isBusy(e: unknown): boolean {
   const code = primaryCode(e);
   return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
+}
+
+/**
+ * Runs a direct write of the serving connection (admin changes to accounts and keys, deleting a
+ * stored response): a disk that is full or a lock held by another process is answered with 503
+ * service_unavailable, not with the storage error's own text.
+ */
+export function writeOrUnavailable<T>(write: () => T): T {
+  try {
+    return write();
+  } catch (e) {
+    if (storageFailure(e) || isBusy(e)) throw serviceUnavailable();
+    throw e;
+  }
 }
