@@ -78,7 +78,7 @@ test("failed charges after a disconnect and a plain call: holds voided by the ru
   const streamed = await chat(server.base, key, { stream: true }, ac.signal);
   await readUntil(streamed, (t) => contentChunks(t).length >= 3);
   const plain = chat(server.base, key, { model: SLOW_MODEL });
-  await Bun.sleep(100);
+  for (let i = 0; i < 300 && inspect(acct.id).pending < 2; i++) await Bun.sleep(10);
   expect(inspect(acct.id).pending).toBe(2);
 
   // Another process takes the write lock (as the CLI does while it writes), for longer than the server waits.
