@@ -25,6 +25,6 @@ test(`randomized ledger checker, SQLite store (seed ${seed})`, async () => {
     // Every path was exercised, not just refusals.
     for (const n of [r.charged, r.notCharged, r.refusedCredits, r.refusedUnavailable, r.faults, r.crashes]) expect(n).toBeGreaterThan(0);
   } finally {
-    backend.close();
+    await backend.close();
   }
 }, 120_000);

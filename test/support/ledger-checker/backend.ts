@@ -24,17 +24,21 @@ export interface Snapshot {
   holdStates: Map<string, string>;
 }
 
+/**
+ * Every method may be synchronous (SQLite) or asynchronous (a database over the network); a fault
+ * an engine cannot inject (a full disk on a remote server, say) may be a no-op.
+ */
 export interface LedgerBackend {
   readonly name: string;
   /** Opens the store over the data (again after a crash: the same data, fresh process state). */
   open(): Promise<LedgerStore>;
   /** Dies as a process would: queued writes are lost, nothing is flushed, faults vanish. */
-  crash(): void;
-  close(): void;
-  diskFull(on: boolean): void;
-  fsyncFails(on: boolean): void;
+  crash(): void | Promise<void>;
+  close(): void | Promise<void>;
+  diskFull(on: boolean): void | Promise<void>;
+  fsyncFails(on: boolean): void | Promise<void>;
   /** Another connection takes (or gives back) the write lock. */
-  lock(on: boolean): void;
+  lock(on: boolean): void | Promise<void>;
   /** Committed state, reading entries after `sinceId` only (the checks run after every step). */
-  snapshot(sinceId: number, requestIds?: string[]): Snapshot;
+  snapshot(sinceId: number): Snapshot | Promise<Snapshot>;
 }

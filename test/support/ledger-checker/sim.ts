@@ -202,18 +202,18 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     );
   }
 
-  function setFault(kind: keyof typeof faults, on: boolean) {
+  async function setFault(kind: keyof typeof faults, on: boolean) {
     if (faults[kind] === on) return;
     faults = { ...faults, [kind]: on };
     report.faults += on ? 1 : 0;
-    if (kind === "disk") backend.diskFull(on);
-    else if (kind === "fsync") backend.fsyncFails(on);
-    else backend.lock(on);
+    if (kind === "disk") await backend.diskFull(on);
+    else if (kind === "fsync") await backend.fsyncFails(on);
+    else await backend.lock(on);
   }
 
   /** The checks that hold at every committed state. */
-  function checkStep(): Snapshot {
-    const snap = backend.snapshot(lastEntryId);
+  async function checkStep(): Promise<Snapshot> {
+    const snap = await backend.snapshot(lastEntryId);
     for (const e of snap.newEntries) {
       const before = seenBalance.get(e.account_id)!;
       if (e.balance_after !== before + e.amount) fail(`entry ${e.id}: balance_after ${e.balance_after} ≠ ${before} + ${e.amount}`);
@@ -247,15 +247,15 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
 
   /** Ends every request, clears every fault, waits for queued voids; then nothing may be held. */
   async function quiesce(): Promise<void> {
-    setFault("disk", false);
-    setFault("fsync", false);
-    setFault("lock", false);
+    await setFault("disk", false);
+    await setFault("fsync", false);
+    await setFault("lock", false);
     while (live.size > 0) await Promise.all([...live]);
     for (let i = 0; i < 2_000 && ledger.queuedVoids() > 0; i++) {
       await ledger.retryVoidsNow();
       await tick();
     }
-    const snap = checkStep();
+    const snap = await checkStep();
     if (ledger.queuedVoids() !== 0) fail(`${ledger.queuedVoids()} voids still queued once the store writes again`);
     if (snap.pendingCount !== 0) fail(`holds still pending after every request ended: ${[...snap.holdStates.keys()].slice(0, 5).join(", ")}`);
     if (ledger.pendingHolds() !== 0) fail(`the ledger counts ${ledger.pendingHolds()} open holds after every request ended`);
@@ -274,16 +274,16 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     gen++;
     ledger.close();
     faults = { disk: false, fsync: false, lock: false };
-    backend.crash();
+    await backend.crash();
     for (const r of requests.values()) if (!r.done || r.outcome === "pending") r.outcome = "unknown";
     store = await backend.open();
     ledger = new Ledger(store, log, ledgerOptions);
     await ledger.releaseAbandoned();
-    const snap = checkStep();
+    const snap = await checkStep();
     if (snap.pendingCount !== 0) fail(`holds still pending after a restart`);
     // Old tasks still run against the dead process's ledger; they can no longer write.
     while (live.size > 0) await Promise.all([...live]);
-    checkStep();
+    await checkStep();
   }
 
   const started = performance.now();
@@ -291,9 +291,9 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     const x = random();
     if (x < 0.3) {
       if (live.size < 16) startRequest();
-    } else if (x < 0.34) setFault("disk", faults.disk ? random() < 0.5 : random() < 0.15);
-    else if (x < 0.36) setFault("fsync", faults.fsync ? random() < 0.5 : random() < 0.2);
-    else if (x < 0.375) setFault("lock", faults.lock ? random() < 0.6 : random() < 0.2);
+    } else if (x < 0.34) await setFault("disk", faults.disk ? random() < 0.5 : random() < 0.15);
+    else if (x < 0.36) await setFault("fsync", faults.fsync ? random() < 0.5 : random() < 0.2);
+    else if (x < 0.375) await setFault("lock", faults.lock ? random() < 0.6 : random() < 0.2);
     else if (x < 0.41) {
       const account = pick(accounts);
       const amount = random() < 0.7 ? int(1, 400) : -int(1, 200);
@@ -305,7 +305,7 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     else for (let k = int(1, 4); k > 0; k--) await tick();
     await tick();
     if (failure) throw failure;
-    checkStep();
+    await checkStep();
   }
   step = opts.steps;
   await quiesce();
