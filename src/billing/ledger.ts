@@ -203,6 +203,7 @@ export class Ledger implements HoldLedger {
           } catch (e) {
             failed = true;
             if (e instanceof StoreUnavailable) this.markUnavailable(e);
+            else this.log.error("ledger void failed; retrying", { request_id: requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
           }
         }),
       );
@@ -294,8 +295,14 @@ export class Ledger implements HoldLedger {
     return this.write("start-up release", () => this.store.releaseAbandoned());
   }
 
-  entries(accountId: string, limit = 1000): Promise<LedgerEntryRow[]> {
-    return this.write("entries", () => this.store.entries(accountId, limit));
+  async entries(accountId: string, limit = 1000): Promise<LedgerEntryRow[]> {
+    // A read proves nothing about writing: the store's health is left as it is.
+    try {
+      return await this.store.entries(accountId, limit);
+    } catch (e) {
+      if (e instanceof StoreUnavailable) throw serviceUnavailable();
+      throw new InternalError(`ledger entries failed: ${String((e as Error)?.message ?? e)}`);
+    }
   }
 
   /** Holds not yet posted or voided: requests in flight, and voids waiting for the store. */
