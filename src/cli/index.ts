@@ -76,6 +76,11 @@ export async function runCli(argv: string[]): Promise<number> {
   if (command === "serve") {
     try {
       const server = await startServer(config);
+      // A rejection nobody handled is a bug; it is logged as one JSON line like everything else,
+      // never as a raw stack trace that breaks the log.
+      process.on("unhandledRejection", (reason) => {
+        server.services.log.error("unhandled rejection", { error: String((reason as Error)?.stack ?? reason).slice(0, 2000) });
+      });
       const shutdown = async () => {
         await server.stop();
         process.exit(0);
@@ -102,7 +107,7 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   const admin = new Admin(services);
   try {
-    const out = adminCommand(admin, command, sub, rest, flags);
+    const out = await adminCommand(admin, command, sub, rest, flags);
     if (out === undefined) return fail(`unknown command '${[command, sub].filter(Boolean).join(" ")}'. Run 'switchyard --help'.`);
     print(out);
     return 0;

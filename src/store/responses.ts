@@ -3,6 +3,7 @@
  * caller's account id, so another account's id reads exactly like an unknown one (404).
  */
 import type { Store } from "./database";
+import { writeOrUnavailable } from "./sqlite/failures";
 
 type Json = Record<string, unknown>;
 
@@ -27,21 +28,30 @@ interface Row {
 /** Guards the walk back through previous_response_id links (a cycle cannot be stored, but still). */
 const MAX_TURNS = 10_000;
 
+/**
+ * Writes a stored turn: its row, and each of its items by id (for item_reference inputs; a later
+ * item with the same id replaces it). Runs inside the caller's transaction — the ledger writes a
+ * turn in the same transaction as its charge.
+ */
+export class StoredResponseWriter {
+  private readonly insertTurn;
+  private readonly putItem;
+
+  constructor(db: Store) {
+    this.insertTurn = db.query("INSERT INTO responses (id, account_id, previous_response_id, input_items, response, created_at) VALUES (?, ?, ?, ?, ?, ?)");
+    this.putItem = db.query("INSERT OR REPLACE INTO response_items (account_id, item_id, response_id, item) VALUES (?, ?, ?, ?)");
+  }
+
+  write(r: StoredResponse): void {
+    this.insertTurn.run(r.id, r.accountId, r.previousResponseId, JSON.stringify(r.inputItems), JSON.stringify(r.response), r.createdAt);
+    for (const item of [...r.inputItems, ...((r.response.output as Json[] | undefined) ?? [])]) {
+      if (typeof item.id === "string" && item.id !== "") this.putItem.run(r.accountId, item.id, r.id, JSON.stringify(item));
+    }
+  }
+}
+
 export class ResponseStore {
   constructor(private readonly db: Store) {}
-
-  save(r: StoredResponse): void {
-    this.db.transaction(() => {
-      this.db
-        .query("INSERT INTO responses (id, account_id, previous_response_id, input_items, response, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-        .run(r.id, r.accountId, r.previousResponseId, JSON.stringify(r.inputItems), JSON.stringify(r.response), r.createdAt);
-      // Items by id, for item_reference inputs; a later item with the same id replaces it.
-      const put = this.db.query("INSERT OR REPLACE INTO response_items (account_id, item_id, response_id, item) VALUES (?, ?, ?, ?)");
-      for (const item of [...r.inputItems, ...((r.response.output as Json[] | undefined) ?? [])]) {
-        if (typeof item.id === "string" && item.id !== "") put.run(r.accountId, item.id, r.id, JSON.stringify(item));
-      }
-    })();
-  }
 
   /** A stored input or output item of this account by its id, or null (another account's reads as unknown). */
   item(itemId: string, accountId: string): Json | null {
@@ -56,7 +66,7 @@ export class ResponseStore {
 
   /** True when a row of this account was deleted. */
   delete(id: string, accountId: string): boolean {
-    return this.db.query("DELETE FROM responses WHERE id = ? AND account_id = ?").run(id, accountId).changes > 0;
+    return writeOrUnavailable(() => this.db.query("DELETE FROM responses WHERE id = ? AND account_id = ?").run(id, accountId).changes > 0);
   }
 
   /**

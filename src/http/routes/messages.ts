@@ -14,7 +14,8 @@ import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { estimateInput, type ChatCall } from "../../chat/pipeline";
 import { promptTokenCount } from "../../chat/tokens";
 import { sseEvent } from "../../protocols/sse";
-import { completeForRoute, MID_STREAM_FAILURE, streamForRoute } from "../chat-relay";
+import { completeForRoute, streamForRoute } from "../chat-relay";
+import { errorBody } from "../errors";
 import { newId } from "../../accounts/ids";
 import {
   CountTokensRequest, MessagesRequest, chatToolsOf, countExtras, omitsThinking, parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest,
@@ -68,8 +69,8 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     return streamForRoute(s, call, { request, server, set }, {
       start: () => frames(translator.start()),
       push: (chunk) => frames(translator.push(chunk)),
-      failed: () => frames([AnthropicStreamTranslator.error(MID_STREAM_FAILURE)]),
-      finish: (result) => frames(translator.finish(result)),
+      failed: (error) => [sseEvent("error", errorBody(error, "anthropic"))],
+      finish: (result) => ({ frames: frames(translator.finish(result)) }),
     });
   });
 }
