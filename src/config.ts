@@ -15,6 +15,8 @@ export interface Config {
   /** Path to a routes JSON file, or the inline JSON itself. */
   routes: string | null;
   catalogPath: string | null;
+  /** Path to a model-aliases JSON file, or the inline JSON itself. */
+  modelAliases: string | null;
   modelsDir: string;
   rateLimitRpm: number;
   concurrencyLimit: number;
@@ -36,6 +38,10 @@ export interface Config {
   databasePool: number;
   /** An instance whose heartbeat is older than this is dead: a survivor releases its holds and slots. */
   instanceTimeoutMs: number;
+  /** The web dashboard at /dashboard (SWITCHYARD_DASHBOARD=off removes it). */
+  dashboard: boolean;
+  /** How long a dashboard sign-in lasts, in seconds. */
+  dashboardSessionSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -117,6 +123,7 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamKey: str(env, "SWITCHYARD_UPSTREAM_KEY"),
     routes: str(env, "SWITCHYARD_ROUTES"),
     catalogPath: str(env, "SWITCHYARD_CATALOG"),
+    modelAliases: str(env, "SWITCHYARD_MODEL_ALIASES"),
     modelsDir: resolve(str(env, "SWITCHYARD_MODELS_DIR") ?? "./models"),
     rateLimitRpm: int(env, "SWITCHYARD_RATE_LIMIT_RPM", 600, 1, 10_000_000),
     concurrencyLimit: int(env, "SWITCHYARD_CONCURRENCY_LIMIT", 32, 1, 1_000_000),
@@ -129,5 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: postgresUrl(env, "SWITCHYARD_DATABASE_URL"),
     databasePool: int(env, "SWITCHYARD_DATABASE_POOL", 10, 2, 1000),
     instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
+    dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
+    dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
   };
 }

@@ -98,6 +98,29 @@ export const serviceUnavailable = (retryAfterSeconds = 2) =>
     retryAfterSeconds,
   );
 
+/**
+ * The work was done but its charge could not be written (the store stopped writing meanwhile).
+ * "Not billed" is said only when the hold is known voided; otherwise the message stays neutral.
+ */
+export const chargeNotRecorded = (holdVoided: boolean) =>
+  new DomainError(
+    "unavailable",
+    "service_unavailable",
+    holdVoided
+      ? "The service could not record this request's charge, so it was not billed. Please retry shortly."
+      : "The service could not complete this request. Please retry shortly.",
+    null,
+    2,
+  );
+
+/** An upstream broke a stream after it started; "not billed" only when the hold is known voided. */
+export const midStreamFailure = (holdVoided: boolean) =>
+  new DomainError(
+    "upstream_failed",
+    "upstream_error",
+    holdVoided ? "The model backend failed mid-stream. This request was not billed." : "The model backend failed mid-stream.",
+  );
+
 /** A domain invariant was broken; clients learn only that something failed, logs get the detail. */
 export class InternalError extends DomainError {
   constructor(readonly detail: string) {

@@ -37,8 +37,14 @@ function listen(app: ReturnType<typeof createApp>["app"], config: Config): void 
 }
 
 export async function startServer(config: Config, overrides: ServiceOverrides = {}): Promise<RunningServer> {
-  const services = createServices(config, overrides);
-  const released = services.ledger.releaseAbandoned();
+  const services = createServices(config, overrides, "serve");
+  let released: number;
+  try {
+    released = await services.ledger.releaseAbandoned();
+  } catch (e) {
+    services.close();
+    throw new ConfigError("SWITCHYARD_DATA_DIR", `cannot write the database in ${config.dataDir} (disk full, read-only or locked by another process)`);
+  }
   if (released > 0) services.log.warn("released holds of requests that never finished", { holds: released });
   const { app } = createApp(services);
   try {

@@ -98,19 +98,24 @@ test("once the first wave settled, the freed balance admits new requests again",
   expect(end.sum).toBe(end.balance);
 });
 
-test("usage above the hold is capped at what the account can pay: the balance never goes negative", async () => {
+test("usage above the hold is clamped to it: the prompt is billed as held, never beyond what the account holds", async () => {
   const hold = holdUnits();
   const a = await h.account(unitsToUsd(hold), "one-hold");
   // The upstream claims a prompt far larger than our bound said it could be.
   fake.behave({ words: WORDS, promptTokens: 5_000_000 });
   const res = await post(a.key, false);
   expect(res.status).toBe(200);
-  const body = (await res.json()) as { usage: { cost: number } };
+  const body = (await res.json()) as { usage: { cost: number; prompt_tokens: number } };
   const end = await settled(h, a.id);
-  expect(end.balance).toBe(0);
-  expect(body.usage.cost).toBe(Number(unitsToUsd(hold)));
-  expect(res.headers.get("x-request-cost")).toBe(unitsToUsd(hold));
-  expect(end.sum).toBe(0);
+  // Each quantity is recorded at most as held: the prompt at its bound, the honest output as reported.
+  const charged = expectedChatCost(MODEL, promptTokenBound(messages), WORDS.length);
+  expect(charged).toBeLessThanOrEqual(hold);
+  expect(body.usage.prompt_tokens).toBe(promptTokenBound(messages));
+  expect(body.usage.cost).toBe(Number(unitsToUsd(charged)));
+  expect(res.headers.get("x-request-cost")).toBe(unitsToUsd(charged));
+  expect(end.balance).toBe(hold - charged);
+  expect(end.sum).toBe(end.balance);
+  expect(end.reserved).toBe(0);
   const again = await post(a.key, false);
   expect(again.status).toBe(402);
 });

@@ -1,10 +1,11 @@
 /**
  * Accounts: the holder of one prepaid balance and one set of limits.
- * Used by the admin HTTP API and the CLI alike, so both behave identically.
+ * Used by the admin HTTP API and the CLI alike, so both behave identically. Accounts are created by
+ * the ledger (Ledger.openAccount), together with their opening credits in one transaction.
  */
 import type { Store } from "../store/database";
-import { newId } from "./ids";
 import { invalidField, notFound } from "../errors";
+import { writeOrUnavailable } from "../store/sqlite/failures";
 import { usdNumber } from "../billing/money";
 
 export interface AccountRow {
@@ -62,20 +63,14 @@ export class Accounts {
     return this.all.all();
   }
 
-  create(name: string): AccountRow {
-    const id = newId("acct");
-    this.db.query("INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)").run(id, name, nowSeconds());
-    return this.mustGet(id);
-  }
-
   update(id: string, patch: { disabled?: boolean; rate_limit_rpm?: number | null; concurrency_limit?: number | null; name?: string }): AccountRow {
     this.mustGet(id);
-    this.db.transaction(() => {
+    writeOrUnavailable(() => this.db.transaction(() => {
       if (patch.name !== undefined) this.db.query("UPDATE accounts SET name = ? WHERE id = ?").run(patch.name, id);
       if (patch.disabled !== undefined) this.db.query("UPDATE accounts SET disabled = ? WHERE id = ?").run(patch.disabled ? 1 : 0, id);
       if (patch.rate_limit_rpm !== undefined) this.db.query("UPDATE accounts SET rate_limit_rpm = ? WHERE id = ?").run(patch.rate_limit_rpm, id);
       if (patch.concurrency_limit !== undefined) this.db.query("UPDATE accounts SET concurrency_limit = ? WHERE id = ?").run(patch.concurrency_limit, id);
-    }).immediate();
+    }).immediate());
     return this.mustGet(id);
   }
 }

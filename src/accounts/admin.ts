@@ -4,9 +4,9 @@
  */
 import { Type } from "@sinclair/typebox";
 import type { Services } from "../services";
-import { accountView, parseLimit } from "./accounts";
-import { formatUsd, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
-import { MAX_BALANCE } from "../billing/ledger";
+import { accountView, nowSeconds, parseLimit } from "./accounts";
+import { newId } from "./ids";
+import { formatUsd, MAX_BALANCE, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
 import { invalidField } from "../errors";
 import { validate } from "../validate";
 
@@ -47,12 +47,13 @@ export class Admin {
     return accountView(this.s.accounts.mustGet(id), this.s.config);
   }
 
-  createAccount(body: unknown) {
+  /** The account and its opening credits are one transaction: a failure leaves nothing behind. */
+  async createAccount(body: unknown) {
     const b = validate(CreateAccountBody, body);
     const credits = b.credits === undefined || b.credits === 0 || b.credits === "0" ? 0 : money("credits", b.credits, false);
-    const acct = this.s.accounts.create(b.name);
-    if (credits > 0) this.s.ledger.adjust(acct.id, credits, "initial credits");
-    return this.view(acct.id);
+    const id = newId("acct");
+    await this.s.ledger.openAccount({ id, name: b.name, createdAt: nowSeconds() }, credits, "initial credits");
+    return this.view(id);
   }
 
   listAccounts() {
@@ -92,19 +93,19 @@ export class Admin {
     return this.s.keys.revoke(keyId);
   }
 
-  adjustCredits(accountId: string, body: unknown) {
+  async adjustCredits(accountId: string, body: unknown) {
     const b = validate(CreditsBody, body);
     const units = money("amount", b.amount, true);
     this.s.accounts.mustGet(accountId);
-    this.s.ledger.adjust(accountId, units, b.reason);
+    await this.s.ledger.adjust(accountId, units, b.reason);
     return this.view(accountId);
   }
 
-  ledger(accountId: string, limit = 1000) {
+  async ledger(accountId: string, limit = 1000) {
     this.s.accounts.mustGet(accountId);
     return {
       object: "list",
-      data: this.s.ledger.entries(accountId, limit).map((e) => ({
+      data: (await this.s.ledger.entries(accountId, limit)).map((e) => ({
         ...e,
         object: "ledger_entry",
         amount: usdNumber(e.amount as number),

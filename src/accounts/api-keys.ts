@@ -7,6 +7,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Store } from "../store/database";
 import { newId } from "./ids";
 import { notFound } from "../errors";
+import { writeOrUnavailable } from "../store/sqlite/failures";
 import { nowSeconds } from "./accounts";
 
 export const KEY_PREFIX = "sy-";
@@ -72,14 +73,16 @@ export class ApiKeys {
     const key = KEY_PREFIX + randomBytes(32).toString("base64url");
     const id = newId("key");
     const prefix = key.slice(0, 10);
-    this.db
-      .query("INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(id, accountId, name, prefix, hashKey(key), nowSeconds());
+    writeOrUnavailable(() =>
+      this.db
+        .query("INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+        .run(id, accountId, name, prefix, hashKey(key), nowSeconds()),
+    );
     return { id, key, prefix, account_id: accountId, name };
   }
 
   revoke(id: string): { id: string; object: "api_key"; revoked: true } {
-    const res = this.db.query("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(nowSeconds(), id);
+    const res = writeOrUnavailable(() => this.db.query("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(nowSeconds(), id));
     this.forget();
     if (res.changes === 0) throw notFound(`No API key with id '${id}'.`);
     return { id, object: "api_key", revoked: true };

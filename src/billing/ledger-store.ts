@@ -147,6 +147,14 @@ export interface LedgerStore {
   adjust(accountId: string, amount: number, reason: string): Promise<{ balanceAfter: number }>;
 
   /**
+   * Opens an account with `credits` (≥ 0, in units) as ONE transaction: the account row and, when
+   * credits > 0, its first credit entry (with `reason`). So a failed write leaves no account behind
+   * and a retry cannot duplicate one. Rejects with a DomainError naming `credits` when the amount
+   * passes the maximum balance, or with StoreUnavailable.
+   */
+  createAccount(a: { id: string; name: string; createdAt: number }, credits: number, reason: string): Promise<void>;
+
+  /**
    * Voids the holds that no live request owns: at start-up, the holds this instance left behind
    * (SQLite: every pending hold, since one process owns the data directory). Returns how many.
    */
@@ -157,4 +165,11 @@ export interface LedgerStore {
 
   /** An account's ledger entries, newest first. */
   entries(accountId: string, limit: number): Promise<LedgerEntryRow[]>;
+
+  /**
+   * Optional: hears failures no call's promise can carry — above all an fsync that failed after
+   * its commit (the writes exist, so their promises resolved). The ledger then refuses new holds
+   * until a write succeeds again.
+   */
+  onFailure?(listener: (e: StoreUnavailable) => void): void;
 }

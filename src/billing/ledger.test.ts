@@ -1,224 +1,414 @@
+/**
+ * The ledger's invariants (stated in ledger.ts's header), each tested over the real SQLite store:
+ * holds, the ceiling, one charge per request, releases that survive a store that cannot write, and
+ * the health flag that refuses new holds while it cannot.
+ */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore, type Store } from "../store/database";
-import { Accounts } from "../accounts/accounts";
-import { Ledger, MAX_BALANCE } from "./ledger";
+import { SqliteLedgerStore } from "../store/sqlite/ledger-store";
+import type { FsyncFn } from "../store/sqlite/group-commit";
+import { Log } from "../log";
+import { DomainError } from "../errors";
+import { Ledger, MAX_BALANCE, PROBE_INTERVAL_MS, type ClampRecord } from "./ledger";
+import type { Consumption } from "./ledger-store";
+import type { Hold } from "./hold";
+import { fillDisk, holdWriteLock } from "../../test/support/disk";
+
+class CapturingLog extends Log {
+  readonly lines: Record<string, unknown>[] = [];
+  constructor() {
+    super("silent");
+  }
+  override warn(msg: string, fields?: Record<string, unknown>) {
+    this.lines.push({ level: "warn", msg, ...fields });
+  }
+  override error(msg: string, fields?: Record<string, unknown>) {
+    this.lines.push({ level: "error", msg, ...fields });
+  }
+}
 
 let dir: string;
 let db: Store;
+let store: SqliteLedgerStore;
 let ledger: Ledger;
-let accounts: Accounts;
+let log: CapturingLog;
+/**
+ * Flipped by a test to make the WAL fsync fail (after its commit). Otherwise the sync succeeds
+ * without touching the disk: these tests are about the ledger's logic, and a busy shared disk
+ * would only make them slow (the end-to-end tests sync for real).
+ */
+let fsyncFails = false;
+const fsync: FsyncFn = (_fd, cb) => setImmediate(() => cb(fsyncFails ? Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }) : null));
+
+function open(lockWaitMs = 150) {
+  db = openStore(dir, { busyTimeoutMs: 0 });
+  store = new SqliteLedgerStore(db, { lockWaitMs, fsync });
+  log = new CapturingLog();
+  ledger = new Ledger(store, log);
+}
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "sy-ledger-"));
-  db = openStore(dir);
-  ledger = new Ledger(db);
-  accounts = new Accounts(db);
+  fsyncFails = false;
+  open();
 });
 afterEach(() => {
+  ledger.close();
+  store.close();
   db.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-const sumEntries = (id: string) =>
-  (db.query("SELECT COALESCE(SUM(amount),0) AS s FROM ledger_entries WHERE account_id = ?").get(id) as { s: number }).s;
+/** 1 unit per input token, 2 per output token, 3 per character. */
+const price = (u: Consumption) => (u.inputTokens ?? 0) + 2 * (u.outputTokens ?? 0) + 3 * (u.characters ?? 0);
+let seq = 0;
+async function account(credits: number): Promise<string> {
+  const id = `acct_${++seq}`;
+  await ledger.openAccount({ id, name: "t", createdAt: 1 }, credits, "seed");
+  return id;
+}
+const reserve = (accountId: string, budget: Consumption, requestId = `req_${++seq}`) =>
+  ledger.reserve({ requestId, accountId, endpoint: "/v1/chat/completions", model: "m", budget, price });
 
-describe("Ledger", () => {
-  test("reserve refuses beyond the available balance and settle charges exactly once", async () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 1000, "seed");
-    expect(ledger.reserve({ requestId: "r1", accountId: a.id, amount: 600, endpoint: "chat", model: "m" })).toEqual({ ok: true });
-    expect(ledger.reserve({ requestId: "r2", accountId: a.id, amount: 600, endpoint: "chat", model: "m" })).toEqual({ ok: false, available: 400 });
-    const s1 = await ledger.settle({ requestId: "r1", amount: 250, serviceTier: "default", inputTokens: 3 });
-    const s2 = await ledger.settle({ requestId: "r1", amount: 250, serviceTier: "default" });
-    expect(s1).toEqual({ requestId: "r1", charged: 250, balanceAfter: 750 });
+const row = (id: string) => db.query("SELECT balance, reserved FROM accounts WHERE id = ?").get(id) as { balance: number; reserved: number };
+const pendingSum = (id: string) =>
+  (db.query("SELECT COALESCE(SUM(amount), 0) AS s FROM holds WHERE account_id = ? AND state = 'pending'").get(id) as { s: number }).s;
+const entrySum = (id: string) => (db.query("SELECT COALESCE(SUM(amount), 0) AS s FROM ledger_entries WHERE account_id = ?").get(id) as { s: number }).s;
+const newestBalanceAfter = (id: string) =>
+  (db.query("SELECT balance_after FROM ledger_entries WHERE account_id = ? ORDER BY id DESC LIMIT 1").get(id) as { balance_after: number }).balance_after;
+const charges = (id: string) =>
+  db.query("SELECT request_id, amount, input_tokens, output_tokens, reason FROM ledger_entries WHERE account_id = ? AND kind = 'charge' ORDER BY id").all(id) as {
+    request_id: string; amount: number; input_tokens: number; output_tokens: number; reason: string | null;
+  }[];
+const holdState = (requestId: string) => (db.query("SELECT state FROM holds WHERE request_id = ?").get(requestId) as { state: string } | null)?.state;
+
+async function rejection(p: Promise<unknown>): Promise<DomainError> {
+  const e = await p.then(() => null, (err) => err);
+  expect(e).toBeInstanceOf(DomainError);
+  return e as DomainError;
+}
+
+describe("1. balance ≥ 0 and reserved ≥ 0", () => {
+  test("a hold is granted only from the available balance; 402 says how much is available", async () => {
+    const a = await account(1000);
+    await reserve(a, { inputTokens: 600 });
+    const e = await rejection(reserve(a, { inputTokens: 500 }));
+    expect([e.kind, e.code]).toEqual(["insufficient_credits", "insufficient_credits"]);
+    expect(e.message).toContain("available balance is 0.0000004 USD");
+    expect(row(a)).toEqual({ balance: 1000, reserved: 600 });
+  });
+
+  test("the store's CHECK constraints refuse a negative balance or reservation whatever the caller does", async () => {
+    const a = await account(10);
+    expect(() => db.run("UPDATE accounts SET balance = -1 WHERE id = ?", [a])).toThrow(/CHECK/);
+    expect(() => db.run("UPDATE accounts SET reserved = -1 WHERE id = ?", [a])).toThrow(/CHECK/);
+  });
+
+  test("a deduction cannot dig into reserved money", async () => {
+    const a = await account(100);
+    await reserve(a, { inputTokens: 80 });
+    await expect(ledger.adjust(a, -30, "x")).rejects.toThrow(/exceeds the available balance/);
+    await ledger.adjust(a, -20, "x");
+    expect(row(a)).toEqual({ balance: 80, reserved: 80 });
+  });
+});
+
+describe("2. reserved = Σ pending holds", () => {
+  test("through holds, charges, releases and a refused hold", async () => {
+    const a = await account(10_000);
+    const holds = await Promise.all([1, 2, 3, 4, 5].map((k) => reserve(a, { inputTokens: 100 * k })));
+    expect(row(a).reserved).toBe(1500);
+    expect(pendingSum(a)).toBe(1500);
+    await holds[0]!.settle({ inputTokens: 50, serviceTier: "default" });
+    await holds[1]!.release();
+    await expect(reserve(a, { inputTokens: 100_000 })).rejects.toThrow(/Insufficient credits/);
+    expect(row(a).reserved).toBe(pendingSum(a));
+    expect(row(a).reserved).toBe(1200);
+    expect(ledger.pendingHolds()).toBe(3);
+  });
+});
+
+describe("3. a charge never exceeds its hold", () => {
+  test("usage reported above the hold is clamped: charged = hold, each quantity recorded at most as held; logged and counted", async () => {
+    const a = await account(1_000_000);
+    const clamps: ClampRecord[] = [];
+    ledger.onClamped((c) => clamps.push(c));
+    const hold = await reserve(a, { inputTokens: 10, outputTokens: 16 });
+    expect(hold.amount).toBe(42);
+    const s = await hold.settle({ inputTokens: 200_000, outputTokens: 32_768, serviceTier: "default" });
+    expect(s).toMatchObject({ charged: 42, clamped: true, recorded: { inputTokens: 10, outputTokens: 16 }, reportedAmount: 200_000 + 65_536 });
+    expect(charges(a)).toEqual([{ request_id: hold.requestId, amount: -42, input_tokens: 10, output_tokens: 16, reason: "clamped to hold" }]);
+    expect(clamps).toEqual([{ requestId: hold.requestId, endpoint: "/v1/chat/completions", model: "m", reported: 265_536, held: 42 }]);
+    expect(log.lines.find((l) => l.msg === "usage reported above the hold; charge clamped to the hold")).toMatchObject({
+      request_id: hold.requestId, endpoint: "/v1/chat/completions", model: "m", held_usd: "0.000000042",
+    });
+  });
+
+  test("an honest quantity under its budget is kept when only another one overflows", async () => {
+    const a = await account(1_000_000);
+    const hold = await reserve(a, { inputTokens: 10, outputTokens: 16 });
+    const s = await hold.settle({ inputTokens: 7, outputTokens: 1_000_000, serviceTier: "default" });
+    expect(s).toMatchObject({ charged: 7 + 32, recorded: { inputTokens: 7, outputTokens: 16 }, clamped: true });
+  });
+
+  test("usage within the hold is charged exactly as reported, even when one quantity passes its own budget", async () => {
+    const a = await account(1_000_000);
+    const hold = await reserve(a, { inputTokens: 10, outputTokens: 16 });
+    const s = await hold.settle({ inputTokens: 11, outputTokens: 6, serviceTier: "default" });
+    expect(s).toMatchObject({ charged: 23, recorded: { inputTokens: 11, outputTokens: 6 }, clamped: false });
+    expect(charges(a)[0]!.reason).toBeNull();
+  });
+
+  test("the store itself refuses a post above its hold, and changes nothing", async () => {
+    const a = await account(1000);
+    const hold = await reserve(a, { inputTokens: 100 });
+    await expect(store.post({ requestId: hold.requestId, amount: 101, serviceTier: "default" })).rejects.toThrow(/exceeds its hold/);
+    expect(row(a)).toEqual({ balance: 1000, reserved: 100 });
+    expect(holdState(hold.requestId)).toBe("pending");
+  });
+
+  test("an over-reported charge never spends another request's hold or unheld money", async () => {
+    const a = await account(100);
+    const first = await reserve(a, { inputTokens: 60 });
+    const second = await reserve(a, { inputTokens: 40 });
+    expect(row(a)).toEqual({ balance: 100, reserved: 100 });
+    await first.settle({ inputTokens: 800, serviceTier: "default" });
+    expect(row(a)).toEqual({ balance: 40, reserved: 40 });
+    const s = await second.settle({ inputTokens: 40, serviceTier: "default" });
+    expect(s.charged).toBe(40);
+    expect(row(a)).toEqual({ balance: 0, reserved: 0 });
+  });
+});
+
+describe("4. Σ entries = balance", () => {
+  test("credits, debits and charges add up, and the newest balance_after is the balance", async () => {
+    const a = await account(5000);
+    await ledger.adjust(a, 700, "top-up");
+    const h1 = await reserve(a, { inputTokens: 1000 });
+    const h2 = await reserve(a, { outputTokens: 300 });
+    await Promise.all([h1.settle({ inputTokens: 333, serviceTier: "default" }), h2.settle({ outputTokens: 12, serviceTier: "priority" })]);
+    await ledger.adjust(a, -100, "refund");
+    expect(row(a).balance).toBe(5000 + 700 - 333 - 24 - 100);
+    expect(entrySum(a)).toBe(row(a).balance);
+    expect(newestBalanceAfter(a)).toBe(row(a).balance);
+  });
+});
+
+describe("5. one charge per request id", () => {
+  test("a repeated settle, in the same turn or later, returns the first charge", async () => {
+    const a = await account(1000);
+    const hold = await reserve(a, { inputTokens: 400 });
+    const [s1, s2] = await Promise.all([
+      hold.settle({ inputTokens: 100, serviceTier: "default" }),
+      hold.settle({ inputTokens: 300, serviceTier: "default" }),
+    ]);
+    const s3 = await hold.settle({ inputTokens: 200, serviceTier: "default" });
+    expect(s1.charged).toBe(100);
     expect(s2).toEqual(s1);
-    const acct = accounts.mustGet(a.id);
-    expect([acct.balance, acct.reserved]).toEqual([750, 0]);
-    expect(sumEntries(a.id)).toBe(750);
+    expect(s3).toEqual(s1);
+    expect(charges(a)).toHaveLength(1);
+    // The store is idempotent too: a post of an already-charged request returns the first charge.
+    expect(await store.post({ requestId: hold.requestId, amount: 5, serviceTier: "default" })).toEqual({ charged: 100, balanceAfter: 900, fresh: false });
   });
 
-  test("release voids the hold and charges nothing", () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 1000, "seed");
-    ledger.reserve({ requestId: "r1", accountId: a.id, amount: 1000, endpoint: "chat", model: "m" });
-    ledger.release("r1");
-    ledger.release("r1");
-    expect(accounts.mustGet(a.id).reserved).toBe(0);
-    expect(accounts.mustGet(a.id).balance).toBe(1000);
+  test("a request id can hold only once", async () => {
+    const a = await account(1000);
+    await reserve(a, { inputTokens: 10 }, "req_same");
+    const e = await rejection(reserve(a, { inputTokens: 10 }, "req_same"));
+    expect(e.kind).toBe("internal");
+    expect(row(a).reserved).toBe(10);
+  });
+});
+
+describe("6. every hold is posted or voided exactly once", () => {
+  test("release voids, is idempotent, says it voided; after a charge it is a no-op", async () => {
+    const a = await account(1000);
+    const h = await reserve(a, { inputTokens: 1000 });
+    expect(await h.release()).toBe(true);
+    expect(await h.release()).toBe(true);
+    expect(holdState(h.requestId)).toBe("voided");
+    expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
+    await expect(h.settle({ inputTokens: 1, serviceTier: "default" })).rejects.toMatchObject({ kind: "internal" });
+
+    const posted = await reserve(a, { inputTokens: 10 });
+    await posted.settle({ inputTokens: 5, serviceTier: "default" });
+    expect(await posted.release()).toBe(false);
+    expect(holdState(posted.requestId)).toBe("posted");
+    expect(ledger.pendingHolds()).toBe(0);
   });
 
-  test("a charge above the hold is capped so the balance never goes negative", async () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 100, "seed");
-    ledger.reserve({ requestId: "r1", accountId: a.id, amount: 100, endpoint: "chat", model: "m" });
-    const s = await ledger.settle({ requestId: "r1", amount: 500, serviceTier: "default" });
+  test("`await using` releases on every path out of a scope", async () => {
+    const a = await account(1000);
+    let id = "";
+    try {
+      await using hold = await reserve(a, { inputTokens: 300 });
+      id = hold.requestId;
+      throw new Error("the work failed");
+    } catch {}
+    expect(holdState(id)).toBe("voided");
+    expect(row(a).reserved).toBe(0);
+  });
+
+  test("releaseAbandoned voids every pending hold left by a dead process", async () => {
+    const a = await account(100);
+    await reserve(a, { inputTokens: 60 });
+    // The process dies: nothing flushed, nothing released.
+    ledger.close();
+    store.commits.abandon();
+    db.close();
+    open();
+    expect(await ledger.releaseAbandoned()).toBe(1);
+    expect(row(a)).toEqual({ balance: 100, reserved: 0 });
+  });
+
+  test("a release the store cannot write is retried and lands once writes recover, without a restart", async () => {
+    const a = await account(1000);
+    const h = await reserve(a, { inputTokens: 400 });
+    const disk = fillDisk(db);
+    expect(await h.release()).toBe(false);
+    expect(ledger.queuedVoids()).toBe(1);
+    expect(row(a).reserved).toBe(400);
+    expect(ledger.pendingHolds()).toBe(1);
+    disk.restore();
+    for (let i = 0; i < 100 && ledger.queuedVoids() > 0; i++) await Bun.sleep(20);
+    expect(ledger.queuedVoids()).toBe(0);
+    expect(holdState(h.requestId)).toBe("voided");
+    expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
+    expect(ledger.pendingHolds()).toBe(0);
+  });
+});
+
+describe("7. a failed request is never charged", () => {
+  test("a charge the store cannot write: settle rejects 503, the hold is released, nothing charged", async () => {
+    const a = await account(1000);
+    const h = await reserve(a, { inputTokens: 400 });
+    db.run("CREATE TEMP TRIGGER refuse_charge BEFORE INSERT ON ledger_entries WHEN NEW.kind = 'charge' BEGIN SELECT RAISE(FAIL, 'disk says no'); END");
+    const e = await rejection(h.settle({ inputTokens: 100, serviceTier: "default" }));
+    // A broken rule (not a storage condition) is a bug: generic 500, the hold voided durably.
+    expect(e.kind).toBe("internal");
+    expect(await h.release()).toBe(true);
+    db.run("DROP TRIGGER temp.refuse_charge");
+    expect(charges(a)).toHaveLength(0);
+    expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
+  });
+
+  test("on a full disk: settle rejects with 503 whose message does not claim 'not billed' while the void is not written", async () => {
+    const a = await account(1000);
+    const h = await reserve(a, { inputTokens: 400 });
+    const disk = fillDisk(db);
+    const e = await rejection(h.settle({ inputTokens: 100, serviceTier: "default" }));
+    expect([e.kind, e.code, e.retryAfterSeconds]).toEqual(["unavailable", "service_unavailable", 2]);
+    expect(e.message).not.toContain("not billed");
+    disk.restore();
+    for (let i = 0; i < 100 && ledger.queuedVoids() > 0; i++) await Bun.sleep(20);
+    expect(charges(a)).toHaveLength(0);
+    expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
+  });
+});
+
+describe("8. holds before the upstream, charges durable; store health", () => {
+  test("a full disk refuses a hold with 503 before any work; nothing is written; reserves fail fast, then a probe succeeds", async () => {
+    const a = await account(1000);
+    const disk = fillDisk(db);
+    const e = await rejection(reserve(a, { inputTokens: 10 }));
+    expect([e.kind, e.code]).toEqual(["unavailable", "service_unavailable"]);
+    expect(e.message).toBe("The service cannot take requests right now. Nothing was billed; please retry shortly.");
+    disk.restore();
+    // Within the probe interval the store is not even asked.
+    await expect(reserve(a, { inputTokens: 10 })).rejects.toMatchObject({ code: "service_unavailable" });
+    await Bun.sleep(PROBE_INTERVAL_MS + 20);
+    const h = await reserve(a, { inputTokens: 10 });
+    expect(ledger.storeUnavailable).toBe(false);
+    await h.release();
+    expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
+    expect(log.lines.map((l) => l.msg)).toEqual([
+      "the ledger cannot write; new requests are refused with 503 until it can",
+      "the ledger writes again; requests are accepted",
+    ]);
+  });
+
+  test("an fsync that fails after its commit: the charge is reported as made (it exists), and new holds are refused", async () => {
+    const a = await account(1000);
+    const h = await reserve(a, { inputTokens: 400 });
+    fsyncFails = true;
+    const s = await h.settle({ inputTokens: 100, serviceTier: "default" });
     expect(s.charged).toBe(100);
-    expect(accounts.mustGet(a.id).balance).toBe(0);
+    expect(charges(a)).toHaveLength(1);
+    expect(ledger.storeUnavailable).toBe(true);
+    await expect(reserve(a, { inputTokens: 10 })).rejects.toMatchObject({ code: "service_unavailable" });
+    fsyncFails = false;
+    await Bun.sleep(PROBE_INTERVAL_MS + 20);
+    await (await reserve(a, { inputTokens: 10 })).release();
+    expect(ledger.storeUnavailable).toBe(false);
   });
 
-  test("ledger entries are immutable", () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 100, "seed");
+  test("waiting for another connection's write lock never blocks the event loop, and a short lock costs nothing", async () => {
+    const a = await account(1000);
+    const lock = holdWriteLock(join(dir, "switchyard.db"));
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 5);
+    const pending = reserve(a, { inputTokens: 10 });
+    // The loop keeps running while the hold waits: timers fire, and the lock is released from here.
+    await Bun.sleep(60);
+    expect(ticks).toBeGreaterThan(0);
+    lock.release();
+    const h = await pending;
+    clearInterval(ticker);
+    expect(row(a).reserved).toBe(10);
+    await h.release();
+  });
+
+  test("a lock held past the bounded wait refuses the hold with 503", async () => {
+    const a = await account(1000);
+    const lock = holdWriteLock(join(dir, "switchyard.db"));
+    try {
+      const e = await rejection(reserve(a, { inputTokens: 10 }));
+      expect(e.code).toBe("service_unavailable");
+    } finally {
+      lock.release();
+    }
+    expect(row(a).reserved).toBe(0);
+  });
+});
+
+describe("accounts and credits", () => {
+  test("account creation with credits is one transaction: on a full disk neither the account nor its credit exists", async () => {
+    const disk = fillDisk(db);
+    await expect(ledger.openAccount({ id: "acct_full", name: "d", createdAt: 1 }, 1_000_000_000, "initial credits")).rejects.toMatchObject({
+      code: "service_unavailable",
+    });
+    disk.restore();
+    expect(db.query("SELECT COUNT(*) AS n FROM accounts WHERE id = 'acct_full'").get()).toEqual({ n: 0 });
+    expect(db.query("SELECT COUNT(*) AS n FROM ledger_entries WHERE account_id = 'acct_full'").get()).toEqual({ n: 0 });
+  });
+
+  test("a credit that would pass the maximum balance is refused and changes nothing", async () => {
+    const a = await account(MAX_BALANCE);
+    await expect(ledger.adjust(a, 1, "one more unit")).rejects.toThrow(/may not exceed 9000000 USD/);
+    expect(row(a).balance).toBe(MAX_BALANCE);
+    expect(entrySum(a)).toBe(MAX_BALANCE);
+    await expect(ledger.openAccount({ id: "acct_over", name: "x", createdAt: 1 }, MAX_BALANCE + 1, "x")).rejects.toMatchObject({ param: "credits" });
+  });
+
+  test("ledger entries are immutable", async () => {
+    await account(100);
     expect(() => db.run("UPDATE ledger_entries SET amount = 1")).toThrow(/immutable/);
     expect(() => db.run("DELETE FROM ledger_entries")).toThrow(/immutable/);
   });
-
-  test("deductions cannot dig into reserved money", () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 100, "seed");
-    ledger.reserve({ requestId: "r1", accountId: a.id, amount: 80, endpoint: "chat", model: "m" });
-    expect(() => ledger.adjust(a.id, -30, "x")).toThrow(/exceeds the available balance/);
-    ledger.adjust(a.id, -20, "x");
-    expect(accounts.mustGet(a.id).balance).toBe(80);
-  });
-
-  test("releaseAbandoned voids every pending hold after a crash", () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 100, "seed");
-    ledger.reserve({ requestId: "r1", accountId: a.id, amount: 60, endpoint: "chat", model: "m" });
-    expect(ledger.releaseAbandoned()).toBe(1);
-    expect(accounts.mustGet(a.id).reserved).toBe(0);
-  });
-
-  test("many settlements in one turn share transactions (group commit)", async () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 1_000_000, "seed");
-    for (let i = 0; i < 100; i++) ledger.reserve({ requestId: `r${i}`, accountId: a.id, amount: 10, endpoint: "chat", model: "m" });
-    await Promise.all(Array.from({ length: 100 }, (_, i) => ledger.settle({ requestId: `r${i}`, amount: 7, serviceTier: "default" })));
-    expect(ledger.commitStats.writes).toBe(100);
-    expect(ledger.commitStats.batches).toBeLessThan(5);
-    expect(accounts.mustGet(a.id).balance).toBe(1_000_000 - 700);
-    expect(sumEntries(a.id)).toBe(1_000_000 - 700);
-  });
 });
 
-describe("Ledger: a settle coalesced with its still-queued hold", () => {
-  const hold = (a: string, requestId: string, amount: number) =>
-    ledger.reserve({ requestId, accountId: a, amount, endpoint: "chat", model: "m" });
-  const holdRow = (requestId: string) =>
-    db.query("SELECT account_id, amount, endpoint, model, state, closed_at IS NOT NULL AS closed FROM holds WHERE request_id = ?").get(requestId);
-  const charges = (a: string) =>
-    db.query("SELECT request_id, amount, balance_after, service_tier, input_tokens, output_tokens, reason FROM ledger_entries WHERE account_id = ? AND kind = 'charge' ORDER BY id").all(a);
-  /** Lets the queued hold write commit before the settle comes (the uncoalesced path). */
-  const holdWritten = () => new Promise<void>((r) => setImmediate(r));
-
-  // Each case: balance seeded, another request's hold still in flight, this hold, the charge asked.
-  test.each([
-    ["an ordinary charge", 1000, 300, 400, 250],
-    ["a charge above the hold", 1000, 0, 400, 700],
-    ["a charge capped at what others do not hold", 1000, 500, 400, 800],
-    ["a zero charge", 1000, 0, 400, 0],
-  ])("%s ends exactly as insert → post would", async (_name, seed, other, amount, charge) => {
-    const results = [];
-    for (const coalesce of [false, true]) {
-      const a = accounts.create(coalesce ? "coalesced" : "written first");
-      ledger.adjust(a.id, seed, "seed");
-      if (other) hold(a.id, `other-${coalesce}`, other);
-      expect(hold(a.id, `r-${coalesce}`, amount)).toEqual({ ok: true });
-      if (!coalesce) await holdWritten();
-      const before = ledger.commitStats.coalesced;
-      const s = await ledger.settle({ requestId: `r-${coalesce}`, amount: charge, serviceTier: "default", inputTokens: 5, outputTokens: 6 });
-      expect(ledger.commitStats.coalesced - before).toBe(coalesce ? 1 : 0);
-      const acct = accounts.mustGet(a.id);
-      results.push({
-        settlement: { charged: s.charged, balanceAfter: s.balanceAfter },
-        account: { balance: acct.balance, reserved: acct.reserved },
-        hold: { ...(holdRow(`r-${coalesce}`) as object), account_id: undefined },
-        charges: (charges(a.id) as { request_id: string }[]).map((c) => ({ ...c, request_id: undefined })),
-        pending: ledger.pendingHolds(),
-      });
-      if (other) ledger.release(`other-${coalesce}`);
-    }
-    expect(results[1]).toEqual(results[0]!);
-    expect(results[0]!.hold).toMatchObject({ state: "posted", closed: 1, amount });
-    expect(results[0]!.account.reserved).toBe(other);
-  });
-
-  test("charges above their holds never spend another coalesced hold (same batch), exactly as insert → post", async () => {
-    const results = [];
-    for (const coalesce of [false, true]) {
-      const a = accounts.create(coalesce ? "coalesced" : "written first");
-      ledger.adjust(a.id, 1000, "seed");
-      hold(a.id, `a-${coalesce}`, 600);
-      hold(a.id, `b-${coalesce}`, 400);
-      if (!coalesce) await holdWritten();
-      const before = ledger.commitStats.coalesced;
-      const [b, x] = await Promise.all([
-        ledger.settle({ requestId: `b-${coalesce}`, amount: 700, serviceTier: "default" }),
-        ledger.settle({ requestId: `a-${coalesce}`, amount: 600, serviceTier: "default" }),
-      ]);
-      expect(ledger.commitStats.coalesced - before).toBe(coalesce ? 2 : 0);
-      const acct = accounts.mustGet(a.id);
-      results.push({ b: b.charged, a: x.charged, balance: acct.balance, reserved: acct.reserved });
-    }
-    expect(results[0]).toEqual({ b: 400, a: 600, balance: 0, reserved: 0 });
-    expect(results[1]).toEqual(results[0]!);
-  });
-
-  test("a settle whose write fails leaves the hold pending for release(), exactly as insert → post", async () => {
-    db.run("CREATE TEMP TRIGGER refuse_charge BEFORE INSERT ON ledger_entries WHEN NEW.request_id LIKE 'boom-%' BEGIN SELECT RAISE(ABORT, 'disk says no'); END");
-    const results = [];
-    for (const coalesce of [false, true]) {
-      const a = accounts.create(coalesce ? "coalesced" : "written first");
-      ledger.adjust(a.id, 1000, "seed");
-      hold(a.id, `boom-${coalesce}`, 400);
-      if (!coalesce) await holdWritten();
-      await expect(ledger.settle({ requestId: `boom-${coalesce}`, amount: 100, serviceTier: "default" })).rejects.toThrow(/disk says no/);
-      const pendingBefore = { row: (holdRow(`boom-${coalesce}`) as { state: string }).state, reserved: accounts.mustGet(a.id).reserved };
-      ledger.release(`boom-${coalesce}`);
-      const acct = accounts.mustGet(a.id);
-      results.push({ pendingBefore, row: (holdRow(`boom-${coalesce}`) as { state: string }).state, balance: acct.balance, reserved: acct.reserved, pending: ledger.pendingHolds(), charges: charges(a.id).length });
-    }
-    expect(results[0]).toEqual({ pendingBefore: { row: "pending", reserved: 400 }, row: "voided", balance: 1000, reserved: 0, pending: 0, charges: 0 });
-    expect(results[1]).toEqual(results[0]!);
-  });
-
-  test("a second settle in the same turn returns the first charge, never a second", async () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 1000, "seed");
-    hold(a.id, "r1", 400);
-    const [s1, s2] = await Promise.all([
-      ledger.settle({ requestId: "r1", amount: 100, serviceTier: "default" }),
-      ledger.settle({ requestId: "r1", amount: 300, serviceTier: "default" }),
-    ]);
-    expect(s1).toEqual({ requestId: "r1", charged: 100, balanceAfter: 900 });
-    expect(s2).toEqual(s1);
-    expect(charges(a.id)).toHaveLength(1);
-    expect(sumEntries(a.id)).toBe(900);
-  });
-
-  test("until the charge is committed the hold still counts: nobody else can spend it", async () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 1000, "seed");
-    hold(a.id, "r1", 700);
-    const settling = ledger.settle({ requestId: "r1", amount: 100, serviceTier: "default" });
-    expect(ledger.pendingHolds()).toBe(1);
-    expect(hold(a.id, "r2", 400)).toEqual({ ok: false, available: 300 });
-    await settling;
-    expect(ledger.pendingHolds()).toBe(0);
-    expect(hold(a.id, "r2", 900)).toEqual({ ok: true });
-  });
-
-  test("a release of a queued hold is not coalesced: the hold is written, then voided", async () => {
-    const a = accounts.create("t");
-    ledger.adjust(a.id, 1000, "seed");
-    hold(a.id, "r1", 400);
-    ledger.release("r1");
-    expect(holdRow("r1")).toMatchObject({ state: "voided" });
-    await expect(ledger.settle({ requestId: "r1", amount: 100, serviceTier: "default" })).rejects.toMatchObject({ detail: expect.stringMatching(/without a pending hold/) });
-    expect(accounts.mustGet(a.id)).toMatchObject({ balance: 1000, reserved: 0 });
-  });
-});
-
-describe("Ledger.adjust bounds", () => {
-  test("a credit that would pass the maximum balance is refused and changes nothing", () => {
-    const a = accounts.create("rich");
-    ledger.adjust(a.id, MAX_BALANCE, "seed");
-    expect(() => ledger.adjust(a.id, 1, "one more unit")).toThrow(/may not exceed 9000000 USD/);
-    expect(accounts.mustGet(a.id).balance).toBe(MAX_BALANCE);
-    expect(sumEntries(a.id)).toBe(MAX_BALANCE);
+describe("group commit", () => {
+  test("many settlements in one turn share transactions", async () => {
+    const a = await account(1_000_000);
+    const holds: Hold[] = await Promise.all(Array.from({ length: 100 }, () => reserve(a, { inputTokens: 10 })));
+    const before = store.commitStats;
+    await Promise.all(holds.map((h) => h.settle({ inputTokens: 7, serviceTier: "default" })));
+    expect(store.commitStats.writes - before.writes).toBe(100);
+    expect(store.commitStats.batches - before.batches).toBeLessThan(5);
+    expect(row(a).balance).toBe(1_000_000 - 700);
+    expect(entrySum(a)).toBe(1_000_000 - 700);
   });
 });

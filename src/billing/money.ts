@@ -5,6 +5,12 @@
  * No floating point touches a money value anywhere in this module.
  */
 export const UNITS_PER_USD = 1_000_000_000;
+
+/**
+ * The largest balance an account may hold: 9 million USD. Balances stay far inside the range of
+ * exact integers, so every view of them formats exactly.
+ */
+export const MAX_BALANCE = 9_000_000 * UNITS_PER_USD;
 const DECIMALS = 9;
 
 /** Why a decimal could not be read as money; the caller names the field. */

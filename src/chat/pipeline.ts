@@ -1,18 +1,20 @@
 /**
  * One chat request end to end: check limits of the model, hold the most it can cost, dispatch to
- * an upstream, then settle the actual cost (or release the hold on failure). Shared by
+ * an upstream, then settle the actual cost (or release the hold on any other path). Shared by
  * /v1/chat/completions, /v1/messages and /v1/responses, which only translate around it.
  */
 import type { Services } from "../services";
 import type { ResolvedModel } from "../catalog/catalog";
 import { chatCost } from "../billing/prices";
 import { formatUsd } from "../billing/money";
-import { insufficientCredits, upstreamError } from "../errors";
+import { upstreamError } from "../errors";
+import type { Hold } from "../billing/hold";
+import type { Consumption, StoredResponseRecord } from "../billing/ledger-store";
 import { dispatchChat } from "../upstream/dispatch";
 import { abortWith, readAllText } from "../upstream/timeouts";
 import { tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
-import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
+import { readUsage, rewriteChatObject, deliveredText, usageDetails } from "./rewrite";
 import { countTextTokens, promptTokenCount } from "./tokens";
 import { ChatStream } from "./stream";
 import { timeEngine } from "../metrics/engine-time";
@@ -35,6 +37,10 @@ export interface ChatResult {
   /** Units actually charged. */
   charged: number;
   serviceTier: "default" | "priority";
+  /** Of inputTokens, served from the upstream's prompt cache (billed like any input token). */
+  cachedTokens?: number;
+  /** Of outputTokens, spent on reasoning (billed like any output token). */
+  reasoningTokens?: number;
 }
 
 type ChatObject = Record<string, unknown>;
@@ -44,14 +50,34 @@ export function completionId(requestId: string): string {
   return "chatcmpl-" + requestId.replace(/^req_/, "");
 }
 
-/** Holds the maximum cost; throws 402 when the available balance cannot cover it. */
-export function reserveChat(s: Services, call: ChatCall): TokenBudget {
+/**
+ * Holds the most the request can cost (the prompt's bound and the output cap, × n) before any
+ * upstream is called: 402 when the available balance cannot cover it, 503 when the ledger cannot write.
+ */
+export async function reserveChat(s: Services, call: ChatCall): Promise<{ hold: Hold; budget: TokenBudget }> {
   const { entry, multiplier } = call.resolved;
   const budget = tokenBudget(call.request, entry);
-  const amount = chatCost(entry, multiplier, { inputTokens: budget.inputBound, outputTokens: budget.maxOutput });
-  const r = s.ledger.reserve({ requestId: call.requestId, accountId: call.accountId, amount, endpoint: call.endpoint, model: call.resolved.requestedId });
-  if (!r.ok) throw insufficientCredits(formatUsd(amount), formatUsd(r.available));
-  return budget;
+  const hold = await s.ledger.reserve({
+    requestId: call.requestId,
+    accountId: call.accountId,
+    endpoint: call.endpoint,
+    model: call.resolved.requestedId,
+    budget: { inputTokens: budget.inputBound, outputTokens: budget.maxOutput },
+    price: (u) => chatCost(entry, multiplier, { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 }),
+  });
+  return { hold, budget };
+}
+
+/** What a chat's usage costs on its hold (clamped to it), as the protocols report it. */
+export function chatResult(hold: Hold, usage: Consumption, serviceTier: ChatResult["serviceTier"]): ChatResult {
+  const q = hold.quote(usage);
+  const inputTokens = q.recorded.inputTokens ?? 0;
+  const outputTokens = q.recorded.outputTokens ?? 0;
+  const result: ChatResult = { inputTokens, outputTokens, charged: q.amount, serviceTier };
+  // The details are parts of the totals: a clamped total clamps its part too.
+  if (usage.cachedTokens !== undefined) result.cachedTokens = Math.min(usage.cachedTokens, inputTokens);
+  if (usage.reasoningTokens !== undefined) result.reasoningTokens = Math.min(usage.reasoningTokens, outputTokens);
+  return result;
 }
 
 /** The body the upstream receives: the client's fields, minus what only we interpret. */
@@ -67,10 +93,18 @@ export function estimateInput(req: ChatRequest): number {
   return promptTokenCount(req.messages, [req.tools, req.functions, req.response_format]);
 }
 
-export async function completeChat(s: Services, call: ChatCall): Promise<{ body: ChatObject; result: ChatResult }> {
+/**
+ * A plain chat call: hold, dispatch, check the reply, then charge. `present` turns the rewritten
+ * chat body and its cost into what the route returns, and may name a stored response to write in
+ * the charge's own transaction.
+ */
+export async function completeChat<T>(
+  s: Services,
+  call: ChatCall,
+  present: (chat: ChatObject, result: ChatResult) => { value: T; storedResponse?: StoredResponseRecord },
+): Promise<{ value: T; result: ChatResult }> {
   await prepareChatImages(s, call);
-  reserveChat(s, call);
-  let settled = false;
+  const { hold } = await reserveChat(s, call);
   try {
     const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId));
     let json: ChatObject;
@@ -81,36 +115,36 @@ export async function completeChat(s: Services, call: ChatCall): Promise<{ body:
     }
     // Checked before the charge: nothing after settle() may fail on the upstream's shape.
     if (!isWellFormedCompletion(json)) throw upstreamError();
-    const usage = readUsage(json) ?? {
+    const reported = readUsage(json) ?? {
       prompt: estimateInput(call.request),
       completion: (json.choices as { message?: ChatObject }[]).reduce((n, c) => n + countTextTokens(deliveredText(c.message)), 0),
     };
-    const cost = chatCost(call.resolved.entry, call.resolved.multiplier, { inputTokens: usage.prompt, outputTokens: usage.completion });
-    const settlement = await s.ledger.settle({
-      requestId: call.requestId, amount: cost, serviceTier: call.resolved.tier, inputTokens: usage.prompt, outputTokens: usage.completion,
-    });
-    settled = true;
+    // A complete body cannot be cut any more: usage beyond the hold is clamped to it (and logged).
+    const usage: Consumption = { inputTokens: reported.prompt, outputTokens: reported.completion, ...usageDetails(readUsage(json)) };
+    const result = chatResult(hold, usage, call.resolved.tier);
     rewriteChatObject(json, { id: completionId(call.requestId), model: call.resolved.requestedId, serviceTier: call.resolved.tier });
-    const result: ChatResult = { inputTokens: usage.prompt, outputTokens: usage.completion, charged: settlement.charged, serviceTier: call.resolved.tier };
     json.usage = usageObject(json.usage, result);
-    return { body: json, result };
+    const { value, storedResponse } = present(json, result);
+    const settlement = await hold.settle({ ...usage, serviceTier: call.resolved.tier, storedResponse });
+    return { value, result: { ...result, charged: settlement.charged } };
   } finally {
-    if (!settled) s.ledger.release(call.requestId);
+    await hold.release();
   }
 }
 
 /** Opens a relayed stream; resolves once an upstream accepted the request (errors before that throw). */
 export async function openChatStream(s: Services, call: ChatCall): Promise<ChatStream> {
   await prepareChatImages(s, call);
-  reserveChat(s, call);
+  const { hold, budget } = await reserveChat(s, call);
   try {
     // Aborted by the client going away or by the stream's own cancel/failure.
     const upstream = new AbortController();
     abortWith(call.signal, upstream);
     const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), upstream.signal, call.requestId));
-    return new ChatStream(s, call, response, upstream);
+    // From here on the stream owns the hold.
+    return new ChatStream(call, response, upstream, hold, budget);
   } catch (err) {
-    s.ledger.release(call.requestId);
+    await hold.release();
     throw err;
   }
 }
@@ -118,8 +152,12 @@ export async function openChatStream(s: Services, call: ChatCall): Promise<ChatS
 /** The usage object we return: the upstream's fields where present, our exact totals and cost. */
 export function usageObject(upstreamUsage: unknown, r: ChatResult) {
   const base = upstreamUsage && typeof upstreamUsage === "object" ? (upstreamUsage as ChatObject) : {};
+  const details: ChatObject = {};
+  if (r.cachedTokens !== undefined) details.prompt_tokens_details = { ...(base.prompt_tokens_details as ChatObject | undefined), cached_tokens: r.cachedTokens };
+  if (r.reasoningTokens !== undefined) details.completion_tokens_details = { ...(base.completion_tokens_details as ChatObject | undefined), reasoning_tokens: r.reasoningTokens };
   return {
     ...base,
+    ...details,
     prompt_tokens: r.inputTokens,
     completion_tokens: r.outputTokens,
     total_tokens: r.inputTokens + r.outputTokens,

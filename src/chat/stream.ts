@@ -1,55 +1,63 @@
 /**
- * Relays an upstream chat-completions SSE stream as rewritten chunk objects, and settles exactly
- * once when it ends (contract §7):
- *   completed          → charge the upstream's usage (or our count when it sent none);
- *   upstream failed    → release: an error is free;
- *   client went away   → charge input plus the output delivered so far, or nothing if none was.
+ * Relays an upstream chat-completions SSE stream as rewritten chunk objects. The stream owns its
+ * request's Hold; the relay (http/chat-relay.ts) decides, once the iteration is over, what to bill:
+ *   completed          → the upstream's usage (or our count when it sent none), clamped to the hold;
+ *   at the output cap  → the upstream is stopped, the stream ends as `length`, billed as delivered;
+ *   upstream failed    → nothing (the relay's finally releases the hold);
+ *   client went away   → input plus the output delivered so far, or nothing if none was.
  */
-import type { Services } from "../services";
-import { chatCost } from "../billing/prices";
+import type { Consumption } from "../billing/ledger-store";
+import type { Hold } from "../billing/hold";
 import { SseParser } from "../protocols/sse";
 import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
-import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
+import { readUsage, rewriteChatObject, deliveredText, usageDetails, type UpstreamUsage } from "./rewrite";
 import { countTextTokens } from "./tokens";
+import type { TokenBudget } from "./request";
+import { OutputMeter, relayCap } from "./output-cap";
 import { timeEngine } from "../metrics/engine-time";
-import { requestMetrics } from "../metrics/request-metrics";
-import { completionId, estimateInput, type ChatCall, type ChatResult } from "./pipeline";
+import { completionId, estimateInput, type ChatCall } from "./pipeline";
 
 type ChatObject = Record<string, unknown>;
 
 /** The upstream broke the stream; nothing is billed and the client gets an error event. */
 export class StreamFailure extends Error {}
 
-export class ChatStream implements AsyncIterable<ChatObject> {
-  private usage: { prompt: number; completion: number } | null = null;
+export class ChatStream {
+  private usage: UpstreamUsage | null = null;
   private delivered = "";
   private deliveredChunks = 0;
-  private finished = false;
-  private settlement: Promise<ChatResult | null> | null = null;
-  private sawFinish = false;
+  private clientLeft = false;
+  /** The relay stopped the upstream at the output cap. */
+  private capped = false;
+  private readonly meter: OutputMeter;
 
   constructor(
-    private readonly s: Services,
     private readonly call: ChatCall,
     private readonly response: UpstreamReply,
     private readonly upstream: AbortController,
-  ) {}
-
-  /** Chunks with content, rewritten; usage-only chunks are held back (we send our own). */
-  async *[Symbol.asyncIterator](): AsyncIterator<ChatObject> {
-    for await (const batch of this.batches()) yield* batch;
+    /** Owned by this stream; the relay's finally releases it. */
+    readonly hold: Hold,
+    budget: TokenBudget,
+  ) {
+    this.meter = new OutputMeter(relayCap(budget.maxOutput));
   }
 
   /**
-   * The same chunks, grouped by the upstream read they arrived in, so a relay can frame and write
-   * them at once: one write (and one async step) per read instead of one per chunk.
+   * The chunks with content, rewritten, grouped by the upstream read they arrived in, so a relay can
+   * frame and write them at once: one write (and one async step) per read instead of one per chunk.
+   * Usage-only chunks are held back (the relay sends its own). Ends normally when the upstream
+   * completes or the output cap is reached; throws StreamFailure when the upstream breaks.
    */
   async *batches(): AsyncGenerator<ChatObject[]> {
     const reader = this.response.body;
     const parser = new SseParser();
     const rewrite = { id: completionId(this.call.requestId), model: this.call.resolved.requestedId, serviceTier: this.call.resolved.tier };
     let sawDone = false;
+    let sawFinish = false;
+    /** Choices that have not finished yet, and the upstream's `created`, for the `length` chunk. */
+    const unfinished = new Set<number>();
+    let created = Math.floor(Date.now() / 1000);
     try {
       for (;;) {
         let read: { done: boolean; value?: Uint8Array };
@@ -84,75 +92,65 @@ export class ChatStream implements AsyncIterable<ChatObject> {
           }
           const usage = readUsage(obj);
           if (usage) this.usage = usage;
-          const choices = obj.choices as { delta?: ChatObject; finish_reason?: unknown }[] | undefined;
+          const choices = obj.choices as { index?: unknown; delta?: ChatObject; finish_reason?: unknown }[] | undefined;
           if (!Array.isArray(choices) || choices.length === 0) continue;
           delete obj.usage;
-          for (const c of choices) {
-            this.delivered += deliveredText(c.delta);
-            if (c.finish_reason) this.sawFinish = true;
+          let text = "";
+          for (const c of choices) text += deliveredText(c.delta);
+          if (!this.meter.admit(text, this.delivered)) {
+            this.capped = true;
+            break;
           }
+          for (const c of choices) {
+            const index = typeof c.index === "number" ? c.index : 0;
+            if (c.finish_reason) {
+              sawFinish = true;
+              unfinished.delete(index);
+            } else unfinished.add(index);
+          }
+          if (typeof obj.created === "number") created = obj.created;
+          this.delivered += text;
           this.deliveredChunks++;
           batch.push(rewriteChatObject(obj, rewrite));
+        }
+        if (this.capped) {
+          // Nothing more is read: the upstream is stopped and every open choice ends as `length`.
+          this.upstream.abort();
+          const ending = [...(unfinished.size > 0 ? unfinished : [0])].map((index) => ({ index, delta: {}, finish_reason: "length" }));
+          batch.push(rewriteChatObject({ id: "", object: "chat.completion.chunk", created, model: "", choices: ending }, rewrite));
+          yield batch;
+          return;
         }
         if (batch.length > 0) yield batch;
         if (failure) throw failure;
         if (read.done) break;
       }
-      if (!sawDone && !this.sawFinish && !this.usage) throw new StreamFailure("upstream stream ended early");
+      if (!sawDone && !sawFinish && !this.usage) throw new StreamFailure("upstream stream ended early");
     } catch (err) {
-      if (!this.finished) this.fail();
       throw err instanceof StreamFailure ? err : new StreamFailure(String(err));
     }
   }
 
-  /** After the iteration completed: settle the actual cost; resolves once durable. */
-  complete(): Promise<ChatResult | null> {
-    if (!this.settlement) {
-      this.finished = true;
-      const usage = this.usage ?? { prompt: estimateInput(this.call.request), completion: countTextTokens(this.delivered) };
-      this.settlement = this.settle(usage.prompt, usage.completion);
-    }
-    return this.settlement;
-  }
-
-  /** The client went away: stop the upstream and bill what was delivered. */
-  cancel(): Promise<ChatResult | null> {
+  /** The client went away: stop the upstream (the relay then bills what was delivered). */
+  cancel(): void {
+    this.clientLeft = true;
     this.upstream.abort();
-    if (!this.settlement) {
-      this.finished = true;
-      if (this.deliveredChunks === 0 || this.delivered === "") {
-        this.s.ledger.release(this.call.requestId);
-        this.settlement = Promise.resolve(null);
-      } else {
-        const input = this.usage?.prompt ?? estimateInput(this.call.request);
-        this.settlement = this.settle(input, countTextTokens(this.delivered));
-      }
-    }
-    return this.settlement;
   }
 
-  /**
-   * Ends the stream unbilled when something other than the upstream broke it (a framing error,
-   * a failed settlement): stops the upstream and releases the hold unless a charge already
-   * settled. Safe to call at any point, any number of times.
-   */
-  abandon(): void {
-    if (!this.settlement) this.fail();
-    else this.upstream.abort();
+  get clientGone(): boolean {
+    return this.clientLeft;
   }
 
-  private fail(): void {
-    this.finished = true;
-    requestMetrics(this.s).upstreamErrors.inc({ endpoint: this.call.endpoint, kind: "mid_stream" });
-    this.upstream.abort();
-    this.s.ledger.release(this.call.requestId);
-    this.settlement = Promise.resolve(null);
+  /** What a stream that ran to its end consumed: the upstream's usage, or our count without it. */
+  finalUsage(): Consumption {
+    if (this.usage && !this.capped) return { inputTokens: this.usage.prompt, outputTokens: this.usage.completion, ...usageDetails(this.usage) };
+    // Cut at the cap, the upstream's count (if any came) is not what was delivered.
+    return { inputTokens: this.usage?.prompt ?? estimateInput(this.call.request), outputTokens: countTextTokens(this.delivered) };
   }
 
-  private async settle(inputTokens: number, outputTokens: number): Promise<ChatResult> {
-    const { entry, multiplier, tier } = this.call.resolved;
-    const amount = chatCost(entry, multiplier, { inputTokens, outputTokens });
-    const st = await this.s.ledger.settle({ requestId: this.call.requestId, amount, serviceTier: tier, inputTokens, outputTokens });
-    return { inputTokens, outputTokens, charged: st.charged, serviceTier: tier };
+  /** What a client that went away consumed: input plus the output delivered, or null when none was. */
+  deliveredUsage(): Consumption | null {
+    if (this.deliveredChunks === 0 || this.delivered === "") return null;
+    return { inputTokens: this.usage?.prompt ?? estimateInput(this.call.request), outputTokens: countTextTokens(this.delivered) };
   }
 }

@@ -44,6 +44,7 @@ Environment (defaults in brackets):
   SWITCHYARD_RATE_LIMIT_RPM [600], SWITCHYARD_CONCURRENCY_LIMIT [32]   per-account limits
   SWITCHYARD_MAX_BODY_BYTES [33554432], SWITCHYARD_ONNX_PROVIDER [cpu|cuda],
   SWITCHYARD_LOG_LEVEL [info], SWITCHYARD_IMAGE_MAX_BYTES / _MAX_PIXELS / _MAX_EDGE
+  SWITCHYARD_DASHBOARD [on|off], SWITCHYARD_DASHBOARD_SESSION_SECONDS [43200]   web dashboard at /dashboard
 Reference: GET /docs on a running server.`;
 
 function print(value: unknown): void {
@@ -78,6 +79,11 @@ export async function runCli(argv: string[]): Promise<number> {
   if (command === "serve") {
     try {
       const server = await startServer(config);
+      // A rejection nobody handled is a bug; it is logged as one JSON line like everything else,
+      // never as a raw stack trace that breaks the log.
+      process.on("unhandledRejection", (reason) => {
+        server.services.log.error("unhandled rejection", { error: String((reason as Error)?.stack ?? reason).slice(0, 2000) });
+      });
       const shutdown = async () => {
         await server.stop();
         process.exit(0);
@@ -105,7 +111,7 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   const admin = new Admin(services);
   try {
-    const out = adminCommand(admin, command, sub, rest, flags);
+    const out = await adminCommand(admin, command, sub, rest, flags);
     if (out === undefined) return fail(`unknown command '${[command, sub].filter(Boolean).join(" ")}'. Run 'switchyard --help'.`);
     print(out);
     return 0;

@@ -22,6 +22,8 @@ import { registerResponsesRoutes } from "./routes/responses";
 import { registerUsageRoutes } from "./routes/usage";
 import { registerMetricsRoutes } from "./routes/metrics";
 import { registerDocsRoutes } from "./routes/docs";
+import { registerSelfServiceRoutes } from "./routes/self-service";
+import { registerDashboardRoutes } from "./dashboard/routes";
 
 export function baseApp() {
   return new Elysia({ name: "switchyard" }).use(bearer());
@@ -91,6 +93,8 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
   registerSpeechRoutes(app, s, docs);
   registerEmbeddingsRoutes(app, s, docs);
   registerUsageRoutes(app, s, docs);
+  registerSelfServiceRoutes(app, s, docs);
+  if (s.config.dashboard) registerDashboardRoutes(app, s, docs);
   registerMetricsRoutes(app, s, docs);
   return { app, docs };
 }

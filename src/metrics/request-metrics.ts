@@ -29,7 +29,9 @@ export function requestMetrics(s: Services): RequestMetrics {
   const characters = m.counter("switchyard_characters_total", "Billed speech characters (Unicode code points) by model.");
   const credits = m.counter("switchyard_credits_charged_nano_usd_total", "Credits charged, in nano-USD (1e-9 USD), by endpoint and model.");
   const charges = m.counter("switchyard_charges_total", "Durable charges by endpoint, model and service tier.");
-  m.gauge("switchyard_holds_open", "Credit holds not yet settled or released.", () => s.ledger.pendingHolds());
+  const clamps = m.counter("switchyard_charge_clamps_total", "Charges clamped to their hold because the reported usage cost more, by endpoint and model.");
+  m.gauge("switchyard_holds_open", "Credit holds not yet settled or released (voids waiting for the store included).", () => s.ledger.pendingHolds());
+  s.ledger.onClamped((c) => clamps.inc({ endpoint: c.endpoint, model: c.model }));
   m.gauge("switchyard_requests_in_flight", "Admitted requests holding a concurrency slot.", () => s.limits.totalInFlight());
   m.counter("switchyard_limit_rejections_total", "Requests refused by a per-account limit.");
   s.ledger.onSettled((c) => {

@@ -9,17 +9,29 @@ import { MIGRATIONS } from "./migrations/index";
 
 export type Store = Database;
 
-export function openStore(dataDir: string): Store {
+export interface StoreOptions {
+  /**
+   * How long a statement waits, blocking its thread, for another connection's write lock. The CLI
+   * waits (5 s); a serving connection must never block its event loop, so the server passes 0 and
+   * the ledger's group commit retries on a timer instead (store/sqlite/group-commit.ts).
+   */
+  busyTimeoutMs?: number;
+}
+
+/** Lock waits while migrating at start-up (blocking is harmless before serving). */
+const MIGRATION_BUSY_TIMEOUT_MS = 5000;
+
+export function openStore(dataDir: string, options: StoreOptions = {}): Store {
   mkdirSync(dataDir, { recursive: true });
   const db = new Database(join(dataDir, "switchyard.db"), { create: true, strict: true });
-  // A writer waits for another process (the CLI, say) instead of failing at once.
-  db.run("PRAGMA busy_timeout = 5000");
+  db.run(`PRAGMA busy_timeout = ${MIGRATION_BUSY_TIMEOUT_MS}`);
   db.run("PRAGMA journal_mode = WAL");
   // Every commit is fsynced: a settled charge survives power loss. Group commit amortises it
   // (and moves the WAL fsync off the event loop, see billing/group-commit.ts).
   db.run("PRAGMA synchronous = FULL");
   db.run("PRAGMA foreign_keys = ON");
   migrate(db);
+  db.run(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? MIGRATION_BUSY_TIMEOUT_MS}`);
   return db;
 }
 

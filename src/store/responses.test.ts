@@ -3,11 +3,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore, type Store } from "./database";
-import { ResponseStore } from "./responses";
+import { ResponseStore, StoredResponseWriter } from "./responses";
 
 let dir: string;
 let db: Store;
 let store: ResponseStore;
+let writer: StoredResponseWriter;
 
 const msg = (role: string, text: string) => ({ id: `msg_${text}`, type: "message", role, content: [{ type: role === "user" ? "input_text" : "output_text", text }] });
 const turn = (id: string, accountId: string, prev: string | null, said: string, answered: string) => ({
@@ -19,10 +20,11 @@ beforeAll(() => {
   db = openStore(dir);
   for (const a of ["acct_a", "acct_b"]) db.query("INSERT INTO accounts (id, name, created_at) VALUES (?, ?, 0)").run(a, a);
   store = new ResponseStore(db);
-  store.save(turn("resp_1", "acct_a", null, "q1", "a1"));
-  store.save(turn("resp_2", "acct_a", "resp_1", "q2", "a2"));
-  store.save(turn("resp_3", "acct_a", "resp_2", "q3", "a3"));
-  store.save(turn("resp_b", "acct_b", null, "qb", "ab"));
+  writer = new StoredResponseWriter(db);
+  writer.write(turn("resp_1", "acct_a", null, "q1", "a1"));
+  writer.write(turn("resp_2", "acct_a", "resp_1", "q2", "a2"));
+  writer.write(turn("resp_3", "acct_a", "resp_2", "q3", "a3"));
+  writer.write(turn("resp_b", "acct_b", null, "qb", "ab"));
 });
 afterAll(() => {
   db.close();
@@ -51,9 +53,9 @@ test("get and delete only see the owner's rows", () => {
 });
 
 test("a deleted ancestor ends the conversation after it", () => {
-  store.save(turn("resp_x1", "acct_a", null, "x1", "y1"));
-  store.save(turn("resp_x2", "acct_a", "resp_x1", "x2", "y2"));
-  store.save(turn("resp_x3", "acct_a", "resp_x2", "x3", "y3"));
+  writer.write(turn("resp_x1", "acct_a", null, "x1", "y1"));
+  writer.write(turn("resp_x2", "acct_a", "resp_x1", "x2", "y2"));
+  writer.write(turn("resp_x3", "acct_a", "resp_x2", "x3", "y3"));
   store.delete("resp_x2", "acct_a");
   expect(texts(store.conversation("resp_x3", "acct_a"))).toEqual(["x3", "y3"]);
 });

@@ -3,6 +3,7 @@
  * caller's account id, so another account's id reads exactly like an unknown one (404).
  */
 import type { Store } from "./database";
+import { writeOrUnavailable } from "./sqlite/failures";
 
 type Json = Record<string, unknown>;
 
@@ -27,13 +28,35 @@ interface Row {
 /** Guards the walk back through previous_response_id links (a cycle cannot be stored, but still). */
 const MAX_TURNS = 10_000;
 
+/**
+ * Writes a stored turn: its row, and each of its items by id (for item_reference inputs; a later
+ * item with the same id replaces it). Runs inside the caller's transaction — the ledger writes a
+ * turn in the same transaction as its charge.
+ */
+export class StoredResponseWriter {
+  private readonly insertTurn;
+  private readonly putItem;
+
+  constructor(db: Store) {
+    this.insertTurn = db.query("INSERT INTO responses (id, account_id, previous_response_id, input_items, response, created_at) VALUES (?, ?, ?, ?, ?, ?)");
+    this.putItem = db.query("INSERT OR REPLACE INTO response_items (account_id, item_id, response_id, item) VALUES (?, ?, ?, ?)");
+  }
+
+  write(r: StoredResponse): void {
+    this.insertTurn.run(r.id, r.accountId, r.previousResponseId, JSON.stringify(r.inputItems), JSON.stringify(r.response), r.createdAt);
+    for (const item of [...r.inputItems, ...((r.response.output as Json[] | undefined) ?? [])]) {
+      if (typeof item.id === "string" && item.id !== "") this.putItem.run(r.accountId, item.id, r.id, JSON.stringify(item));
+    }
+  }
+}
+
 export class ResponseStore {
   constructor(private readonly db: Store) {}
 
-  save(r: StoredResponse): void {
-    this.db
-      .query("INSERT INTO responses (id, account_id, previous_response_id, input_items, response, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(r.id, r.accountId, r.previousResponseId, JSON.stringify(r.inputItems), JSON.stringify(r.response), r.createdAt);
+  /** A stored input or output item of this account by its id, or null (another account's reads as unknown). */
+  item(itemId: string, accountId: string): Json | null {
+    const row = this.db.query("SELECT item FROM response_items WHERE account_id = ? AND item_id = ?").get(accountId, itemId) as { item: string } | null;
+    return row ? (JSON.parse(row.item) as Json) : null;
   }
 
   get(id: string, accountId: string): StoredResponse | null {
@@ -43,7 +66,7 @@ export class ResponseStore {
 
   /** True when a row of this account was deleted. */
   delete(id: string, accountId: string): boolean {
-    return this.db.query("DELETE FROM responses WHERE id = ? AND account_id = ?").run(id, accountId).changes > 0;
+    return writeOrUnavailable(() => this.db.query("DELETE FROM responses WHERE id = ? AND account_id = ?").run(id, accountId).changes > 0);
   }
 
   /**

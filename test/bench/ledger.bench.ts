@@ -13,8 +13,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../../src/store/database";
-import { Accounts } from "../../src/accounts/accounts";
+import { SqliteLedgerStore } from "../../src/store/sqlite/ledger-store";
 import { Ledger } from "../../src/billing/ledger";
+import type { Hold } from "../../src/billing/hold";
+import { Log } from "../../src/log";
 import { benchAccount, startGatewayProcess, startUpstreamProcess } from "./lib/processes";
 import { fmt, runLoad } from "./lib/load";
 
@@ -28,21 +30,30 @@ async function settlementsPerSecond(maxBatch: number, n: number, inflight: numbe
   const dir = mkdtempSync(join(tmpdir(), "switchyard-ledger-bench-"));
   const db = openStore(dir);
   try {
-    const ledger = new Ledger(db, maxBatch);
-    const acct = new Accounts(db).create("bench");
-    ledger.adjust(acct.id, 1_000_000_000_000, "bench credits");
-    for (let i = 0; i < n; i++) ledger.reserve({ requestId: `r${i}`, accountId: acct.id, amount: 1000, endpoint: "/v1/chat/completions", model: "m" });
+    const store = new SqliteLedgerStore(db, { maxBatch });
+    const ledger = new Ledger(store, new Log("silent"));
+    const acct = { id: "acct_bench", name: "bench", createdAt: 0 };
+    await ledger.openAccount(acct, 1_000_000_000_000, "bench credits");
+    // 100 units per token: a hold of 10 input + 5 output tokens is 1500 units, a charge of 7 + 0 is 700.
+    const price = (u: { inputTokens?: number; outputTokens?: number }) => 100 * ((u.inputTokens ?? 0) + (u.outputTokens ?? 0));
+    const holds: Hold[] = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        ledger.reserve({ requestId: `r${i}`, accountId: acct.id, endpoint: "/v1/chat/completions", model: "m", budget: { inputTokens: 10, outputTokens: 5 }, price }),
+      ),
+    );
+    const before = store.commitStats;
     let next = 0;
     const worker = async () => {
       while (next < n) {
         const i = next++;
-        await ledger.settle({ requestId: `r${i}`, amount: 700, serviceTier: "default", inputTokens: 10, outputTokens: 5 });
+        await holds[i]!.settle({ serviceTier: "default", inputTokens: 7, outputTokens: 0 });
       }
     };
     const t0 = performance.now();
     await Promise.all(Array.from({ length: inflight }, worker));
     const seconds = (performance.now() - t0) / 1000;
-    const { batches, writes } = ledger.commitStats;
+    const batches = store.commitStats.batches - before.batches;
+    const writes = store.commitStats.writes - before.writes;
     const row = db.query("SELECT balance, reserved FROM accounts WHERE id = ?").get(acct.id) as { balance: number; reserved: number };
     if (writes !== n || row.reserved !== 0 || row.balance !== 1_000_000_000_000 - 700 * n) throw new Error("ledger bench: wrong totals");
     return { perSecond: n / seconds, batches, avgBatch: writes / batches, seconds };

@@ -25,6 +25,15 @@ export interface Behaviour {
   toolCall?: { name: string; arguments: string };
   /** Extra top-level fields to include in responses (e.g. to check they are stripped). */
   extra?: Record<string, unknown>;
+  /** Report this usage instead of the true counts (an upstream that over-reports). */
+  reportUsage?: { prompt: number; completion: number };
+  /**
+   * Stream `words` over and over and never finish (an upstream that ignores max_tokens); chunks are
+   * produced as the reader pulls them, so a reader that stops stops it.
+   */
+  endless?: boolean;
+  /** Called once every content chunk is sent, before the final chunk (a test's hook into "the end"). */
+  beforeFinish?: () => void | Promise<void>;
 }
 
 export interface FakeUpstream {
@@ -71,7 +80,9 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
       }
       const words = b.words ?? ["Hello", " from", " the", " fake", " upstream", "."];
       const prompt = b.promptTokens ?? 11;
-      const usage = { prompt_tokens: prompt, completion_tokens: words.length, total_tokens: prompt + words.length };
+      const usage = b.reportUsage
+        ? { prompt_tokens: b.reportUsage.prompt, completion_tokens: b.reportUsage.completion, total_tokens: b.reportUsage.prompt + b.reportUsage.completion }
+        : { prompt_tokens: prompt, completion_tokens: words.length, total_tokens: prompt + words.length };
       const base = { id: "chatcmpl-upstream-secret", created: 1_700_000_000, model: body.model, system_fingerprint: "fp_upstream_secret", ...b.extra };
       if (!body.stream) {
         const message = b.toolCall
@@ -86,6 +97,20 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
       }
       const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
         enc.encode(sseFrame({ ...base, object: "chat.completion.chunk", choices, ...extra }));
+      if (b.endless) {
+        let i = 0;
+        return sseResponse(
+          new ReadableStream<Uint8Array>({
+            async pull(controller) {
+              if (b.chunkDelayMs) await sleep(b.chunkDelayMs);
+              controller.enqueue(chunk([{ index: 0, delta: { content: words[i++ % words.length] }, finish_reason: null }]));
+            },
+            cancel() {
+              state.aborted++;
+            },
+          }),
+        );
+      }
       const stream = new ReadableStream<Uint8Array>({
         async start(controller) {
           try {
@@ -113,6 +138,7 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
                 controller.enqueue(chunk([{ index: 0, delta: { content: words[i] }, finish_reason: null }]));
               }
             }
+            await b.beforeFinish?.();
             controller.enqueue(chunk([{ index: 0, delta: {}, finish_reason: b.toolCall ? "tool_calls" : "stop" }]));
             if (!b.omitUsage && body.stream_options?.include_usage) controller.enqueue(chunk([], { usage }));
             controller.enqueue(enc.encode(SSE_DONE));

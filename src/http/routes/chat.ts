@@ -8,7 +8,8 @@ import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { ChatCompletionRequest, parseChatRequest, wantsPriority } from "../../chat/request";
 import { completionId, usageObject, type ChatCall } from "../../chat/pipeline";
 import { SSE_DONE, sseData } from "../../protocols/sse";
-import { completeForRoute, MID_STREAM_FAILURE, streamForRoute } from "../chat-relay";
+import { completeForRoute, streamForRoute } from "../chat-relay";
+import { errorBody } from "../errors";
 
 export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void {
   docs.add({ method: "POST", path: "/v1/chat/completions", summary: "Chat completion (OpenAI protocol), plain or streamed.", auth: "key", body: ChatCompletionRequest, public: true });
@@ -30,15 +31,15 @@ export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void
         if (typeof chunk.created === "number") created = chunk.created;
         return [sseData(chunk)];
       },
-      failed: () => [sseData({ error: { message: MID_STREAM_FAILURE, type: "api_error", param: null, code: "upstream_error" } })],
+      failed: (error) => [sseData(errorBody(error, "openai"))],
       finish(result) {
-        const usage = includeUsage && result
+        const usage = includeUsage
           ? [sseData({
               id: completionId(requestId), object: "chat.completion.chunk", created, model: resolved.requestedId,
               service_tier: resolved.tier, choices: [], usage: usageObject(null, result),
             })]
           : [];
-        return [...usage, SSE_DONE];
+        return { frames: [...usage, SSE_DONE] };
       },
     });
   });

@@ -11,7 +11,7 @@ import type { RouteDocs } from "../route-docs";
 import { authenticate } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../../validate";
-import { DomainError, clientGone, insufficientCredits, invalidField, modelUnavailable } from "../../errors";
+import { DomainError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { embeddingCost } from "../../billing/prices";
 import { formatUsd } from "../../billing/money";
 import { timeEngine } from "../../metrics/engine-time";
@@ -68,10 +68,11 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
     const parsed = await parseEmbeddingInput(req.input, engine.tokenizer, MAX_SEQUENCE_TOKENS, inputType);
 
     const requestId = requestIdOf(set);
-    const amount = embeddingCost(resolved.entry, resolved.multiplier, parsed.tokens);
-    const hold = s.ledger.reserve({ requestId, accountId: caller.accountId, amount, endpoint: "/v1/embeddings", model: resolved.requestedId });
-    if (!hold.ok) throw insufficientCredits(formatUsd(amount), formatUsd(hold.available));
-    let settled = false;
+    const hold = await s.ledger.reserve({
+      requestId, accountId: caller.accountId, endpoint: "/v1/embeddings", model: resolved.requestedId,
+      budget: { inputTokens: parsed.tokens },
+      price: (u) => embeddingCost(resolved.entry, resolved.multiplier, u.inputTokens ?? 0),
+    });
     try {
       let vectors: Float32Array[];
       try {
@@ -80,8 +81,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
         throw mapEngineError(err, req.model);
       }
       if (request.signal.aborted) throw clientGone();
-      const settlement = await s.ledger.settle({ requestId, amount, serviceTier: resolved.tier, inputTokens: parsed.tokens });
-      settled = true;
+      const settlement = await hold.settle({ inputTokens: parsed.tokens, serviceTier: resolved.tier });
       const dims = req.dimensions ?? engine.dimensions;
       const base64 = req.encoding_format === "base64";
       set.headers["x-request-cost"] = formatUsd(settlement.charged);
@@ -95,7 +95,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
         usage: { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: Number(formatUsd(settlement.charged)) },
       };
     } finally {
-      if (!settled) s.ledger.release(requestId);
+      await hold.release();
     }
   });
 }

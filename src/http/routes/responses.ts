@@ -14,10 +14,13 @@ import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { type ChatCall } from "../../chat/pipeline";
 import { SSE_DONE, sseEvent } from "../../protocols/sse";
-import { completeForRoute, MID_STREAM_FAILURE, streamForRoute } from "../chat-relay";
+import { completeForRoute, streamForRoute } from "../chat-relay";
+import type { StoredResponseRecord } from "../../billing/ledger-store";
 import { newId } from "../../accounts/ids";
 import { ResponseStore } from "../../store/responses";
 import { ResponsesRequest, normalizeInput, parseResponsesRequest, toChatRequest, wantsPriorityTier } from "../../protocols/responses/request";
+import { responsesTools } from "../../protocols/responses/tools";
+import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignored-tools";
 import { toResponseObject, type ResponseShell } from "../../protocols/responses/response";
 import { ResponsesStreamTranslator, type ResponsesEvent } from "../../protocols/responses/stream";
 
@@ -45,8 +48,9 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
       if (!conversation) throw responseNotFound(req.previous_response_id, "previous_response_id");
       history = conversation;
     }
-    const input = normalizeInput(req.input, itemId);
-    const chatRequest = toChatRequest(req, history, input);
+    const input = normalizeInput(req.input, itemId, (id) => store.item(id, caller.accountId));
+    const tools = responsesTools(req.tools as Json[] | null | undefined);
+    const chatRequest = toChatRequest(req, history, input, tools);
     const resolved = resolveModel(s, req.model, "chat", wantsPriorityTier(req));
     const ceiling = Math.min(resolved.entry.maxOutputTokens, OUTPUT_CEILING);
     if (req.max_output_tokens != null && req.max_output_tokens > ceiling) {
@@ -55,19 +59,18 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     const requestId = requestIdOf(set);
     const shell: ResponseShell = {
       id: "resp_" + requestId.replace(/^req_/, ""), createdAt: Math.floor(Date.now() / 1000), model: resolved.requestedId, serviceTier: resolved.tier, request: req,
+      toolNames: tools.byChatName,
     };
+    if (tools.ignored.length > 0) set.headers[IGNORED_TOOLS_HEADER] = ignoredToolsHeader(tools.ignored);
     const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/responses", resolved, request: chatRequest, signal: request.signal };
-    const keep = (response: Json) => {
-      if (req.store === false) return;
-      store.save({ id: shell.id, accountId: caller.accountId, previousResponseId: req.previous_response_id ?? null, inputItems: input, response, createdAt: shell.createdAt });
-    };
+    // Stored in the charge's own transaction: never charged without the turn, nor stored uncharged.
+    const stored = (response: Json): StoredResponseRecord | undefined =>
+      req.store === false
+        ? undefined
+        : { id: shell.id, accountId: caller.accountId, previousResponseId: req.previous_response_id ?? null, inputItems: input, response, createdAt: shell.createdAt };
 
     if (req.stream !== true) {
-      return completeForRoute(s, call, set, (chat, result) => {
-        const response = toResponseObject(shell, chat, result, itemId);
-        keep(response);
-        return response;
-      });
+      return completeForRoute(s, call, set, (chat, result) => toResponseObject(shell, chat, result, itemId), stored);
     }
 
     const translator = new ResponsesStreamTranslator(shell, itemId);
@@ -75,13 +78,11 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     return streamForRoute(s, call, { request, server, set }, {
       start: () => frames(translator.start()),
       push: (chunk) => frames(translator.push(chunk)),
-      failed: () => [...frames(translator.fail(MID_STREAM_FAILURE)), SSE_DONE],
+      failed: (error) => [...frames(translator.fail(error.message)), SSE_DONE],
       finish(result) {
-        if (!result) return [];
         const { events, response } = translator.finish(result);
-        // Stored before the final event, so a client may retrieve it as soon as it sees the end.
-        keep(response);
-        return [...frames(events), SSE_DONE];
+        // Stored with the charge, before the final event: retrievable as soon as a client sees the end.
+        return { frames: [...frames(events), SSE_DONE], storedResponse: stored(response) };
       },
     });
   });

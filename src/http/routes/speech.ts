@@ -16,9 +16,8 @@ import type { RouteDocs } from "../route-docs";
 import { authenticate } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../../validate";
-import { DomainError, InternalError, clientGone, insufficientCredits, invalidField, modelUnavailable } from "../../errors";
+import { DomainError, InternalError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { codePoints, speechCost } from "../../billing/prices";
-import { formatUsd } from "../../billing/money";
 import { createEncoder, SUPPORTED_FORMATS } from "../../audio/encoder";
 import { planSpeech } from "../../text/frontend";
 import { MAX_TOKENS, SAMPLE_RATE, SPEECH_MODEL_ID, type SpeechEngine } from "../../engines/speech/engine";
@@ -77,23 +76,27 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
     }
 
     const requestId = requestIdOf(set);
-    const amount = speechCost(resolved.entry, resolved.multiplier, characters);
-    const hold = s.ledger.reserve({ requestId, accountId: caller.accountId, amount, endpoint: ENDPOINT, model: resolved.requestedId });
-    if (!hold.ok) throw insufficientCredits(formatUsd(amount), formatUsd(hold.available));
+    const hold = await s.ledger.reserve({
+      requestId, accountId: caller.accountId, endpoint: ENDPOINT, model: resolved.requestedId,
+      budget: { characters },
+      price: (u) => speechCost(resolved.entry, resolved.multiplier, u.characters ?? 0),
+    });
 
+    // Called once when the stream ends, and the one release of the hold once the stream exists.
+    // It never throws: audio already sent must end as a complete body, charged or not.
     const finish = async (outcome: SpeechOutcome): Promise<void> => {
-      if (outcome.kind === "failed" || outcome.deliveredChars === 0) {
-        if (outcome.kind === "failed") s.log.error("speech synthesis failed mid-stream", { request_id: requestId, error: String((outcome.error as Error)?.message ?? outcome.error).slice(0, 300) });
-        s.ledger.release(requestId);
-        return;
-      }
-      const billed = outcome.kind === "completed" ? characters : Math.min(outcome.deliveredChars, characters);
       try {
-        await s.ledger.settle({ requestId, amount: speechCost(resolved.entry, resolved.multiplier, billed), serviceTier: resolved.tier, characters: billed });
-      } catch (e) {
-        s.log.error("speech charge failed; hold released", { request_id: requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
-        s.ledger.release(requestId);
-        throw e;
+        if (outcome.kind === "failed") {
+          s.log.error("speech synthesis failed mid-stream", { request_id: requestId, error: String((outcome.error as Error)?.message ?? outcome.error).slice(0, 300) });
+          return;
+        }
+        if (outcome.deliveredChars === 0) return;
+        const billed = outcome.kind === "completed" ? characters : Math.min(outcome.deliveredChars, characters);
+        await hold.settle({ characters: billed, serviceTier: resolved.tier }).catch((e) => {
+          s.log.error("speech charge failed; the hold is released", { request_id: requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
+        });
+      } finally {
+        await hold.release();
       }
     };
 
@@ -107,7 +110,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
       const plan = { engine, chunks, voices, speed: req.speed ?? 1, priority: resolved.tier === "priority", encoder, timed: <T>(w: Promise<T>) => timeEngine(requestId, w) };
       stream = await openSpeechStream(plan, request.signal, finish);
     } catch (err) {
-      s.ledger.release(requestId);
+      await hold.release();
       throw startFailure(s, requestId, err);
     }
     return new Response(stream, {

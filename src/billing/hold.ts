@@ -1,0 +1,190 @@
+/**
+ * A hold: the most one request may cost, reserved before any work, and then settled (a charge of
+ * at most its amount) or released (nothing charged) — exactly once. Every endpoint uses it the
+ * same way:
+ *
+ *   const hold = await s.ledger.reserve({ requestId, accountId, endpoint, model, budget, price });
+ *   try { ...work...; await hold.settle({ ...usage, serviceTier }); }
+ *   finally { await hold.release(); }      // a no-op once posted; never throws
+ *
+ * States: open → settling → posted; settling → open → released when the charge could not be
+ * written (settle() then releases the hold itself before it rejects); open → released. release()
+ * is idempotent, never rejects, and resolves true only when the hold is known voided (nothing was
+ * or can be charged) — the only case in which a client may be told "not billed".
+ *
+ * The ceiling: a hold is sized as price(budget) — the prompt's bound and the output cap, say — and
+ * a settlement is priced from the reported usage. Usage that would cost more than the hold is
+ * clamped: each quantity is cut to what the budget covers, and the charge to the hold's amount.
+ */
+import type { Consumption, StoredResponseRecord } from "./ledger-store";
+import { DomainError, InternalError, chargeNotRecorded } from "../errors";
+
+/** The price of a consumption in units (nano-USD); must grow with every quantity. */
+export type Pricing = (usage: Consumption) => number;
+
+export interface HoldSpec {
+  requestId: string;
+  accountId: string;
+  /** API path recorded with the hold and its charge ("/v1/chat/completions"). */
+  endpoint: string;
+  /** Public model id as requested. */
+  model: string;
+  /** What the hold covers: the most the request may consume. Quantities left out are covered as 0. */
+  budget: Consumption;
+  price: Pricing;
+}
+
+export interface SettleRequest extends Consumption {
+  serviceTier: string;
+  /** A stored Responses turn, written in the charge's own transaction. */
+  storedResponse?: StoredResponseRecord;
+}
+
+/** What a settlement will charge and record, decided before it is written. */
+export interface Quote {
+  amount: number;
+  /** The consumption recorded with the charge: as reported, or clamped to the budget. */
+  recorded: Consumption;
+  clamped: boolean;
+  /** The price of the usage as reported (above `amount` when clamped). */
+  reportedAmount: number;
+}
+
+export interface Settlement extends Quote {
+  requestId: string;
+  /** What was taken from the balance (the first charge's, for a repeated settle). */
+  charged: number;
+  balanceAfter: number;
+}
+
+/** What a Hold needs from its ledger (billing/ledger.ts). */
+export interface HoldLedger {
+  /** Writes the charge; rejects with a DomainError (503 when the store cannot write). */
+  post(hold: Hold, quote: Quote, request: SettleRequest): Promise<Settlement>;
+  /** Voids the hold, or queues the void until the store writes again; never rejects. */
+  void(hold: Hold): Promise<boolean>;
+}
+
+type HoldState = "open" | "settling" | "posted" | "released";
+
+const QUANTITIES = ["inputTokens", "outputTokens", "characters"] as const;
+
+export class Hold implements AsyncDisposable {
+  readonly requestId: string;
+  readonly accountId: string;
+  readonly endpoint: string;
+  readonly model: string;
+  readonly budget: Readonly<Consumption>;
+  private readonly price: Pricing;
+  private state: HoldState = "open";
+  /** The write of the charge, once attempted. */
+  private settling: Promise<Settlement> | null = null;
+  /** What settle() callers get: the charge, or the reason it failed once the hold is released. */
+  private settlePromise: Promise<Settlement> | null = null;
+  private posted: Settlement | null = null;
+  private releasing: Promise<boolean> | null = null;
+
+  constructor(private readonly ledger: HoldLedger, spec: HoldSpec, readonly amount: number) {
+    this.requestId = spec.requestId;
+    this.accountId = spec.accountId;
+    this.endpoint = spec.endpoint;
+    this.model = spec.model;
+    this.budget = spec.budget;
+    this.price = spec.price;
+  }
+
+  get status(): HoldState {
+    return this.state;
+  }
+
+  /** Marks the hold voided; for the ledger, once the void is written. */
+  markReleased(): void {
+    this.state = "released";
+  }
+
+  /** What settling `usage` would charge and record (pure: nothing is written). */
+  quote(usage: Consumption): Quote {
+    const reported = pick(usage);
+    const reportedAmount = this.price(reported);
+    if (reportedAmount <= this.amount) return { amount: reportedAmount, recorded: reported, clamped: false, reportedAmount };
+    // Over the ceiling: every quantity is recorded at most as held, and the charge at most the hold.
+    const recorded: Consumption = {};
+    for (const q of QUANTITIES) if (reported[q] !== undefined) recorded[q] = Math.min(reported[q]!, this.budget[q] ?? 0);
+    if (reported.cachedTokens !== undefined) recorded.cachedTokens = Math.min(reported.cachedTokens, recorded.inputTokens ?? 0);
+    if (reported.reasoningTokens !== undefined) recorded.reasoningTokens = Math.min(reported.reasoningTokens, recorded.outputTokens ?? 0);
+    return { amount: Math.min(this.price(recorded), this.amount), recorded, clamped: true, reportedAmount };
+  }
+
+  /**
+   * Charges the actual cost (clamped to the hold) and resolves once the charge is durable. A second
+   * call returns the first settlement. On failure the hold is open again, for release().
+   */
+  settle(request: SettleRequest): Promise<Settlement> {
+    if (this.posted) return Promise.resolve(this.posted);
+    if (this.settlePromise) return this.settlePromise;
+    if (this.releasing || this.state !== "open") return Promise.reject(new InternalError(`settle of a ${this.state} hold`));
+    let quote: Quote;
+    try {
+      quote = this.quote(request);
+    } catch (e) {
+      return Promise.reject(new InternalError(`unpriceable usage: ${(e as Error).message}`));
+    }
+    this.state = "settling";
+    // release() waits for this attempt (never for the public promise below, which waits for release()).
+    this.settling = this.ledger.post(this, quote, request).then(
+      (settlement) => {
+        this.state = "posted";
+        this.posted = settlement;
+        return settlement;
+      },
+      (error) => {
+        this.state = "open";
+        throw error;
+      },
+    );
+    this.settlePromise = this.settling.catch(async (error) => {
+      // Not charged: the hold is released at once, and the caller is told "not billed" only when
+      // the void is written (a store that cannot write cannot void either; the void is retried).
+      const voided = await this.release();
+      throw error instanceof DomainError && error.kind === "unavailable" ? chargeNotRecorded(voided) : error;
+    });
+    return this.settlePromise;
+  }
+
+  /**
+   * Voids the hold unless it was posted. Resolves true when the hold is known voided (a client may
+   * be told it was not billed), false when it was posted or the void is still queued because the
+   * store cannot write (it is retried until it can). Idempotent; never rejects.
+   */
+  release(): Promise<boolean> {
+    this.releasing ??= this.releaseOnce();
+    return this.releasing;
+  }
+
+  private async releaseOnce(): Promise<boolean> {
+    if (this.settling) {
+      try {
+        await this.settling;
+      } catch {
+        // The charge was not written: the hold is open again and is voided below.
+      }
+    }
+    if (this.state === "posted") return false;
+    if (this.state === "released") return true;
+    return this.ledger.void(this);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}
+
+function pick(u: Consumption): Consumption {
+  const c: Consumption = {};
+  if (u.inputTokens !== undefined) c.inputTokens = u.inputTokens;
+  if (u.outputTokens !== undefined) c.outputTokens = u.outputTokens;
+  if (u.cachedTokens !== undefined) c.cachedTokens = u.cachedTokens;
+  if (u.reasoningTokens !== undefined) c.reasoningTokens = u.reasoningTokens;
+  if (u.characters !== undefined) c.characters = u.characters;
+  return c;
+}

@@ -1,0 +1,320 @@
+/**
+ * Group commit: writes queued during one turn of the event loop share one SQLite transaction,
+ * so one fsync covers many settlements. Each write runs in its own savepoint, so a write that
+ * breaks a rule rolls back alone and rejects only its own promise. The queue is strictly in
+ * order, so a write queued before another is always committed before (or with) it.
+ *
+ * A write's caller waits either for the COMMIT (holds and voids: a hold lost in a crash is voided
+ * on restart anyway) or for the fsync after it (charges, credits). A batch of commit-only writes
+ * needs no fsync of its own; the next durable batch's fsync covers it, since it syncs the whole WAL.
+ *
+ * Durability without blocking: on a WAL database the batch is committed with synchronous=NORMAL
+ * (written to the WAL, not yet synced) and the WAL file is then fsynced on the thread pool; durable
+ * writes resolve only after that fsync. That is what synchronous=FULL does in WAL mode, but the
+ * event loop keeps serving while the disk works, and fsyncs that overlap are coalesced. An fsync
+ * that fails AFTER its commit does not undo the commit: the writes resolve (they exist) and the
+ * failure goes to `onFailure`, so the ledger stops taking new holds (see billing/ledger.ts).
+ *
+ * Waiting for the write lock never blocks the event loop: the serving connection has
+ * busy_timeout 0, so BEGIN IMMEDIATE fails at once while another process (the CLI) writes. The
+ * batch then goes back to the front of the queue and is retried on a timer with backoff; a write
+ * that has waited `lockWaitMs` in all is rejected with StoreUnavailable("locked").
+ *
+ * Storage failures (disk full, I/O error, read-only) fail the whole batch: SQLite may already have
+ * rolled the transaction back, so no write of it can be trusted to commit.
+ */
+import { closeSync, fsync as nodeFsync, fsyncSync, openSync } from "node:fs";
+import type { Store } from "../database";
+import { StoreUnavailable } from "../../billing/ledger-store";
+import { isBusy, storageFailure } from "./failures";
+
+/** What the caller of a write waits for. */
+export type WriteWait = "commit" | "durable";
+
+interface Pending<T> {
+  write: () => T;
+  wait: WriteWait;
+  resolve: (value: T) => void;
+  reject: (err: unknown) => void;
+  /** Date.now() when queued: the lock wait is bounded per write. */
+  queuedAt: number;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+export type FsyncFn = (fd: number, callback: (err: NodeJS.ErrnoException | null) => void) => void;
+
+export interface GroupCommitOptions {
+  /** 1 turns group commit off (one transaction per write), for comparison. */
+  maxBatch?: number;
+  /** How long a write may wait for another connection's write lock before it fails. */
+  lockWaitMs?: number;
+  /** Tests inject a failing fsync here; the product uses node:fs's. */
+  fsync?: FsyncFn;
+  /** Failures no write's promise can carry (an fsync failed after its commit). */
+  onFailure?: (e: StoreUnavailable) => void;
+}
+
+export const DEFAULT_LOCK_WAIT_MS = 2_000;
+/** Retries while locked: 1, 2, 4, ... ms, at most this long apart. */
+const MAX_LOCK_RETRY_MS = 50;
+
+export class GroupCommit {
+  private queue: Pending<any>[] = [];
+  private scheduled = false;
+  private lockRetry: ReturnType<typeof setTimeout> | null = null;
+  private lockAttempts = 0;
+  private closed = false;
+  /** Observed batch sizes, for metrics and the benchmark. */
+  batches = 0;
+  /** Writes that waited for durability; commit-only writes are counted in `background`. */
+  writes = 0;
+  background = 0;
+  /** The WAL file's descriptor, once it exists (null: not a WAL database, or not opened yet). */
+  private walFd: number | null = null;
+  private readonly walPath: string | null;
+  private syncing: Promise<void> | null = null;
+  private nextSync: Promise<void> | null = null;
+  private readonly maxBatch: number;
+  private readonly lockWaitMs: number;
+  private readonly fsync: FsyncFn;
+  private readonly onFailure: (e: StoreUnavailable) => void;
+  /**
+   * Prepared once: bun:sqlite's db.transaction() builds a new wrapper per call, which cost more
+   * than the writes themselves at gateway rates.
+   */
+  private readonly sql;
+
+  constructor(private readonly db: Store, options: GroupCommitOptions = {}) {
+    this.maxBatch = options.maxBatch ?? 512;
+    this.lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+    this.fsync = options.fsync ?? nodeFsync;
+    this.onFailure = options.onFailure ?? (() => {});
+    const mode = (db.query("PRAGMA journal_mode").get() as { journal_mode?: string } | null)?.journal_mode;
+    /** The connection's own synchronous level, restored after each deferred-sync commit. */
+    const synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+    // Only a connection that syncs every commit (FULL=2, EXTRA=3) has a sync worth moving off the loop.
+    const syncsEachCommit = synchronous >= 2;
+    this.walPath = syncsEachCommit && mode === "wal" && db.filename && db.filename !== ":memory:" ? `${db.filename}-wal` : null;
+    this.sql = {
+      begin: db.prepare("BEGIN IMMEDIATE"),
+      commit: db.prepare("COMMIT"),
+      rollback: db.prepare("ROLLBACK"),
+      savepoint: db.prepare("SAVEPOINT group_commit_write"),
+      releaseSavepoint: db.prepare("RELEASE group_commit_write"),
+      rollbackSavepoint: db.prepare("ROLLBACK TO group_commit_write"),
+      deferSync: db.prepare("PRAGMA synchronous = NORMAL"),
+      restoreSync: db.prepare(`PRAGMA synchronous = ${synchronous}`),
+    };
+  }
+
+  /** Queues a write; resolves with its result once committed (`commit`) or fsynced too (`durable`). */
+  submit<T>(write: () => T, wait: WriteWait = "durable"): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.closed) {
+        reject(new StoreUnavailable("io", "the store is closed"));
+        return;
+      }
+      this.queue.push({ write, wait, resolve, reject, queuedAt: Date.now() });
+      if (!this.scheduled && this.lockRetry === null) {
+        this.scheduled = true;
+        setImmediate(() => this.commitQueued(false));
+      }
+    });
+  }
+
+  /**
+   * Commits everything queued now and syncs it before returning (shutdown). Lock waits block here
+   * (up to lockWaitMs): nothing else runs at shutdown.
+   */
+  flush(): void {
+    this.clearLockRetry();
+    if (this.queue.length > 0) {
+      const previous = (this.db.query("PRAGMA busy_timeout").get() as { timeout: number }).timeout;
+      this.db.run(`PRAGMA busy_timeout = ${Math.max(previous, this.lockWaitMs)}`);
+      try {
+        this.commitQueued(true);
+      } finally {
+        this.db.run(`PRAGMA busy_timeout = ${previous}`);
+      }
+    }
+    if (this.walFd !== null) {
+      try {
+        fsyncSync(this.walFd);
+      } catch {
+        // Nothing can be done about it at shutdown; the commits themselves happened.
+      }
+      closeSync(this.walFd);
+      this.walFd = null;
+    }
+  }
+
+  /** Flushes, then refuses further writes. */
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    this.closed = true;
+  }
+
+  /**
+   * Drops every queued write unwritten, as a crash would (their promises reject), and refuses
+   * further writes. Used only to simulate a crash; the process then reopens the database.
+   */
+  abandon(): void {
+    this.closed = true;
+    this.clearLockRetry();
+    const dropped = this.queue;
+    this.queue = [];
+    const gone = new StoreUnavailable("io", "the process stopped before this write");
+    for (const p of dropped) p.reject(gone);
+    if (this.walFd !== null) closeSync(this.walFd);
+    this.walFd = null;
+  }
+
+  private clearLockRetry(): void {
+    if (this.lockRetry !== null) clearTimeout(this.lockRetry);
+    this.lockRetry = null;
+  }
+
+  private commitQueued(blocking: boolean): void {
+    this.scheduled = false;
+    if (this.closed && !blocking) return;
+    while (this.queue.length > 0) {
+      const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
+      this.queue = batch === this.queue ? [] : this.queue.slice(this.maxBatch);
+      const deferSync = !blocking && this.walPath !== null;
+      let outcomes: Outcome[];
+      try {
+        outcomes = this.runBatch(batch, deferSync);
+      } catch (error) {
+        if (!blocking && isBusy(error)) {
+          // Nothing of this batch is written: it goes back to the front, in order, and waits.
+          this.queue = batch.concat(this.queue);
+          this.waitForLock();
+          return;
+        }
+        // The commit itself failed: nothing in this batch is written.
+        const failure = storageFailure(error) ?? error;
+        for (const p of batch) p.reject(failure);
+        if (failure instanceof StoreUnavailable) this.onFailure(failure);
+        continue;
+      }
+      this.lockAttempts = 0;
+      this.batches++;
+      const durable: number[] = [];
+      for (let i = 0; i < batch.length; i++) {
+        const p = batch[i]!;
+        const o = outcomes[i]!;
+        if (p.wait === "durable" && o.ok) durable.push(i);
+        else if (o.ok) p.resolve(o.value);
+        else p.reject(o.error);
+      }
+      this.writes += durable.length;
+      this.background += batch.length - durable.length;
+      // Nobody waits for durability in this batch: the next durable batch's fsync covers it.
+      if (durable.length === 0) continue;
+      const settle = () => {
+        for (const i of durable) batch[i]!.resolve((outcomes[i] as { value: unknown }).value);
+      };
+      if (!deferSync) {
+        settle();
+        continue;
+      }
+      this.durable().then(settle, (error) => {
+        // Committed but perhaps not on disk: the writes exist, so they are reported as done, and
+        // the store is reported unhealthy.
+        settle();
+        this.onFailure(new StoreUnavailable("io", `fsync of the WAL failed after commit: ${(error as Error)?.message ?? error}`));
+      });
+    }
+  }
+
+  /** After SQLITE_BUSY: fail what waited too long, retry the rest soon. */
+  private waitForLock(): void {
+    const now = Date.now();
+    const expired = this.queue.filter((p) => now - p.queuedAt >= this.lockWaitMs);
+    if (expired.length > 0) {
+      this.queue = this.queue.filter((p) => now - p.queuedAt < this.lockWaitMs);
+      const locked = new StoreUnavailable("locked", `the database stayed locked by another connection for ${this.lockWaitMs} ms`);
+      for (const p of expired) p.reject(locked);
+      this.onFailure(locked);
+    }
+    if (this.queue.length === 0) {
+      this.lockAttempts = 0;
+      return;
+    }
+    const delay = Math.min(2 ** this.lockAttempts++, MAX_LOCK_RETRY_MS);
+    this.lockRetry = setTimeout(() => {
+      this.lockRetry = null;
+      this.commitQueued(false);
+    }, delay);
+  }
+
+  private runBatch(batch: Pending<any>[], deferSync: boolean): Outcome[] {
+    const outcomes: Outcome[] = [];
+    const { sql } = this;
+    // Only this commit skips the in-line sync; durable() syncs it before anyone hears of it.
+    if (deferSync) sql.deferSync.run();
+    try {
+      sql.begin.run();
+      try {
+        for (const p of batch) {
+          sql.savepoint.run();
+          try {
+            const value = p.write();
+            sql.releaseSavepoint.run();
+            outcomes.push({ ok: true, value });
+          } catch (error) {
+            // The disk, not the write, failed: SQLite may have rolled the whole transaction back.
+            if (storageFailure(error) || isBusy(error)) throw error;
+            sql.rollbackSavepoint.run();
+            sql.releaseSavepoint.run();
+            outcomes.push({ ok: false, error });
+          }
+        }
+        sql.commit.run();
+      } catch (error) {
+        if (this.db.inTransaction) sql.rollback.run();
+        throw error;
+      }
+    } finally {
+      if (deferSync) sql.restoreSync.run();
+    }
+    return outcomes;
+  }
+
+  /**
+   * Resolves once an fsync of the WAL that started after this call has finished. One fsync runs at
+   * a time; commits made while it runs share the next one.
+   */
+  private durable(): Promise<void> {
+    if (!this.syncing) {
+      this.syncing = this.fsyncWal().finally(() => {
+        this.syncing = null;
+      });
+      return this.syncing;
+    }
+    if (!this.nextSync) {
+      const next = () => {
+        this.nextSync = null;
+        return this.durable();
+      };
+      this.nextSync = this.syncing.then(next, next);
+    }
+    return this.nextSync;
+  }
+
+  private fsyncWal(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      try {
+        // The WAL exists once the first commit wrote to it; SQLite keeps the same file (it only
+        // rewinds it) while any connection is open, so one descriptor serves for the process.
+        this.walFd ??= openSync(this.walPath!, "r+");
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      this.fsync(this.walFd, (error) => (error ? reject(error) : resolve()));
+    });
+  }
+}

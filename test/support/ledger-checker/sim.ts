@@ -1,0 +1,317 @@
+/**
+ * A seeded randomized checker of the ledger (in the spirit of TigerBeetle's VOPR). It drives the
+ * real domain ledger over a real store (backend.ts) with random, interleaved requests — reserve;
+ * settle honestly, over-reporting, or after a client left with part of the output; fail without
+ * settling; release in a finally as every route does — while it fills the disk, fails fsyncs,
+ * holds the write lock from another connection, credits and debits accounts, and crashes and
+ * restarts the process. After every step it compares the store's committed state with a small
+ * reference model; at quiet points (faults cleared, every request ended) it checks the outcomes
+ * request by request.
+ *
+ * Checked after every step:
+ *   balance ≥ 0, reserved ≥ 0, balance ≥ reserved; reserved = Σ pending holds (per account);
+ *   every new entry's balance_after = the previous balance ± its amount, and the newest = balance;
+ *   every charge ≤ its hold, on a posted hold, once per request; no charge for a failed request;
+ *   a settle that resolved is in the store with exactly the charge the model expects.
+ * Checked at quiet points and after each restart:
+ *   no hold pending; the ledger counts no open hold and no queued void; every request's outcome
+ *   (charged exactly as reported / not charged) matches the model.
+ */
+import { DomainError } from "../../../src/errors";
+import { Ledger } from "../../../src/billing/ledger";
+import { Log } from "../../../src/log";
+import type { Consumption } from "../../../src/billing/ledger-store";
+import type { Hold } from "../../../src/billing/hold";
+import type { LedgerBackend, Snapshot } from "./backend";
+
+/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** 1 unit per input token, 3 per output token. */
+const price = (u: Consumption) => (u.inputTokens ?? 0) + 3 * (u.outputTokens ?? 0);
+
+/** What the ledger must charge for `usage` on a hold of `budget`: the model's own arithmetic. */
+function expectedCharge(budget: Consumption, usage: Consumption): number {
+  const hold = price(budget);
+  const reported = price(usage);
+  if (reported <= hold) return reported;
+  const clamped = price({
+    inputTokens: Math.min(usage.inputTokens ?? 0, budget.inputTokens ?? 0),
+    outputTokens: Math.min(usage.outputTokens ?? 0, budget.outputTokens ?? 0),
+  });
+  return Math.min(clamped, hold);
+}
+
+type Outcome = "pending" | "refused" | "charged" | "not charged" | "unknown";
+
+interface RequestModel {
+  id: string;
+  account: string;
+  /** Process generation it ran in: a crash makes every unfinished request's outcome unknown. */
+  gen: number;
+  outcome: Outcome;
+  /** The charge a resolved settle reported. */
+  charged: number | null;
+  hold: number | null;
+  done: boolean;
+}
+
+export interface CheckerOptions {
+  seed: number;
+  steps: number;
+  accounts?: number;
+}
+
+export interface CheckerReport {
+  seed: number;
+  steps: number;
+  seconds: number;
+  requests: number;
+  charged: number;
+  /** Holds released without a charge (failed requests, clients gone, charges that could not be written). */
+  notCharged: number;
+  refusedCredits: number;
+  refusedUnavailable: number;
+  crashes: number;
+  faults: number;
+}
+
+class CheckFailed extends Error {}
+
+export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOptions): Promise<CheckerReport> {
+  const random = rng(opts.seed);
+  const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)]!;
+  const log = new Log("silent");
+
+  // Refusals after a failure last 2 ms here, not 500: the checker runs thousands of steps a second.
+  const ledgerOptions = { probeIntervalMs: 2 };
+  let store = await backend.open();
+  let ledger = new Ledger(store, log, ledgerOptions);
+  let gen = 0;
+  let step = 0;
+  const report = { requests: 0, charged: 0, notCharged: 0, refusedCredits: 0, refusedUnavailable: 0, crashes: 0, faults: 0 };
+  /** The first failure, also when a request task found it (it surfaces at the next step). */
+  let failure: CheckFailed | null = null;
+  const fail = (what: string): never => {
+    failure ??= new CheckFailed(`ledger checker, seed ${opts.seed}, step ${step}: ${what}`);
+    throw failure;
+  };
+
+  // Accounts and what the model knows of their balances.
+  const accounts: string[] = [];
+  /** Σ entries seen so far per account, and the last entry id read. */
+  const seenBalance = new Map<string, number>();
+  let lastEntryId = 0;
+  const requests = new Map<string, RequestModel>();
+  /** Every charge entry seen, by request id. */
+  const chargesSeen = new Map<string, number>();
+  const live = new Set<Promise<void>>();
+  let faults = { disk: false, fsync: false, lock: false };
+
+  for (let i = 0; i < (opts.accounts ?? 3); i++) {
+    const id = `acct_${i}`;
+    // Some accounts run dry (402s happen), most can pay for a few dozen holds at a time.
+    await ledger.openAccount({ id, name: id, createdAt: 0 }, i === 0 ? int(500, 2_000) : int(10_000, 40_000), "seed");
+    accounts.push(id);
+    seenBalance.set(id, 0);
+  }
+
+  const tick = () => new Promise<void>((r) => setImmediate(r));
+
+  /** One request as a route runs it: reserve, work, settle or not, release in finally. */
+  async function request(): Promise<void> {
+    const myGen = gen;
+    const myLedger = ledger;
+    const r: RequestModel = { id: `req_${opts.seed}_${report.requests++}`, account: pick(accounts), gen: myGen, outcome: "pending", charged: null, hold: null, done: false };
+    requests.set(r.id, r);
+    const budget: Consumption = { inputTokens: int(1, 60), outputTokens: int(1, 120) };
+    let hold: Hold;
+    try {
+      hold = await myLedger.reserve({ requestId: r.id, accountId: r.account, endpoint: "/v1/chat/completions", model: "m", budget, price });
+    } catch (e) {
+      if (!(e instanceof DomainError) || !["insufficient_credits", "service_unavailable"].includes(e.code)) {
+        if (myGen === gen) fail(`reserve of ${r.id} failed with ${e instanceof DomainError ? e.code : String(e)}`);
+      }
+      r.outcome = myGen === gen ? "refused" : "unknown";
+      if (r.outcome === "refused") {
+        if ((e as DomainError).code === "insufficient_credits") report.refusedCredits++;
+        else report.refusedUnavailable++;
+      }
+      r.done = true;
+      return;
+    }
+    r.hold = hold.amount;
+    if (hold.amount !== price(budget)) fail(`hold of ${r.id} is ${hold.amount}, budget prices at ${price(budget)}`);
+    for (let k = int(0, 3); k > 0; k--) await tick();
+    const kind = pick(["honest", "honest", "over", "partial", "failed", "gone"] as const);
+    let settled = false;
+    try {
+      if (kind === "failed" || kind === "gone") return;
+      const usage: Consumption =
+        kind === "honest" ? { inputTokens: int(0, budget.inputTokens!), outputTokens: int(0, budget.outputTokens!) }
+        : kind === "over" ? { inputTokens: int(0, 10 * budget.inputTokens!), outputTokens: int(budget.outputTokens!, 1_000_000) }
+        : { inputTokens: budget.inputTokens!, outputTokens: int(1, budget.outputTokens!) };
+      const expected = expectedCharge(budget, usage);
+      const attempts = random() < 0.1 ? [hold.settle({ ...usage, serviceTier: "default" }), hold.settle({ ...usage, serviceTier: "default" })] : [hold.settle({ ...usage, serviceTier: "default" })];
+      const results = await Promise.allSettled(attempts);
+      const ok = results.filter((x) => x.status === "fulfilled").map((x) => (x as PromiseFulfilledResult<{ charged: number }>).value.charged);
+      if (ok.length > 0) {
+        if (ok.length !== results.length) fail(`repeated settles of ${r.id} disagree`);
+        if (ok.some((c) => c !== expected)) fail(`${r.id} charged ${ok.join(",")}, expected ${expected} (budget ${JSON.stringify(budget)}, usage ${JSON.stringify(usage)})`);
+        if (expected > hold.amount) fail(`${r.id}: the model expects more than the hold`);
+        settled = true;
+        r.charged = expected;
+      } else {
+        // The only excuse for not charging is a store that cannot write (or a process that died).
+        const e = (results[0] as PromiseRejectedResult).reason;
+        if (myGen === gen && !(e instanceof DomainError && e.code === "service_unavailable")) {
+          fail(`settle of ${r.id} rejected with ${e instanceof DomainError ? `${e.code}: ${(e as { detail?: string }).detail ?? e.message}` : String(e)}`);
+        }
+      }
+    } finally {
+      const voided = await hold.release();
+      if (settled && voided) fail(`release of the charged ${r.id} said it voided`);
+      if (myGen === gen) {
+        r.outcome = settled ? "charged" : "not charged";
+        if (settled) report.charged++;
+        else report.notCharged++;
+      } else r.outcome = settled ? "charged" : "unknown";
+      r.done = true;
+    }
+  }
+
+  function startRequest() {
+    const p: Promise<void> = request().catch((e) => {
+      if (e instanceof CheckFailed) throw e;
+      fail(`a request task threw: ${String((e as Error)?.stack ?? e)}`);
+    });
+    live.add(p);
+    p.then(
+      () => live.delete(p),
+      () => live.delete(p),
+    );
+  }
+
+  async function setFault(kind: keyof typeof faults, on: boolean) {
+    if (faults[kind] === on) return;
+    faults = { ...faults, [kind]: on };
+    report.faults += on ? 1 : 0;
+    if (kind === "disk") await backend.diskFull(on);
+    else if (kind === "fsync") await backend.fsyncFails(on);
+    else await backend.lock(on);
+  }
+
+  /** The checks that hold at every committed state. */
+  async function checkStep(): Promise<Snapshot> {
+    const snap = await backend.snapshot(lastEntryId);
+    for (const e of snap.newEntries) {
+      const before = seenBalance.get(e.account_id)!;
+      if (e.balance_after !== before + e.amount) fail(`entry ${e.id}: balance_after ${e.balance_after} ≠ ${before} + ${e.amount}`);
+      seenBalance.set(e.account_id, e.balance_after);
+      lastEntryId = e.id;
+      if (e.kind !== "charge") continue;
+      const id = e.request_id!;
+      const charge = -e.amount;
+      if (chargesSeen.has(id)) fail(`${id} charged twice`);
+      chargesSeen.set(id, charge);
+      if (e.hold_amount === null || charge > e.hold_amount) fail(`${id} charged ${charge} over its hold ${e.hold_amount}`);
+      if (e.hold_state !== "posted") fail(`${id} charged while its hold is ${e.hold_state}`);
+      const r = requests.get(id);
+      if (!r) fail(`a charge for an unknown request ${id}`);
+      if (r!.outcome === "not charged" || r!.outcome === "refused") fail(`${id} was charged after it ${r!.outcome === "refused" ? "was refused" : "failed"}`);
+    }
+    for (const a of snap.accounts) {
+      if (a.balance < 0 || a.reserved < 0) fail(`${a.id}: balance ${a.balance}, reserved ${a.reserved}`);
+      if (a.balance < a.reserved) fail(`${a.id}: reserved ${a.reserved} above balance ${a.balance}`);
+      const pending = snap.pendingByAccount.get(a.id) ?? 0;
+      if (a.reserved !== pending) fail(`${a.id}: reserved ${a.reserved} ≠ Σ pending holds ${pending}`);
+      if (a.balance !== seenBalance.get(a.id)) fail(`${a.id}: balance ${a.balance} ≠ Σ entries ${seenBalance.get(a.id)}`);
+    }
+    for (const r of requests.values()) {
+      if (r.outcome === "charged" && chargesSeen.get(r.id) !== r.charged) {
+        fail(`${r.id}: settle resolved with ${r.charged} but the store has ${chargesSeen.get(r.id) ?? "no charge"}`);
+      }
+    }
+    return snap;
+  }
+
+  /** Ends every request, clears every fault, waits for queued voids; then nothing may be held. */
+  async function quiesce(): Promise<void> {
+    await setFault("disk", false);
+    await setFault("fsync", false);
+    await setFault("lock", false);
+    while (live.size > 0) await Promise.all([...live]);
+    // A write that met the lock waits for its retry timer (milliseconds): give it real time.
+    for (let i = 0; i < 2_000 && ledger.queuedVoids() > 0; i++) {
+      await ledger.retryVoidsNow();
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    const snap = await checkStep();
+    if (ledger.queuedVoids() !== 0) fail(`${ledger.queuedVoids()} voids still queued once the store writes again`);
+    if (snap.pendingCount !== 0) fail(`holds still pending after every request ended: ${[...snap.holdStates.keys()].slice(0, 5).join(", ")}`);
+    if (ledger.pendingHolds() !== 0) fail(`the ledger counts ${ledger.pendingHolds()} open holds after every request ended`);
+    for (const r of requests.values()) {
+      if (!r.done) fail(`${r.id} never finished`);
+      if (r.outcome === "charged" && chargesSeen.get(r.id) !== r.charged) fail(`${r.id}: reported charged ${r.charged}, store has ${chargesSeen.get(r.id)}`);
+      if (r.outcome !== "charged" && r.outcome !== "unknown" && chargesSeen.has(r.id)) fail(`${r.id} (${r.outcome}) has a charge`);
+    }
+    // Finished requests need no more tracking: forget them (the store keeps the history).
+    requests.clear();
+  }
+
+  /** The process dies mid-flight and starts again over the same data. */
+  async function crashRestart(): Promise<void> {
+    report.crashes++;
+    gen++;
+    ledger.close();
+    faults = { disk: false, fsync: false, lock: false };
+    await backend.crash();
+    for (const r of requests.values()) if (!r.done || r.outcome === "pending") r.outcome = "unknown";
+    store = await backend.open();
+    ledger = new Ledger(store, log, ledgerOptions);
+    await ledger.releaseAbandoned();
+    const snap = await checkStep();
+    if (snap.pendingCount !== 0) fail(`holds still pending after a restart`);
+    // Old tasks still run against the dead process's ledger; they can no longer write.
+    while (live.size > 0) await Promise.all([...live]);
+    await checkStep();
+  }
+
+  const started = performance.now();
+  for (step = 1; step <= opts.steps; step++) {
+    const x = random();
+    if (x < 0.3) {
+      if (live.size < 16) startRequest();
+    } else if (x < 0.34) await setFault("disk", faults.disk ? random() < 0.5 : random() < 0.15);
+    else if (x < 0.36) await setFault("fsync", faults.fsync ? random() < 0.5 : random() < 0.2);
+    else if (x < 0.375) await setFault("lock", faults.lock ? random() < 0.6 : random() < 0.2);
+    else if (x < 0.41) {
+      // Credits outpace charges on the rich accounts; the first one stays poor, so 402s keep coming.
+      const account = pick(accounts);
+      const amount = random() < 0.7 ? (account === accounts[0] ? int(1, 50) : int(1, 3_000)) : -int(1, 300);
+      await ledger.adjust(account, amount, "checker").catch((e) => {
+        if (!(e instanceof DomainError)) fail(`adjust failed with ${String(e)}`);
+      });
+    } else if (x < 0.415) await crashRestart();
+    else if (x < 0.44) await quiesce();
+    else for (let k = int(1, 4); k > 0; k--) await tick();
+    await tick();
+    if (failure) throw failure;
+    await checkStep();
+  }
+  step = opts.steps;
+  await quiesce();
+  const seconds = (performance.now() - started) / 1000;
+  ledger.close();
+  return { seed: opts.seed, steps: opts.steps, seconds, ...report };
+}
