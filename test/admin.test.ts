@@ -103,10 +103,10 @@ describe("accounts", () => {
     [{ name: "x", credits: true }, "credits"],
   ])("create %j → 400 naming %s, nothing created", async (body, param) => {
     const before = (await call("GET", "/admin/accounts")).body.data.length;
-    const entries = (h.server.services.db.query("SELECT COUNT(*) AS n FROM ledger_entries").get() as { n: number }).n;
+    const entries = (h.db.query("SELECT COUNT(*) AS n FROM ledger_entries").get() as { n: number }).n;
     expect400(await call("POST", "/admin/accounts", body), param);
     expect((await call("GET", "/admin/accounts")).body.data.length).toBe(before);
-    expect((h.server.services.db.query("SELECT COUNT(*) AS n FROM ledger_entries").get() as { n: number }).n).toBe(entries);
+    expect((h.db.query("SELECT COUNT(*) AS n FROM ledger_entries").get() as { n: number }).n).toBe(entries);
   });
 });
 
@@ -127,7 +127,7 @@ describe("keys", () => {
     expect(listed).not.toContain(k.body.key);
     expect(listed).not.toContain("hash");
     // Only a hash is stored.
-    expect(JSON.stringify(h.server.services.db.query("SELECT * FROM api_keys").all())).not.toContain(k.body.key);
+    expect(JSON.stringify(h.db.query("SELECT * FROM api_keys").all())).not.toContain(k.body.key);
 
     const usage = await fetch(h.base + "/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${k.body.key}`, "content-type": "application/json" }, body: "{}" });
     expect(usage.status).toBe(400); // authenticated, then the body was judged

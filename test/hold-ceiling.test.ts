@@ -28,7 +28,7 @@ beforeEach(async () => {
   acct = await h.account(10);
 });
 
-const db = () => h.server.services.db;
+const db = () => h.db;
 const holdOf = (requestId: string) => db().query("SELECT amount, state FROM holds WHERE request_id = ?").get(requestId) as { amount: number; state: string };
 const chargeOf = (requestId: string) =>
   db().query("SELECT -amount AS amount, input_tokens, output_tokens, reason FROM ledger_entries WHERE request_id = ? AND kind = 'charge'").get(requestId) as {

@@ -78,12 +78,12 @@ test(`${TOTAL} concurrent requests, balance for ${COVERED}: exactly ${COVERED} s
   const end = await settled(h, a.id);
   expect(end).toMatchObject({ balance: 0, reserved: 0, pendingHolds: 0, charges: COVERED, sum: 0 });
   // One charge per successful request id, of exactly its cost; none for the refused ones.
-  const charges = h.server.services.db
+  const charges = h.db
     .query("SELECT request_id, amount FROM ledger_entries WHERE account_id = ? AND kind = 'charge'")
     .all(a.id) as { request_id: string; amount: number }[];
   expect(new Set(charges.map((c) => c.request_id))).toEqual(new Set(ok.map((r) => r.id)));
   for (const c of charges) expect(c.amount).toBe(-perRequest);
   // Every refused request's hold never existed; every admitted one is posted.
-  const holds = h.server.services.db.query("SELECT state, COUNT(*) AS n FROM holds WHERE account_id = ? GROUP BY state").all(a.id);
+  const holds = h.db.query("SELECT state, COUNT(*) AS n FROM holds WHERE account_id = ? GROUP BY state").all(a.id);
   expect(holds).toEqual([{ state: "posted", n: COVERED }]);
 }, 30_000);

@@ -134,7 +134,7 @@ describe("stored responses", () => {
     const r = await client.responses.create({ model: MODEL, input: "Hi", store: false });
     expect((r as unknown as { store: boolean }).store).toBe(false);
     expect(await client.responses.retrieve(r.id).catch((e) => e)).toBeInstanceOf(OpenAI.NotFoundError);
-    const rows = h.server.services.db.query("SELECT COUNT(*) AS n FROM responses WHERE id = ?").get(r.id) as { n: number };
+    const rows = h.db.query("SELECT COUNT(*) AS n FROM responses WHERE id = ?").get(r.id) as { n: number };
     expect(rows.n).toBe(0);
   });
 });

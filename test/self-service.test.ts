@@ -129,7 +129,7 @@ describe("GET /v1/generation", () => {
   test("a billed request: the ledger's cost, tokens and tier, with status and timings", async () => {
     const { status, body } = await get(`/v1/generation?id=${ids.glm1}`);
     expect(status).toBe(200);
-    const entry = h.server.services.db.query("SELECT amount FROM ledger_entries WHERE request_id = ?").get(ids.glm1!) as { amount: number };
+    const entry = h.db.query("SELECT amount FROM ledger_entries WHERE request_id = ?").get(ids.glm1!) as { amount: number };
     expect(-entry.amount).toBe(glm);
     expect(body.data).toMatchObject({
       id: ids.glm1, model: "glm-4.6", endpoint: "/v1/chat/completions", api_type: "completions", service_tier: "default",
@@ -155,7 +155,7 @@ describe("GET /v1/generation", () => {
 
   test("records survive the write to the store (read back after the batch is flushed)", async () => {
     h.server.services.outcomes.flush();
-    const row = h.server.services.db.query("SELECT http_status, outcome, account_id FROM request_outcomes WHERE request_id = ?").get(ids.kimiStream!);
+    const row = h.db.query("SELECT http_status, outcome, account_id FROM request_outcomes WHERE request_id = ?").get(ids.kimiStream!);
     expect(row).toEqual({ http_status: 200, outcome: "completed", account_id: alice.id });
     expect((await get(`/v1/generation?id=${ids.kimiStream}`)).body.data.status).toBe("completed");
   });

@@ -26,11 +26,11 @@ afterAll(() => stopFakeStack(h, fake));
 beforeEach(() => fake.behave({}));
 
 const charges = () =>
-  h.server.services.db
+  h.db
     .query("SELECT request_id, amount, input_tokens, output_tokens FROM ledger_entries WHERE account_id = ? AND kind = 'charge' ORDER BY id")
     .all(acct.id) as { request_id: string; amount: number; input_tokens: number; output_tokens: number }[];
 const holdState = (requestId: string) =>
-  (h.server.services.db.query("SELECT state FROM holds WHERE request_id = ?").get(requestId) as { state: string } | null)?.state;
+  (h.db.query("SELECT state FROM holds WHERE request_id = ?").get(requestId) as { state: string } | null)?.state;
 
 async function free(run: () => Promise<string>) {
   const before = ledgerState(h, acct.id);

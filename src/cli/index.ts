@@ -101,9 +101,9 @@ export async function runCli(argv: string[]): Promise<number> {
     const { runModelsCommand } = await import("./models");
     return runModelsCommand(config, sub, rest);
   }
-  let services: ReturnType<typeof createServices>;
+  let services: Awaited<ReturnType<typeof createServices>>;
   try {
-    services = createServices(config);
+    services = await createServices(config);
   } catch (e) {
     if (e instanceof ConfigError) return fail(`configuration error: ${e.message}`);
     if (e instanceof CatalogError) return fail(`configuration error: ${e.message}`);
@@ -119,7 +119,7 @@ export async function runCli(argv: string[]): Promise<number> {
     if (e instanceof DomainError) return fail(e.message);
     throw e;
   } finally {
-    services.close();
+    await services.close();
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * Per-account request limits (contract §8): one in-flight counter and one request-rate meter per
- * account, shared by every model endpoint. In memory, because one process serves an account; the
- * scale-out plan moves this state to Redis behind the same interface.
+ * account, shared by every model endpoint. In memory when one process serves an account (the
+ * SQLite store); in PostgreSQL, behind the same interface, when several instances share it.
  *
  * Rate uses GCRA (a token bucket kept as one "theoretical arrival time"): `rpm` requests may come
  * in a burst, then one more every 60/rpm seconds. O(1) memory per account, no timestamp logs.
@@ -36,22 +36,19 @@ export interface Slot {
 /**
  * What admits requests against their account's limits, whichever process keeps the counters:
  * AccountLimiter in memory (one process owns its accounts) or PostgreSQL (every instance shares
- * one counter and one bucket per account: src/store/postgres/limiter.ts). Admission is async
- * because the shared one asks the database; a slot's release() never throws (the shared one
- * writes it behind, retried).
+ * one counter and one bucket per account: src/store/postgres/limiter.ts). The in-memory one
+ * answers synchronously, so the single-process hot path never waits a turn of the event loop; the
+ * shared one returns promises (it asks the database) that reject with StoreUnavailable when it
+ * cannot. A slot's release() never throws (the shared one writes it behind, retried).
  */
 export interface Limiter {
-  admit(accountId: string, limits: AccountLimits): Promise<Admission>;
+  admit(accountId: string, limits: AccountLimits): Admission | Promise<Admission>;
   /** The rate status without consuming anything. */
-  peek(accountId: string, limits: AccountLimits): Promise<RateStatus>;
-}
-
-/** The in-memory AccountLimiter behind the Limiter interface. */
-export function memoryLimiter(l: AccountLimiter): Limiter {
-  return {
-    admit: async (accountId, limits) => l.admit(accountId, limits),
-    peek: async (accountId, limits) => l.peek(accountId, limits),
-  };
+  peek(accountId: string, limits: AccountLimits): RateStatus | Promise<RateStatus>;
+  /** Requests holding a slot for the account (across every instance, for the shared one). */
+  inFlight(accountId: string): number | Promise<number>;
+  /** Requests of this process holding a slot, all accounts together (a metrics gauge). */
+  totalInFlight(): number;
 }
 
 interface State {
@@ -60,7 +57,7 @@ interface State {
   inFlight: number;
 }
 
-export class AccountLimiter {
+export class AccountLimiter implements Limiter {
   private readonly states = new Map<string, State>();
 
   constructor(private readonly now: () => number = Date.now) {}

@@ -2,6 +2,7 @@
 import { startHarness, type Harness } from "./harness";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream";
 import { startScriptedUpstream, type ScriptedUpstream } from "./scripted-upstream";
+import type { TestStore } from "./stores";
 
 export interface FakeStack {
   fake: FakeUpstream;
@@ -9,9 +10,9 @@ export interface FakeStack {
   acct: { id: string; key: string };
 }
 
-export async function startFakeStack(dollars = 10): Promise<FakeStack> {
+export async function startFakeStack(dollars = 10, store: TestStore = "sqlite"): Promise<FakeStack> {
   const fake = startFakeUpstream();
-  const h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url });
+  const h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url }, {}, store);
   const acct = await h.account(dollars);
   return { fake, h, acct };
 }

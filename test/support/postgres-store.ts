@@ -45,7 +45,7 @@ export async function pgFixture(url?: string): Promise<PgFixture> {
     const registry = new InstanceRegistry(db, { name: opts.name ?? `test-${randomBytes(3).toString("hex")}`, timeoutMs: opts.timeoutMs ?? 15_000, ...opts });
     await registry.register();
     const ledger = new PostgresLedgerStore(db, registry, { maxBalance: MAX_BALANCE, ...opts.ledger });
-    const limiter = new PostgresLimiter(db, registry, ledger);
+    const limiter = new PostgresLimiter(db, registry);
     const inst: PgInstance = {
       db, registry, ledger, limiter,
       async close() {

@@ -16,6 +16,7 @@
  */
 import { SQL } from "bun";
 import { StoreUnavailable } from "../../billing/ledger-store";
+import { serviceUnavailable } from "../../errors";
 
 export interface PgDatabaseOptions {
   url: string;
@@ -82,6 +83,19 @@ export class PgDatabase {
       throw toStoreError(e);
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Runs one statement of a record store (accounts, keys, responses, usage): as run(), but a
+   * database that cannot answer is the domain's 503 service_unavailable, never its own text.
+   */
+  async ask<T>(statement: (sql: SQL) => Promise<T>): Promise<T> {
+    try {
+      return await this.run(statement);
+    } catch (e) {
+      if (e instanceof StoreUnavailable) throw serviceUnavailable();
+      throw e;
     }
   }
 

@@ -24,8 +24,9 @@ let seq = 0;
 /** Takes `n` slots and `n` holds of `amount` on `inst`, as n requests in flight would. */
 async function inFlight(inst: PgInstance, acct: string, n: number, amount: number) {
   for (let i = 0; i < n; i++) {
-    const r = await inst.limiter.admitAndReserve(limits, { requestId: `if_${++seq}_${acct}`, accountId: acct, amount, endpoint: "/v1/chat/completions", model: "m" });
-    expect(r.hold).toEqual({ ok: true });
+    const admission = await inst.limiter.admit(acct, limits);
+    expect(admission.ok).toBe(true);
+    expect(await inst.ledger.reserve({ requestId: `if_${++seq}_${acct}`, accountId: acct, amount, endpoint: "/v1/chat/completions", model: "m" })).toEqual({ ok: true });
   }
 }
 

@@ -14,6 +14,11 @@
  *   void     batched the same way; idempotent.
  *   adjust   one round trip; the rules (not below what is reserved, not above the maximum) are
  *            checked on the locked row.
+ *   createAccount  one round trip, one transaction: the account and its opening credit entry.
+ *
+ * Failures no call's promise carries — heartbeats that cannot reach the database, this instance
+ * found released — are reported to onFailure listeners, so the ledger refuses new holds at once
+ * (503) instead of letting each request find out.
  *
  * A reserve whose outcome is unknown (the connection dropped after it was sent) may have left a
  * hold that no request owns while this instance lives; it is voided as soon as the database
@@ -58,6 +63,7 @@ export class PostgresLedgerStore implements LedgerStore {
   private readonly posts: WriteBatcher<PostRequest, PostResult>;
   private readonly voids: WriteBatcher<string, boolean>;
   private readonly maxBalance: number;
+  private readonly failureListeners: ((e: StoreUnavailable) => void)[] = [];
 
   constructor(private readonly db: PgDatabase, private readonly instance: InstanceIdentity, opts: PostgresLedgerOptions) {
     this.maxBalance = opts.maxBalance;
@@ -167,6 +173,24 @@ export class PostgresLedgerStore implements LedgerStore {
       default:
         throw new DomainError("invalid_request", "invalid_value", `Invalid 'amount': the balance may not exceed ${formatUsd(this.maxBalance)} USD.`, "amount");
     }
+  }
+
+  async createAccount(a: { id: string; name: string; createdAt: number }, credits: number, reason: string): Promise<void> {
+    if (!Number.isSafeInteger(credits) || credits < 0) throw new RangeError(`bad opening credits ${credits}`);
+    const [row] = (await this.db.run((sql) => sql`
+      SELECT switchyard_create_account(${a.id}, ${a.name}, ${a.createdAt}, ${credits}, ${reason}, ${this.maxBalance}) AS outcome`)) as { outcome: string }[];
+    if (row!.outcome !== "ok") {
+      throw new DomainError("invalid_request", "invalid_value", `Invalid 'credits': the balance may not exceed ${formatUsd(this.maxBalance)} USD.`, "credits");
+    }
+  }
+
+  onFailure(listener: (e: StoreUnavailable) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  /** The database could not be reached outside any call (a heartbeat): tell the ledger now. */
+  reportFailure(e: StoreUnavailable): void {
+    for (const l of this.failureListeners) l(e);
   }
 
   /**

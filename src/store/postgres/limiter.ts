@@ -6,21 +6,21 @@
  * consumes no rate. Time is the database's clock, so instances' clocks never matter.
  *
  *   admit            one round trip (switchyard_admit), the account's limit_state row locked.
- *   admitAndReserve  the limits AND the hold in one round trip (switchyard_admit_reserve), for a
- *                    caller that knows its hold when it admits.
  *   slot.release()   written behind in batches (one statement for every slot released meanwhile),
  *                    retried until the database takes it; never throws.
+ *
+ * Admission and the hold are two round trips, not one: admission happens at authentication,
+ * before the request body is read (so a client over its limits never makes us read a large body),
+ * while the hold's amount is known only once the body is validated (README, "Scaling out").
  *
  * A dead instance's slots are given back by a survivor with its holds (instances.ts).
  */
 import { randomUUID } from "node:crypto";
 import type { AccountLimits, Admission, Limiter, RateStatus, Slot } from "../../limits/limiter";
 import { rateStatus, WINDOW_MS } from "../../limits/limiter";
-import type { HoldRequest, ReserveResult } from "../../billing/ledger-store";
-import { nowSeconds } from "../../accounts/accounts";
-import { int, outcomeUnknown, type PgDatabase } from "./database";
+import { outcomeUnknown, type PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
-import { instanceError, type PostgresLedgerStore } from "./ledger-store";
+import { instanceError } from "./ledger-store";
 import { WriteBatcher } from "./write-batcher";
 
 interface AdmitRow {
@@ -38,12 +38,12 @@ export interface PostgresLimiterOptions {
 export class PostgresLimiter implements Limiter {
   private readonly releases: WriteBatcher<string, boolean>;
   private pendingReleases = 0;
+  /** Slots this instance holds now (the in-flight gauge). */
+  private held = 0;
 
   constructor(
     private readonly db: PgDatabase,
     private readonly instance: InstanceIdentity,
-    /** Undoes a hold whose admitAndReserve outcome is unknown. */
-    private readonly ledger: PostgresLedgerStore,
     opts: PostgresLimiterOptions = {},
   ) {
     this.releases = new WriteBatcher(
@@ -68,34 +68,6 @@ export class PostgresLimiter implements Limiter {
     }
   }
 
-  /**
-   * Admission and the hold in one round trip. `hold` is null when the limits refused (nothing
-   * was held); when the hold was refused for credits the slot is still taken, as if the two had
-   * happened apart, and the caller releases it when the request ends.
-   */
-  async admitAndReserve(limits: AccountLimits, h: HoldRequest): Promise<{ admission: Admission; hold: ReserveResult | null }> {
-    if (!Number.isSafeInteger(h.amount) || h.amount < 0) throw new RangeError(`bad hold amount ${h.amount}`);
-    const slotId = randomUUID();
-    try {
-      const [row] = (await this.db.run((sql) => sql`
-        SELECT admitted, reason, tat, now_ms, held, available
-          FROM switchyard_admit_reserve(${slotId}, ${limits.rateLimitRpm}, ${limits.concurrencyLimit},
-            ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()})`, this.db.answerTimeoutMs)) as (AdmitRow & {
-        held: boolean;
-        available: string | null;
-      })[];
-      const admission = this.admission(row!, slotId, limits);
-      if (!admission.ok) return { admission, hold: null };
-      return { admission, hold: row!.held ? { ok: true } : { ok: false, available: int(row!.available) } };
-    } catch (e) {
-      if (outcomeUnknown(e)) {
-        this.releaseSlot(slotId);
-        this.ledger.undoUnknownHold(h.requestId);
-      }
-      throw instanceError(e, this.instance);
-    }
-  }
-
   async peek(accountId: string, limits: AccountLimits): Promise<RateStatus> {
     const [row] = (await this.db.run((sql) => sql`
       SELECT l.tat, switchyard_now_ms() AS now_ms FROM limit_state l WHERE l.account_id = ${accountId}`)) as { tat: number; now_ms: number }[];
@@ -107,6 +79,10 @@ export class PostgresLimiter implements Limiter {
   async inFlight(accountId: string): Promise<number> {
     const [row] = (await this.db.run((sql) => sql`SELECT in_flight FROM limit_state WHERE account_id = ${accountId}`)) as { in_flight: number }[];
     return row?.in_flight ?? 0;
+  }
+
+  totalInFlight(): number {
+    return this.held;
   }
 
   /**
@@ -129,10 +105,12 @@ export class PostgresLimiter implements Limiter {
 
   private slot(slotId: string): Slot {
     let released = false;
+    this.held++;
     return {
       release: () => {
         if (released) return;
         released = true;
+        this.held--;
         this.releaseSlot(slotId);
       },
       get released() {

@@ -28,15 +28,15 @@ test("a restarted instance releases its previous run's holds and slots at once",
   const first = await openPostgres(config, MAX_BALANCE, hooks);
   await first.db.sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_open', 'o', 0)`;
   await first.ledger.adjust("acct_open", 1000, "test");
-  const r = await first.limiter.admitAndReserve({ rateLimitRpm: 100, concurrencyLimit: 10 }, { requestId: "open_1", accountId: "acct_open", amount: 400, endpoint: "e", model: "m" });
-  expect(r.hold).toEqual({ ok: true });
+  expect((await first.limiter.admit("acct_open", { rateLimitRpm: 100, concurrencyLimit: 10 })).ok).toBe(true);
+  expect(await first.ledger.reserve({ requestId: "open_1", accountId: "acct_open", amount: 400, endpoint: "e", model: "m" })).toEqual({ ok: true });
   // Killed: no clean release.
-  first.registry.halt();
+  first.registry!.halt();
   await first.db.close();
 
   const second = await openPostgres(config, MAX_BALANCE, hooks);
   try {
-    expect(second.registry.name).toBe(first.registry.name);
+    expect(second.registry!.name).toBe(first.registry!.name);
     expect(second.releasedAtStart).toEqual({ holdsVoided: 1, slotsReleased: 1 });
     const [row] = (await second.db.sql`SELECT reserved::int AS reserved FROM accounts WHERE id = 'acct_open'`) as [{ reserved: number }];
     expect(row.reserved).toBe(0);
@@ -48,7 +48,7 @@ test("a restarted instance releases its previous run's holds and slots at once",
   const third = await openPostgres(config, MAX_BALANCE, hooks);
   try {
     const [inst] = (await third.db.sql`
-      SELECT count(*)::int AS n FROM instances WHERE name = ${first.registry.name} AND released_at IS NULL`) as [{ n: number }];
+      SELECT count(*)::int AS n FROM instances WHERE name = ${first.registry!.name} AND released_at IS NULL`) as [{ n: number }];
     expect(inst.n).toBe(1); // only the run just opened
     expect(third.releasedAtStart).toEqual({ holdsVoided: 0, slotsReleased: 0 });
   } finally {

@@ -2,8 +2,8 @@ import type { PgMigration } from "./index";
 
 /**
  * The same tables as the SQLite store (src/store/migrations: accounts, API keys, holds, the
- * ledger, stored responses), with PostgreSQL types: money is BIGINT nano-USD, times are unix
- * seconds as in SQLite, so rows read the same from either store. The store's invariants are
+ * ledger, stored responses and their items, request outcomes), with PostgreSQL types: money is
+ * BIGINT nano-USD, times are unix seconds as in SQLite, so rows read the same from either store. The store's invariants are
  * constraints here too: balance ≥ reserved ≥ 0, one charge per request id, and ledger entries
  * that can only ever be inserted.
  */
@@ -32,7 +32,9 @@ CREATE TABLE api_keys (
   prefix      TEXT NOT NULL,
   hash        TEXT NOT NULL UNIQUE,
   created_at  BIGINT NOT NULL,
-  revoked_at  BIGINT
+  revoked_at  BIGINT,
+  -- Creation order within a second (SQLite lists by rowid there).
+  seq         BIGINT GENERATED ALWAYS AS IDENTITY
 );
 CREATE INDEX api_keys_account ON api_keys(account_id);
 
@@ -90,5 +92,28 @@ CREATE TABLE responses (
   created_at            BIGINT NOT NULL
 );
 CREATE INDEX responses_account ON responses(account_id, created_at);
+
+-- Items of stored responses by id, for item_reference inputs (one indexed read).
+CREATE TABLE response_items (
+  account_id   TEXT NOT NULL,
+  item_id      TEXT NOT NULL,
+  response_id  TEXT NOT NULL REFERENCES responses(id) ON DELETE CASCADE,
+  item         TEXT NOT NULL,
+  PRIMARY KEY (account_id, item_id)
+);
+CREATE INDEX response_items_response ON response_items(response_id);
+
+-- How each admitted request ended (generation records); written in batches, no money here.
+CREATE TABLE request_outcomes (
+  request_id   TEXT PRIMARY KEY,
+  account_id   TEXT NOT NULL,
+  endpoint     TEXT NOT NULL,
+  model        TEXT NOT NULL,
+  http_status  INTEGER NOT NULL,
+  outcome      TEXT NOT NULL,
+  streamed     SMALLINT NOT NULL,
+  duration_ms  BIGINT NOT NULL,
+  engine_ms    BIGINT NOT NULL
+);
 `,
 };

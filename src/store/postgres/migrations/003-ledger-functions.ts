@@ -90,6 +90,21 @@ BEGIN
       IF it.resp_id IS NOT NULL THEN
         INSERT INTO responses (id, account_id, previous_response_id, input_items, response, created_at)
         VALUES (it.resp_id, it.resp_account_id, it.resp_previous_id, it.resp_input_items::TEXT, it.resp_body::TEXT, it.resp_created_at);
+        -- Its input items, then its output items, by id; a later item of the same id replaces an
+        -- earlier one (as SQLite's INSERT OR REPLACE), so only the last of each id is written.
+        INSERT INTO response_items (account_id, item_id, response_id, item)
+        SELECT DISTINCT ON (x.item_id) it.resp_account_id, x.item_id, it.resp_id, x.item::TEXT
+          FROM (
+            SELECT e.value AS item, e.value->>'id' AS item_id, e.ord
+              FROM json_array_elements(it.resp_input_items) WITH ORDINALITY AS e(value, ord)
+            UNION ALL
+            SELECT o.value, o.value->>'id', 1000000000 + o.ord
+              FROM json_array_elements(CASE WHEN json_typeof(it.resp_body->'output') = 'array' THEN it.resp_body->'output' ELSE '[]'::json END)
+                   WITH ORDINALITY AS o(value, ord)
+          ) x
+         WHERE json_typeof(x.item->'id') = 'string' AND x.item_id <> ''
+         ORDER BY x.item_id, x.ord DESC
+        ON CONFLICT (account_id, item_id) DO UPDATE SET response_id = EXCLUDED.response_id, item = EXCLUDED.item;
       END IF;
       request_id := it.request_id; outcome := 'posted'; charged := it.amount; balance_after := v_balance;
       account_id := h.account_id; endpoint := h.endpoint; model := h.model;
@@ -133,6 +148,22 @@ BEGIN
     )
     -- A data-modifying WITH runs to completion whether or not it is read: 'released' always applies.
     SELECT v.request_id FROM voided v;
+END $$;
+
+-- Opens an account with its first credits in one transaction; 'ok', or 'above_max'.
+CREATE FUNCTION switchyard_create_account(p_id TEXT, p_name TEXT, p_created_at BIGINT, p_credits BIGINT, p_reason TEXT, p_max_balance BIGINT)
+RETURNS TEXT LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('synchronous_commit', 'on', true);
+  IF p_credits > p_max_balance THEN
+    RETURN 'above_max';
+  END IF;
+  INSERT INTO accounts (id, name, balance, created_at) VALUES (p_id, p_name, p_credits, p_created_at);
+  IF p_credits > 0 THEN
+    INSERT INTO ledger_entries (account_id, kind, amount, balance_after, reason, created_at)
+    VALUES (p_id, 'credit', p_credits, p_credits, p_reason, p_created_at);
+  END IF;
+  RETURN 'ok';
 END $$;
 
 -- Credits (p_amount > 0) or a deduction (< 0) as one entry; outcome 'ok', 'not_found',

@@ -51,28 +51,6 @@ BEGIN
   RETURN QUERY SELECT true, NULL::TEXT, v_next, v_now;
 END $$;
 
--- Admission and the hold in one round trip: the limits first (429 before 402, as in one
--- process), then the hold. A request refused for credits keeps its slot and rate unit, exactly
--- as when the two happen apart: the caller gives the slot back when the request ends.
-CREATE FUNCTION switchyard_admit_reserve(
-  p_slot_id TEXT, p_rpm INTEGER, p_concurrency INTEGER,
-  p_request_id TEXT, p_account_id TEXT, p_amount BIGINT, p_endpoint TEXT, p_model TEXT,
-  p_instance_id TEXT, p_created_at BIGINT
-) RETURNS TABLE (admitted BOOLEAN, reason TEXT, tat DOUBLE PRECISION, now_ms DOUBLE PRECISION, held BOOLEAN, available BIGINT)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  adm RECORD;
-  res RECORD;
-BEGIN
-  SELECT * INTO adm FROM switchyard_admit(p_slot_id, p_account_id, p_rpm, p_concurrency, p_instance_id);
-  IF NOT adm.admitted THEN
-    RETURN QUERY SELECT false, adm.reason, adm.tat, adm.now_ms, false, NULL::BIGINT; RETURN;
-  END IF;
-  SELECT * INTO res FROM switchyard_reserve(p_request_id, p_account_id, p_amount, p_endpoint, p_model, p_instance_id, p_created_at);
-  RETURN QUERY SELECT true, NULL::TEXT, adm.tat, adm.now_ms, res.ok, res.available;
-END $$;
-
 -- Gives back slots; returns how many existed.
 CREATE FUNCTION switchyard_release_slots(p_slot_ids TEXT[]) RETURNS INTEGER LANGUAGE plpgsql AS $$
 DECLARE
