@@ -115,32 +115,46 @@ interface LateHooks {
 }
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}, mode: ServicesMode = "cli"): Promise<Services> {
+  const late: LateHooks = { services: null };
+  // The configuration files first: a bad catalog or routes file stops here, before the data
+  // directory is locked or the store opened.
+  const parts = configured(config, overrides);
   const lock = lockData(config, mode);
   let store: DataStore | null = null;
   try {
-    const late: LateHooks = { services: null };
     store = await openData(config, mode, overrides, late);
-    late.services = assemble(config, overrides, store, () => lock?.release());
+    late.services = assemble(config, parts, store, () => lock?.release());
     return late.services;
   } catch (e) {
-    // A bad catalog or routes file must not leave the data directory locked or the store open.
     await store?.close().catch(() => {});
     lock?.release();
     throw e;
   }
 }
 
-function assemble(config: Config, overrides: ServiceOverrides, store: DataStore, unlock: () => void): Services {
+interface Configured {
+  log: Log;
+  catalog: Catalog;
+  aliases: ModelAliases;
+  routes: RouteRegistry;
+  engines: EngineRegistry;
+}
+
+function configured(config: Config, overrides: ServiceOverrides): Configured {
   const log = new Log(config.logLevel);
-  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => s.log.error(msg));
+  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => log.error(msg));
   let aliases: ModelAliases;
   try {
-    aliases = new ModelAliases(config.modelAliases, (msg) => s.log.error(msg));
+    aliases = new ModelAliases(config.modelAliases, (msg) => log.error(msg));
   } catch (err) {
     if (err instanceof AliasesError) throw new ConfigError("SWITCHYARD_MODEL_ALIASES", err.message);
     throw err;
   }
-  const engines = overrides.engines ?? new EngineRegistry();
+  return { log, catalog: new Catalog(config.catalogPath), aliases, routes, engines: overrides.engines ?? new EngineRegistry() };
+}
+
+function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void): Services {
+  const { log, catalog, aliases, routes, engines } = parts;
   const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
   const s: Services = {
     config,
@@ -149,7 +163,7 @@ function assemble(config: Config, overrides: ServiceOverrides, store: DataStore,
     keys: new ApiKeys(store.keys),
     ledger: new Ledger(store.ledger, log),
     responses: new ResponseStore(store.responses),
-    catalog: new Catalog(config.catalogPath),
+    catalog,
     aliases,
     routes,
     engines,

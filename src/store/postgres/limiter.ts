@@ -6,8 +6,11 @@
  * consumes no rate. Time is the database's clock, so instances' clocks never matter.
  *
  *   admit            one round trip (switchyard_admit), the account's limit_state row locked.
- *   slot.release()   written behind in batches (one statement for every slot released meanwhile),
- *                    retried until the database takes it; never throws.
+ *   slot.release()   never waits and never throws: the release is written behind, all slots
+ *                    released meanwhile in one statement, retried until the database takes it —
+ *                    or, when the same account is admitted again first, carried by that admission
+ *                    (same statement, same row lock), so a client's next request never finds its
+ *                    previous one's slot still taken on this instance.
  *
  * Admission and the hold are two round trips, not one: admission happens at authentication,
  * before the request body is read (so a client over its limits never makes us read a large body),
@@ -21,7 +24,6 @@ import { rateStatus, WINDOW_MS } from "../../limits/limiter";
 import { outcomeUnknown, type PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
 import { instanceError } from "./ledger-store";
-import { WriteBatcher } from "./write-batcher";
 
 interface AdmitRow {
   admitted: boolean;
@@ -31,39 +33,49 @@ interface AdmitRow {
 }
 
 export interface PostgresLimiterOptions {
+  /** Most slot releases per statement. */
   maxBatch?: number;
-  maxInFlight?: number;
 }
 
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 5000;
+
 export class PostgresLimiter implements Limiter {
-  private readonly releases: WriteBatcher<string, boolean>;
-  private pendingReleases = 0;
+  /** Released slots not yet sent, by account. */
+  private readonly unsent = new Map<string, Set<string>>();
+  /** Per account, the release statement now running that carries some of its slots. */
+  private readonly sending = new Map<string, Promise<void>>();
+  private scheduled: ReturnType<typeof setTimeout> | null = null;
+  private writing = false;
+  private retryDelay = RETRY_MIN_MS;
   /** Slots this instance holds now (the in-flight gauge). */
   private held = 0;
+  private readonly maxBatch: number;
 
   constructor(
     private readonly db: PgDatabase,
     private readonly instance: InstanceIdentity,
     opts: PostgresLimiterOptions = {},
   ) {
-    this.releases = new WriteBatcher(
-      async (ids) => {
-        await this.db.run((sql) => sql`SELECT switchyard_release_slots(${sql.array(ids, "TEXT")}) AS n`);
-        return ids.map(() => true);
-      },
-      { maxBatch: opts.maxBatch ?? 512, maxInFlight: opts.maxInFlight ?? 1, retryMs: 0 },
-    );
+    this.maxBatch = opts.maxBatch ?? 512;
   }
 
   async admit(accountId: string, limits: AccountLimits): Promise<Admission> {
     const slotId = randomUUID();
+    // Releases of this account not yet sent go with this admission; one being written is waited for.
+    const carried = this.takeUnsent(accountId);
+    const before = this.sending.get(accountId);
+    if (before) await before;
     try {
       const [row] = (await this.db.run((sql) => sql`
         SELECT admitted, reason, tat, now_ms
-          FROM switchyard_admit(${slotId}, ${accountId}, ${limits.rateLimitRpm}, ${limits.concurrencyLimit}, ${this.instance.id})`, this.db.answerTimeoutMs)) as AdmitRow[];
-      return this.admission(row!, slotId, limits);
+          FROM switchyard_admit(${slotId}, ${accountId}, ${limits.rateLimitRpm}, ${limits.concurrencyLimit}, ${this.instance.id},
+                                ${sql.array(carried, "TEXT")})`, this.db.answerTimeoutMs)) as AdmitRow[];
+      return this.admission(row!, accountId, slotId, limits);
     } catch (e) {
-      if (outcomeUnknown(e)) this.releaseSlot(slotId);
+      // Releases are idempotent: the carried ones go out again, alone.
+      for (const id of carried) this.queueRelease(accountId, id);
+      if (outcomeUnknown(e)) this.queueRelease(accountId, slotId);
       throw instanceError(e, this.instance);
     }
   }
@@ -91,19 +103,25 @@ export class PostgresLimiter implements Limiter {
    */
   async flush(timeoutMs = 5000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (this.pendingReleases > 0 && Date.now() < deadline) await Bun.sleep(5);
-    await this.releases.drained();
+    while ((this.unsent.size > 0 || this.writing) && Date.now() < deadline) {
+      if (!this.writing && this.scheduled) {
+        clearTimeout(this.scheduled);
+        this.scheduled = null;
+        void this.writeReleases();
+      }
+      await Bun.sleep(5);
+    }
   }
 
-  private admission(row: AdmitRow, slotId: string, limits: AccountLimits): Admission {
+  private admission(row: AdmitRow, accountId: string, slotId: string, limits: AccountLimits): Admission {
     const rate = rateStatus(row.tat, row.now_ms, limits.rateLimitRpm);
-    if (row.admitted) return { ok: true, rate, slot: this.slot(slotId) };
+    if (row.admitted) return { ok: true, rate, slot: this.slot(accountId, slotId) };
     if (row.reason === "concurrency") return { ok: false, reason: "concurrency", rate, retryAfterMs: 1000 };
     const nextTat = Math.max(row.tat, row.now_ms) + WINDOW_MS / limits.rateLimitRpm;
     return { ok: false, reason: "rate", rate, retryAfterMs: nextTat - row.now_ms - WINDOW_MS };
   }
 
-  private slot(slotId: string): Slot {
+  private slot(accountId: string, slotId: string): Slot {
     let released = false;
     this.held++;
     return {
@@ -111,7 +129,7 @@ export class PostgresLimiter implements Limiter {
         if (released) return;
         released = true;
         this.held--;
-        this.releaseSlot(slotId);
+        this.queueRelease(accountId, slotId);
       },
       get released() {
         return released;
@@ -119,12 +137,64 @@ export class PostgresLimiter implements Limiter {
     };
   }
 
-  /** Writes a slot's release behind, retrying with backoff until the database takes it. */
-  private releaseSlot(slotId: string, delay = 100): void {
-    if (delay === 100) this.pendingReleases++;
-    this.releases.submit(slotId).then(
-      () => this.pendingReleases--,
-      () => setTimeout(() => this.releaseSlot(slotId, Math.min(delay * 2, 5000)), delay).unref?.(),
-    );
+  private takeUnsent(accountId: string): string[] {
+    const ids = this.unsent.get(accountId);
+    if (!ids) return [];
+    this.unsent.delete(accountId);
+    return [...ids];
+  }
+
+  /** Queues a release; the next turn of the event loop writes every release queued meanwhile. */
+  private queueRelease(accountId: string, slotId: string): void {
+    this.addUnsent(accountId, slotId);
+    this.schedule(0);
+  }
+
+  private addUnsent(accountId: string, slotId: string): void {
+    let ids = this.unsent.get(accountId);
+    if (!ids) this.unsent.set(accountId, (ids = new Set()));
+    ids.add(slotId);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.scheduled || this.writing) return;
+    this.scheduled = setTimeout(() => {
+      this.scheduled = null;
+      void this.writeReleases();
+    }, delayMs);
+    this.scheduled.unref?.();
+  }
+
+  /** One statement for the releases queued so far (at most maxBatch); failures are queued again. */
+  private async writeReleases(): Promise<void> {
+    if (this.writing || this.unsent.size === 0) return;
+    this.writing = true;
+    const batch: [string, string][] = [];
+    for (const [accountId, ids] of this.unsent) {
+      for (const id of ids) {
+        if (batch.length >= this.maxBatch) break;
+        batch.push([accountId, id]);
+        ids.delete(id);
+      }
+      if (ids.size === 0) this.unsent.delete(accountId);
+      if (batch.length >= this.maxBatch) break;
+    }
+    const accounts = new Set(batch.map(([a]) => a));
+    let ok = true;
+    const done = this.db
+      .run((sql) => sql`SELECT switchyard_release_slots(${sql.array(batch.map(([, id]) => id), "TEXT")}) AS n`)
+      .then(
+        () => {},
+        () => {
+          ok = false;
+          for (const [a, id] of batch) this.addUnsent(a, id);
+        },
+      );
+    for (const a of accounts) this.sending.set(a, done);
+    await done;
+    for (const a of accounts) if (this.sending.get(a) === done) this.sending.delete(a);
+    this.writing = false;
+    this.retryDelay = ok ? RETRY_MIN_MS : Math.min(this.retryDelay * 2, RETRY_MAX_MS);
+    if (this.unsent.size > 0) this.schedule(ok ? 0 : this.retryDelay);
   }
 }

@@ -23,23 +23,35 @@ $$;
 
 -- Takes one slot and one unit of rate for the account, or says which limit refused.
 -- tat and now_ms let the caller report the rate headers (remaining, reset) as the limiter does.
-CREATE FUNCTION switchyard_admit(p_slot_id TEXT, p_account_id TEXT, p_rpm INTEGER, p_concurrency INTEGER, p_instance_id TEXT)
+-- p_release: this instance's slots of the same account released but not yet written; they are
+-- given back first, under the same row lock, so a client's next request never finds its previous
+-- one's slot still taken (its release is ordered before this admission).
+CREATE FUNCTION switchyard_admit(p_slot_id TEXT, p_account_id TEXT, p_rpm INTEGER, p_concurrency INTEGER, p_instance_id TEXT, p_release TEXT[])
 RETURNS TABLE (admitted BOOLEAN, reason TEXT, tat DOUBLE PRECISION, now_ms DOUBLE PRECISION) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   s RECORD;
   v_now DOUBLE PRECISION;
   v_next DOUBLE PRECISION;
+  v_freed INTEGER := 0;
 BEGIN
-  -- A slot or rate unit lost in a crash of the database only errs towards admitting.
-  PERFORM set_config('synchronous_commit', 'off', true);
+  -- A slot or rate unit lost in a crash of the database only errs towards admitting; a release
+  -- lost would keep a slot taken while its instance lives, so one carried here waits for disk.
+  PERFORM set_config('synchronous_commit', CASE WHEN cardinality(p_release) > 0 THEN 'on' ELSE 'off' END, true);
   PERFORM switchyard_instance_alive(p_instance_id);
   SELECT l.tat, l.in_flight INTO s FROM limit_state l WHERE l.account_id = p_account_id FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'no account %', p_account_id USING ERRCODE = 'SY002';
   END IF;
+  IF cardinality(p_release) > 0 THEN
+    WITH gone AS (DELETE FROM slots sl WHERE sl.id = ANY(p_release) AND sl.account_id = p_account_id RETURNING 1)
+    SELECT count(*)::INTEGER INTO v_freed FROM gone;
+    IF v_freed > 0 THEN
+      UPDATE limit_state SET in_flight = limit_state.in_flight - v_freed WHERE limit_state.account_id = p_account_id;
+    END IF;
+  END IF;
   v_now := switchyard_now_ms();
-  IF s.in_flight >= p_concurrency THEN
+  IF s.in_flight - v_freed >= p_concurrency THEN
     RETURN QUERY SELECT false, 'concurrency'::TEXT, s.tat, v_now; RETURN;
   END IF;
   v_next := GREATEST(s.tat, v_now) + 60000::DOUBLE PRECISION / p_rpm;
