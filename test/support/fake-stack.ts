@@ -28,10 +28,10 @@ export interface DualStack extends FakeStack {
   hs: Harness;
 }
 
-export async function startDualStack(): Promise<DualStack> {
+export async function startDualStack(store: TestStore = "sqlite"): Promise<DualStack> {
   const fake = startFakeUpstream();
   const scripted = startScriptedUpstream();
-  const [h, hs] = await Promise.all([startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url }), startHarness({ SWITCHYARD_UPSTREAM_URL: scripted.url })]);
+  const [h, hs] = await Promise.all([startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url }, {}, store), startHarness({ SWITCHYARD_UPSTREAM_URL: scripted.url }, {}, store)]);
   const acct = await h.account(10);
   return { fake, scripted, h, hs, acct };
 }

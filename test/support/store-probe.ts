@@ -35,6 +35,14 @@ export interface StoreProbe {
   charges(accountId: string): Promise<ChargeRow[]>;
   /** How many of the account's holds are in each state, by state name. */
   holdStates(accountId: string): Promise<Record<string, number>>;
+  /** The written request_outcomes row of a request (status, end, account), or null. */
+  outcome(requestId: string): Promise<{ http_status: number; outcome: string; account_id: string } | null>;
+  /** Ledger entries of every account together. */
+  entryCount(): Promise<number>;
+  /** Every row of api_keys, as stored. */
+  apiKeyRows(): Promise<Record<string, unknown>[]>;
+  /** Rows of a stored response, and of its items (0 when it was never stored or was deleted). */
+  storedResponse(id: string): Promise<{ rows: number; items: number }>;
   close(): Promise<void>;
 }
 
@@ -70,6 +78,18 @@ export function sqliteProbe(db: () => Database): StoreProbe {
     async holdStates(id) {
       const rows = all<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM holds WHERE account_id = ? GROUP BY state", id);
       return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+    },
+    async outcome(requestId) {
+      return one("SELECT http_status, outcome, account_id FROM request_outcomes WHERE request_id = ?", requestId);
+    },
+    async entryCount() {
+      return one<{ n: number }>("SELECT COUNT(*) AS n FROM ledger_entries").n;
+    },
+    async apiKeyRows() {
+      return all("SELECT * FROM api_keys");
+    },
+    async storedResponse(id) {
+      return one("SELECT (SELECT COUNT(*) FROM responses WHERE id = ?1) AS rows, (SELECT COUNT(*) FROM response_items WHERE response_id = ?1) AS items", id);
     },
     async close() {},
   };
@@ -121,6 +141,25 @@ export function pgProbe(url: string): StoreProbe {
     async holdStates(id) {
       const rows = (await sql`SELECT state, COUNT(*)::int AS n FROM holds WHERE account_id = ${id} GROUP BY state`) as { state: string; n: number }[];
       return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+    },
+    async outcome(requestId) {
+      const [r] = (await sql`SELECT http_status, outcome, account_id FROM request_outcomes WHERE request_id = ${requestId}`) as {
+        http_status: number; outcome: string; account_id: string;
+      }[];
+      return r ?? null;
+    },
+    async entryCount() {
+      const [r] = (await sql`SELECT COUNT(*)::int AS n FROM ledger_entries`) as { n: number }[];
+      return r!.n;
+    },
+    async apiKeyRows() {
+      return (await sql`SELECT * FROM api_keys`) as Record<string, unknown>[];
+    },
+    async storedResponse(id) {
+      const [r] = (await sql`
+        SELECT (SELECT COUNT(*) FROM responses WHERE id = ${id})::int AS rows,
+               (SELECT COUNT(*) FROM response_items WHERE response_id = ${id})::int AS items`) as { rows: number; items: number }[];
+      return r!;
     },
     async close() {
       await sql.close();
