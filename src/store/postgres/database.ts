@@ -44,6 +44,8 @@ export class PgDatabase {
   readonly answerTimeoutMs: number;
   /** Statements sent, for the benchmark's round trips per request. */
   statements = 0;
+  /** Closed (or abandoned): background retries stop. */
+  closed = false;
 
   constructor(opts: PgDatabaseOptions) {
     this.statementTimeoutMs = opts.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
@@ -100,7 +102,14 @@ export class PgDatabase {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.sql.close({ timeout: 1 });
+  }
+
+  /** Drops every connection at once, statements in flight included (a process dying, in tests). */
+  async abandon(): Promise<void> {
+    this.closed = true;
+    await this.sql.close({ timeout: 0 });
   }
 }
 

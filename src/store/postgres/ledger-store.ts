@@ -90,7 +90,10 @@ export class PostgresLedgerStore implements LedgerStore {
 
   /** Voids a hold whose reserve may have committed unseen: now (retried), and after the statement timeout. */
   undoUnknownHold(requestId: string): void {
-    const undo = () => this.voids.submit(requestId).catch(() => setTimeout(undo, 1000).unref?.());
+    const undo = () => {
+      if (this.db.closed) return;
+      this.voids.submit(requestId).catch(() => setTimeout(undo, 1000).unref?.());
+    };
     void undo();
     setTimeout(undo, this.db.statementTimeoutMs + 1000).unref?.();
   }
