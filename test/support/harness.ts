@@ -38,7 +38,8 @@ export interface Harness {
 
 export async function startHarness(env: Record<string, string> = {}, overrides: ServiceOverrides = {}, store: TestStore = "sqlite"): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), "switchyard-test-"));
-  const databaseUrl = store === "postgres" ? await testDatabase() : null;
+  // PostgreSQL: a fresh database of the shared test server, unless the test names its own.
+  const databaseUrl = store === "postgres" ? (env.SWITCHYARD_DATABASE_URL ?? (await testDatabase())) : null;
   const config = loadConfig({
     PORT: "0",
     HOST: "127.0.0.1",
