@@ -22,7 +22,10 @@ n = c.messages.count_tokens(model=m, messages=[{"role": "user", "content": "coun
 assert n.input_tokens > 0; ok.append("count_tokens")
 ids = [x.id for x in c.models.list()]; assert m in ids; ok.append("models.list")
 long = "You are a helpful assistant. " * 200
-a = c.messages.create(model=m, max_tokens=8, system=long, messages=[{"role": "user", "content": "hi"}])
-b = c.messages.create(model=m, max_tokens=8, system=long, messages=[{"role": "user", "content": "hi"}])
+cached_system = [{"type": "text", "text": long, "cache_control": {"type": "ephemeral"}}]
+a = c.messages.create(model=m, max_tokens=8, system=cached_system, messages=[{"role": "user", "content": "hi"}])
+b = c.messages.create(model=m, max_tokens=8, system=cached_system, messages=[{"role": "user", "content": "hi"}])
 assert b.usage.cache_read_input_tokens > 0 and b.usage.input_tokens + b.usage.cache_read_input_tokens == a.usage.input_tokens + a.usage.cache_read_input_tokens; ok.append("cache_read + input_tokens = whole prompt")
+plain = c.messages.create(model=m, max_tokens=8, system=long, messages=[{"role": "user", "content": "hi"}])
+assert plain.usage.cache_read_input_tokens is None and plain.usage.input_tokens == a.usage.input_tokens + a.usage.cache_read_input_tokens; ok.append("no cache_control: no cache accounting")
 print("anthropic", anthropic.__version__, "PASS:", ", ".join(ok))

@@ -16,9 +16,11 @@ r = litellm.completion(model=f"anthropic/{m}", api_base=base, api_key=key, max_t
 assert r.choices[0].message.content and r.usage.prompt_tokens > 0; ok.append("anthropic/ completion")
 s = litellm.completion(model=f"anthropic/{m}", api_base=base, api_key=key, max_tokens=64, messages=[{"role": "user", "content": "stream anthropic route"}], stream=True)
 txt = "".join((c.choices[0].delta.content or "") for c in s); assert txt; ok.append("anthropic/ stream")
-# Anthropic counts cache reads apart from input_tokens; LiteLLM adds them back, so both routes
-# must report the same whole prompt, and the repeat must show its cache hit.
-long = [{"role": "system", "content": "You are a helpful assistant. " * 200}, {"role": "user", "content": "hi"}]
+# Anthropic counts cache reads apart from input_tokens (for requests that mark cache breakpoints);
+# LiteLLM adds them back, so both routes must report the same whole prompt, and the repeat must
+# show its cache hit.
+cached_system = {"role": "system", "content": [{"type": "text", "text": "You are a helpful assistant. " * 200, "cache_control": {"type": "ephemeral"}}]}
+long = [cached_system, {"role": "user", "content": "hi"}]
 via_chat = litellm.completion(model=f"openai/{m}", api_base=base + "/v1", api_key=key, max_tokens=8, messages=long).usage
 via_messages = litellm.completion(model=f"anthropic/{m}", api_base=base, api_key=key, max_tokens=8, messages=long).usage
 assert via_messages.prompt_tokens == via_chat.prompt_tokens, (via_messages, via_chat)
