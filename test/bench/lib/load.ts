@@ -19,6 +19,8 @@ export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;
+  /** Every request's latency in ms, sorted. */
+  latencies: number[];
 }
 
 export function percentile(sorted: number[], p: number): number {
@@ -63,10 +65,16 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     rps: latencies.length / seconds,
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
+    latencies,
   };
 }
 
 export const fmt = (n: number, digits = 1) => n.toFixed(digits);
+
+/** The median of some numbers (NaN for none). */
+export function median(xs: number[]): number {
+  return percentile([...xs].sort((a, b) => a - b), 50);
+}
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux); null elsewhere. */
 export async function cpuSeconds(pid: number): Promise<number | null> {
@@ -78,4 +86,26 @@ export async function cpuSeconds(pid: number): Promise<number | null> {
   } catch {
     return null;
   }
+}
+
+/** CPU seconds per thread of a process, summed by thread name, the main thread as "main" (Linux /proc; empty elsewhere). */
+export async function threadCpuSeconds(pid: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = (await Array.fromAsync(new Bun.Glob("*").scan({ cwd: `/proc/${pid}/task`, onlyFiles: false }))) as string[];
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = await Bun.file(`/proc/${pid}/task/${tid}/stat`).text();
+      const name = tid === String(pid) ? "main" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
 }

@@ -1,0 +1,296 @@
+/**
+ * The hot path: what the gateway costs per request next to the floor this runtime allows, all in
+ * one run. Five processes: a fast fake upstream (replies encoded once, test/bench/lib/fast-upstream.ts),
+ * a bare Bun.serve proxy doing the same fetch and JSON rewrite (test/bench/lib/bare-proxy.ts),
+ * Switchyard (billing, limits, metrics and the info-level request log all on; the log goes to a
+ * file), and this load generator.
+ *
+ *   1. CPU µs per request of the proxying process (utime + stime from /proc, all its threads)
+ *      and req/s, for: direct to the upstream, the bare proxy, Switchyard; plain, streamed (20
+ *      content chunks sent back to back) and streamed paced (1 ms between chunks, so every chunk
+ *      is its own read, as from a real engine). Rounds are interleaved (the order of the paths
+ *      rotates each round) and medians reported, so noise from other work hits every path alike.
+ *   2. Added latency over direct with a 50 ms upstream at concurrency 64, plain and streamed
+ *      (p50/p99 of whole-body latency, pooled over interleaved rounds).
+ *   3. The ledger afterwards: one charge per gateway request, no pending hold, sum = balance.
+ *
+ *   BENCH_REQUESTS (3000 per round and path; paced: half)  BENCH_CONCURRENCY (32)  BENCH_ROUNDS (5)
+ *   BENCH_LATENCY_REQUESTS (1024)  BENCH_LATENCY_ROUNDS (3)  BENCH_DELAY_MS (50)  BENCH_WARMUP (3000)
+ *   BENCH_MODES (plain,streamed,paced)
+ *
+ * Profile mode: `bun test/bench/hotpath.bench.ts --profile plain|streamed|paced` runs only
+ * Switchyard under the same load with Bun's CPU profiler on, then prints where its time went,
+ * stage by stage (test/bench/lib/profile-stages.ts; the table in test/bench/README.md).
+ */
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
+import { benchAccount, startGatewayProcess, startScriptProcess, type Proc } from "./lib/processes";
+import { cpuSeconds, fmt, median, percentile, runLoad, threadCpuSeconds, type LoadResult } from "./lib/load";
+import { ledgerFacts } from "./lib/ledger-facts";
+import { printStageTable } from "./lib/profile-stages";
+
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const LAT_REQUESTS = Number(process.env.BENCH_LATENCY_REQUESTS ?? 1024);
+const LAT_ROUNDS = Number(process.env.BENCH_LATENCY_ROUNDS ?? 3);
+const DELAY_MS = Number(process.env.BENCH_DELAY_MS ?? 50);
+const LAT_CONCURRENCY = 64;
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3000);
+const STREAM_CHUNKS = 20;
+const PACE_MS = 1;
+
+interface Mode {
+  key: "plain" | "streamed" | "paced";
+  label: string;
+  stream: boolean;
+  /** Path prefix on the upstream (and the bare proxy, which forwards paths as they are). */
+  prefix: string;
+  /** The model Switchyard routes to that prefix (SWITCHYARD_ROUTES below). */
+  model: string;
+  requests: number;
+}
+const MODES: Mode[] = [
+  { key: "plain", label: "plain", stream: false, prefix: "", model: "glm-4.6", requests: REQUESTS },
+  { key: "streamed", label: "streamed", stream: true, prefix: "", model: "glm-4.6", requests: REQUESTS },
+  { key: "paced", label: `streamed, ${PACE_MS} ms apart`, stream: true, prefix: `/pace${PACE_MS}`, model: "kimi-k2-instruct", requests: Math.ceil(REQUESTS / 2) },
+];
+const SLOW = { prefix: `/delay${DELAY_MS}`, model: "minimax-m2" };
+const LATENCY_MODES: Mode[] = [
+  { key: "plain", label: "plain", stream: false, ...SLOW, requests: LAT_REQUESTS },
+  { key: "streamed", label: "streamed", stream: true, ...SLOW, requests: LAT_REQUESTS },
+];
+
+/** --profile <mode>: Switchyard alone, under Bun's CPU profiler; --threads <mode>: the same, no profiler. */
+const profileArg = Math.max(process.argv.indexOf("--profile"), process.argv.indexOf("--threads"));
+const PROFILER = process.argv.includes("--profile");
+const PROFILE = profileArg >= 0 ? MODES.find((m) => m.key === (process.argv[profileArg + 1] ?? "plain")) : undefined;
+if (profileArg >= 0 && !PROFILE) throw new Error(`${process.argv[profileArg]} takes one of ${MODES.map((m) => m.key).join(", ")}`);
+const selected = PROFILE ? [PROFILE] : MODES.filter((m) => (process.env.BENCH_MODES ?? "plain,streamed,paced").split(",").includes(m.key));
+const PROFILE_DIR = join(import.meta.dir, "../.tmp/profiles");
+
+/** Everything started, stopped in reverse order at the end (or when a later start fails). */
+const started: Proc[] = [];
+async function stopAll(): Promise<void> {
+  for (const p of started.reverse()) await p.stop().catch(() => {});
+}
+process.on("SIGINT", () => void stopAll().then(() => process.exit(130)));
+async function track<P extends Proc>(p: Promise<P>): Promise<P> {
+  try {
+    const x = await p;
+    started.push(x);
+    return x;
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
+
+const upstream = await track(startScriptProcess(join(import.meta.dir, "lib/fast-upstream.ts"), { BENCH_STREAM_CHUNKS: String(STREAM_CHUNKS) }));
+const bare = PROFILE ? null : await track(startScriptProcess(join(import.meta.dir, "lib/bare-proxy.ts"), { BARE_PROXY_UPSTREAM: upstream.url }));
+const gateway = await track(
+  startGatewayProcess(
+    {
+      SWITCHYARD_UPSTREAM_URL: `${upstream.url}/v1`,
+      SWITCHYARD_ROUTES: JSON.stringify({
+        upstreams: { slow: { base_url: `${upstream.url}${SLOW.prefix}/v1` }, paced: { base_url: `${upstream.url}${MODES[2]!.prefix}/v1` } },
+        models: { [SLOW.model]: [{ upstream: "slow" }], [MODES[2]!.model]: [{ upstream: "paced" }] },
+      }),
+      // Limits are checked on every request but never reached: one account sends everything.
+      SWITCHYARD_RATE_LIMIT_RPM: "10000000",
+      SWITCHYARD_CONCURRENCY_LIMIT: "100000",
+      SWITCHYARD_LOG_LEVEL: "info",
+    },
+    {
+      logFile: (dir) => join(dir, "gateway.log"),
+      args: PROFILER ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, "--cpu-prof-interval=500"] : [],
+    },
+  ),
+);
+
+interface Target {
+  name: string;
+  /** The process whose CPU is the cost of this path (null: direct, nothing in between). */
+  proc: Proc | null;
+  url(m: Mode): string;
+  headers: Record<string, string>;
+  /** The model a client names on this path. */
+  model(m: Mode): string;
+}
+
+const body = (model: string, stream: boolean) =>
+  JSON.stringify({ model, messages: [{ role: "user", content: "Say hello in one short sentence." }], max_tokens: 64, stream });
+
+try {
+  const acct = await benchAccount(gateway.url, "1000000");
+  const targets: Target[] = [
+    { name: "direct", proc: null, url: (m) => `${upstream.url}${m.prefix}/v1/chat/completions`, headers: {}, model: () => "glm-4.6" },
+    ...(bare ? [{ name: "bare Bun.serve proxy", proc: bare, url: (m: Mode) => `${bare.url}${m.prefix}/v1/chat/completions`, headers: {}, model: () => "glm-4.6" }] : []),
+    { name: "Switchyard", proc: gateway, url: () => `${gateway.url}/v1/chat/completions`, headers: { authorization: `Bearer ${acct.key}` }, model: (m) => m.model },
+  ];
+  const sy = targets[targets.length - 1]!;
+  let gatewayRequests = 0;
+  const load = async (t: Target, m: Mode, total: number, concurrency: number): Promise<LoadResult> => {
+    const r = await runLoad({ url: t.url(m), body: body(t.model(m), m.stream), headers: t.headers, total, concurrency });
+    if (t === sy) gatewayRequests += total;
+    if (r.errors > 0) throw new Error(`${t.name} (${m.label}): ${r.errors} errors, first: ${r.firstError}`);
+    return r;
+  };
+
+  for (const t of targets) gatewayRequests += await checkReplies(t, t === sy);
+
+  if (PROFILE) {
+    await load(sy, PROFILE, WARMUP, CONCURRENCY);
+    // For attaching an outside profiler (perf record -p) to the measured run.
+    console.log(`gateway pid ${gateway.proc.pid}: measuring`);
+    const before = await threadCpuSeconds(gateway.proc.pid);
+    const from = Date.now();
+    const total = PROFILE.requests * ROUNDS;
+    const r = await load(sy, PROFILE, total, CONCURRENCY);
+    const to = Date.now();
+    const after = await threadCpuSeconds(gateway.proc.pid);
+    checkLedger(acct.id, gatewayRequests);
+    await gateway.stop();
+    const threads = new Map([...after].map(([name, s]) => [name, ((s - (before.get(name) ?? 0)) * 1e6) / total]));
+    console.log(`\n${total} ${PROFILE.label} requests at concurrency ${CONCURRENCY}: ${fmt(r.rps, 0)} req/s${PROFILER ? " (the profiler slows the gateway)" : ""}`);
+    if (PROFILER) {
+      const newest = readdirSync(PROFILE_DIR).filter((f) => f.endsWith(".cpuprofile")).sort().pop()!;
+      printStageTable(join(PROFILE_DIR, newest), { fromMs: from, toMs: to, threads });
+    } else {
+      console.log("CPU µs per request by gateway thread:");
+      for (const [name, us] of threads) if (us > 0) console.log(`  ${name}: ${fmt(us, 1)}`);
+    }
+  } else {
+    for (const t of targets) for (const m of selected) await load(t, m, WARMUP, CONCURRENCY);
+
+    // 1. CPU per request and throughput.
+    type Sample = { cpu: number | null; upstreamCpu: number | null; clientCpu: number; rps: number };
+    const samples = new Map<string, Sample[]>();
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const m of selected) {
+        for (let k = 0; k < targets.length; k++) {
+          const t = targets[(k + round) % targets.length]!;
+          const p0 = t.proc ? await cpuSeconds(t.proc.proc.pid) : null;
+          const u0 = await cpuSeconds(upstream.proc.pid);
+          const c0 = process.cpuUsage();
+          const r = await load(t, m, m.requests, CONCURRENCY);
+          const c1 = process.cpuUsage(c0);
+          const p1 = t.proc ? await cpuSeconds(t.proc.proc.pid) : null;
+          const u1 = await cpuSeconds(upstream.proc.pid);
+          const per = (a: number | null, b: number | null) => (a === null || b === null ? null : ((b - a) * 1e6) / r.requests);
+          const key = `${m.key}|${t.name}`;
+          samples.set(key, [...(samples.get(key) ?? []), { cpu: per(p0, p1), upstreamCpu: per(u0, u1), clientCpu: (c1.user + c1.system) / r.requests, rps: r.rps }]);
+        }
+      }
+    }
+
+    // 2. Added latency over direct with a slow upstream.
+    const latencies = new Map<string, number[]>();
+    for (const t of targets) for (const m of LATENCY_MODES) await load(t, m, LAT_CONCURRENCY * 2, LAT_CONCURRENCY);
+    for (let round = 0; round < LAT_ROUNDS; round++) {
+      for (const m of LATENCY_MODES) {
+        for (let k = 0; k < targets.length; k++) {
+          const t = targets[(k + round) % targets.length]!;
+          const r = await load(t, m, m.requests, LAT_CONCURRENCY);
+          const key = `${m.key}|${t.name}`;
+          latencies.set(key, [...(latencies.get(key) ?? []), ...r.latencies]);
+        }
+      }
+    }
+
+    console.log(`\n## hot path (${new Date().toISOString()}, Bun ${Bun.version}, ${availableParallelism()} CPUs, load average ${loadAverage()})`);
+    console.log(
+      `${ROUNDS} interleaved rounds per path at concurrency ${CONCURRENCY}, medians shown; streamed = ${STREAM_CHUNKS} content chunks. ` +
+        `Switchyard: billing, limits, metrics and the info request log on.`,
+    );
+    console.log("");
+    console.log("| mode | path | CPU µs/req (proxy process) | req/s | × bare CPU | × direct req/s | upstream µs/req | client µs/req |");
+    console.log("|---|---|---:|---:|---:|---:|---:|---:|");
+    const med = (xs: (number | null)[]) => (xs.some((x) => x === null) ? null : median(xs as number[]));
+    const stat = (m: Mode, name: string) => {
+      const ss = samples.get(`${m.key}|${name}`) ?? [];
+      return { cpu: med(ss.map((s) => s.cpu)), rps: median(ss.map((s) => s.rps)), up: med(ss.map((s) => s.upstreamCpu)), client: median(ss.map((s) => s.clientCpu)) };
+    };
+    const us = (n: number | null) => (n === null ? "-" : fmt(n, 0));
+    for (const m of selected) {
+      const d = stat(m, "direct");
+      const b = stat(m, "bare Bun.serve proxy");
+      for (const t of targets) {
+        const x = stat(m, t.name);
+        const xBare = x.cpu !== null && b.cpu !== null ? fmt(x.cpu / b.cpu, 2) : "-";
+        console.log(`| ${m.label} | ${t.name} | ${us(x.cpu)} | ${fmt(x.rps, 0)} | ${xBare} | ${fmt(x.rps / d.rps, 2)} | ${us(x.up)} | ${us(x.client)} |`);
+      }
+    }
+    console.log("");
+    console.log(`Added latency over direct, upstream answering after ${DELAY_MS} ms, concurrency ${LAT_CONCURRENCY}, ${LAT_ROUNDS} interleaved rounds of ${LAT_REQUESTS}:`);
+    console.log("");
+    console.log("| mode | path | p50 ms | p99 ms | added p50 ms | added p99 ms |");
+    console.log("|---|---|---:|---:|---:|---:|");
+    const pct = (m: Mode, name: string, p: number) => percentile((latencies.get(`${m.key}|${name}`) ?? []).sort((a, b) => a - b), p);
+    for (const m of LATENCY_MODES) {
+      for (const t of targets) {
+        const added = (p: number) => (t.name === "direct" ? "-" : fmt(pct(m, t.name, p) - pct(m, "direct", p), 2));
+        console.log(`| ${m.label} | ${t.name} | ${fmt(pct(m, t.name, 50), 2)} | ${fmt(pct(m, t.name, 99), 2)} | ${added(50)} | ${added(99)} |`);
+      }
+    }
+    const cpuOf = (key: Mode["key"]) => {
+      const m = selected.find((x) => x.key === key);
+      return m ? stat(m, "Switchyard").cpu : null;
+    };
+    const addedP50 = (i: number) => pct(LATENCY_MODES[i]!, "Switchyard", 50) - pct(LATENCY_MODES[i]!, "direct", 50);
+    console.log("");
+    console.log(
+      `targets (issue 15): plain ≤ 60 µs: ${verdict(cpuOf("plain"), 60)}; streamed ≤ 120 µs: ${verdict(cpuOf("streamed"), 120)}; ` +
+        `added p50 plain ≤ 1 ms: ${verdict(addedP50(0), 1)}; streamed ≤ 2 ms: ${verdict(addedP50(1), 2)}`,
+    );
+  }
+
+  if (!PROFILE) checkLedger(acct.id, gatewayRequests);
+} finally {
+  await stopAll();
+}
+
+/** Every gateway request charged exactly once, nothing left held, and the books balance. */
+function checkLedger(accountId: string, gatewayRequests: number): void {
+  const ledger = ledgerFacts(gateway.dataDir, accountId);
+  const exact = ledger.sum === ledger.balance;
+  console.log(`billing: ${ledger.charges} charge entries for ${gatewayRequests} gateway requests; pending holds ${ledger.pendingHolds}; ledger sum equals balance: ${exact}`);
+  if (ledger.charges !== gatewayRequests || ledger.pendingHolds !== 0 || !exact) process.exitCode = 1;
+}
+
+function verdict(value: number | null, limit: number): string {
+  return value === null ? "n/a" : `${fmt(value, limit < 10 ? 2 : 0)} ${value <= limit ? "met" : "MISSED"}`;
+}
+
+function loadAverage(): string {
+  try {
+    return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "n/a";
+  }
+}
+
+/**
+ * One request of each kind through a path: a completion naming the model asked for, and a stream
+ * with every content chunk and [DONE]. Returns how many requests it sent.
+ */
+async function checkReplies(t: Target, rewritten: boolean): Promise<number> {
+  let sent = 0;
+  for (const m of selected) {
+    const res = await fetch(t.url(m), { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(t.model(m), m.stream) });
+    sent++;
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${t.name} (${m.label}): ${res.status} ${text.slice(0, 300)}`);
+    const model = t.name === "direct" ? "upstream-model" : t.model(m);
+    if (!m.stream) {
+      if (!text.includes(`"model":"${model}"`) || !text.includes('"choices"')) throw new Error(`${t.name}: unexpected reply ${text.slice(0, 300)}`);
+      continue;
+    }
+    const chunks = text.split("\n\n").filter((e) => e.includes('"content":" tok"') || e.includes('"content":"Hello"')).length;
+    if (chunks !== STREAM_CHUNKS || !text.includes("data: [DONE]") || (rewritten && text.includes("upstream"))) {
+      throw new Error(`${t.name} (${m.label}): stream had ${chunks} content chunks:\n${text.slice(0, 500)}`);
+    }
+  }
+  return rewritten ? sent : 0;
+}

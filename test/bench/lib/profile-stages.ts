@@ -1,0 +1,131 @@
+/**
+ * Where the gateway's CPU goes, stage by stage, from a Bun --cpu-prof profile taken under the
+ * hot-path benchmark's load (test/bench/hotpath.bench.ts --profile ...).
+ *
+ * Each sample of the main thread is charged to the innermost frame of the stack that belongs to a
+ * stage (native code such as JSON.parse, fetch() or SQLite counts for the code that called it);
+ * a stage's share of the samples in the measured window, times the main thread's CPU per request
+ * (from /proc), gives its µs per request. Samples with no frame of ours are Bun itself: its HTTP
+ * server, socket writes and promise jobs. The other threads (fetch's HTTP client, JIT, GC, the
+ * thread pool doing fsyncs) are listed from /proc.
+ */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+
+const ROOT = resolve(import.meta.dir, "../../..") + "/";
+
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+interface ProfileNode {
+  id: number;
+  callFrame: CallFrame;
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+type Rule = [stage: string, match: (path: string, f: CallFrame) => boolean];
+const under = (...prefixes: string[]) => (path: string) => prefixes.some((p) => path.startsWith(p));
+
+/** Stages, in the order the table lists them; a frame belongs to the first rule it matches. */
+export const STAGE_RULES: Rule[] = [
+  ["JSON request log", under("src/log.ts")],
+  ["metrics (counters, histograms, engine clock)", under("src/metrics/")],
+  ["request context + our lifecycle hooks", under("src/http/request-lifecycle.ts", "src/http/request-context.ts")],
+  ["auth (key → account, cached)", under("src/http/auth.ts", "src/accounts/")],
+  ["limits (rate + concurrency, rate headers)", under("src/limits/", "src/http/limits-hook.ts")],
+  // TypeBox's compiled checkers are functions named "check" without a file.
+  ["validation + token budget", (p, f) => under("src/validate.ts", "src/chat/request.ts", "src/chat/tokens.ts", "node_modules/@sinclair/typebox/")(p) || (f.url === "" && f.functionName === "check")],
+  ["catalog + routing", under("src/catalog/", "src/upstream/registry.ts", "src/upstream/select.ts", "src/upstream/breaker.ts")],
+  ["ledger: hold, settle, group commit, fsync", under("src/billing/")],
+  ["timeouts + upstream body reads", under("src/upstream/timeouts.ts")],
+  ["upstream request (fetch)", under("src/upstream/client.ts", "src/upstream/dispatch.ts")],
+  ["reply parse + rewrite (JSON, SSE)", under("src/chat/rewrite.ts", "src/chat/stream.ts", "src/chat/upstream-shape.ts", "src/protocols/")],
+  ["chat pipeline glue", under("src/chat/")],
+  ["response + SSE relay", under("src/http/chat-relay.ts", "src/http/streaming.ts")],
+  ["request body read + JSON parse", (p, f) => p.startsWith("src/http/body.ts") || (p.startsWith("src/http/app.ts") && /parse/i.test(f.functionName))],
+  ["app hooks (request id, error mapping)", under("src/http/app.ts", "src/http/errors.ts", "src/errors.ts")],
+  ["route handler", under("src/http/routes/")],
+  // Elysia compiles its handlers with new Function: those frames have no file but a line number.
+  ["Elysia lifecycle + response mapping", (p, f) => p.startsWith("node_modules/elysia/") || (f.url === "" && f.lineNumber > 0)],
+];
+const NATIVE = "Bun runtime, no frame of ours (HTTP server, socket writes, promise jobs)";
+
+export interface StageOptions {
+  /** The measured window, in epoch milliseconds: start-up and shutdown are left out. */
+  fromMs: number;
+  toMs: number;
+  /** CPU µs per request of each thread of the gateway, by name ("main" = the JS thread). */
+  threads: Map<string, number>;
+}
+
+export function stageShares(file: string, window: { fromMs: number; toMs: number }): { shares: Map<string, number>; samples: number } {
+  const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const stageOfNode = new Map<number, string>();
+  const classify = (id: number): string => {
+    const hit = stageOfNode.get(id);
+    if (hit) return hit;
+    let stage = NATIVE;
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const f = byId.get(cur)!.callFrame;
+      const url = f.url.startsWith("file://") ? f.url.slice(7) : f.url;
+      const path = url.startsWith(ROOT) ? url.slice(ROOT.length) : url;
+      const rule = STAGE_RULES.find(([, match]) => match(path, f));
+      if (rule) {
+        stage = rule[0];
+        break;
+      }
+    }
+    stageOfNode.set(id, stage);
+    return stage;
+  };
+  const counts = new Map<string, number>();
+  let t = profile.startTime;
+  let n = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i]!;
+    if (t < window.fromMs * 1000 || t > window.toMs * 1000) continue;
+    const stage = classify(profile.samples[i]!);
+    counts.set(stage, (counts.get(stage) ?? 0) + 1);
+    n++;
+  }
+  return { shares: new Map([...counts].map(([k, v]) => [k, v / n])), samples: n };
+}
+
+const THREAD_NAMES: [RegExp, string][] = [
+  [/^HTTP Client/, "fetch's HTTP client thread (upstream request and reply I/O)"],
+  [/^Bun Pool/, "thread pool (WAL fsync, file writes)"],
+  [/JIT|WarmUp/i, "JIT compiler threads"],
+  [/Heap|GC|scavenger/i, "GC and allocator threads"],
+];
+
+export function printStageTable(file: string, o: StageOptions): void {
+  const { shares, samples } = stageShares(file, o);
+  const main = o.threads.get("main") ?? 0;
+  let total = 0;
+  for (const v of o.threads.values()) total += v;
+  console.log(`profile: ${file}, ${samples} main-thread samples in the measured window`);
+  console.log("");
+  console.log("| where | µs/request | share |");
+  console.log("|---|---:|---:|");
+  const row = (name: string, us: number) => console.log(`| ${name} | ${us.toFixed(1)} | ${((us / total) * 100).toFixed(0)}% |`);
+  for (const stage of [...STAGE_RULES.map(([s]) => s), NATIVE]) row(`main: ${stage}`, (shares.get(stage) ?? 0) * main);
+  const others = new Map<string, number>();
+  for (const [name, us] of o.threads) {
+    if (name === "main") continue;
+    const label = THREAD_NAMES.find(([re]) => re.test(name))?.[1] ?? `other threads`;
+    others.set(label, (others.get(label) ?? 0) + us);
+  }
+  for (const [label, us] of others) row(label, us);
+  console.log(`| **total (main thread ${main.toFixed(0)})** | **${total.toFixed(0)}** | |`);
+}
