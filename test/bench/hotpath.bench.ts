@@ -17,6 +17,8 @@
  *   BENCH_REQUESTS (3000 per round and path; paced: half)  BENCH_CONCURRENCY (32)  BENCH_ROUNDS (5)
  *   BENCH_LATENCY_REQUESTS (1024)  BENCH_LATENCY_ROUNDS (3)  BENCH_DELAY_MS (50)  BENCH_WARMUP (3000)
  *   BENCH_MODES (plain,streamed,paced)
+ *   BENCH_BASELINE (a directory): also runs the Switchyard checked out there (with its own
+ *     node_modules), as one more path of every round: before/after figures under the same noise.
  *
  * Profile mode: `bun test/bench/hotpath.bench.ts --profile plain|streamed|paced` runs only
  * Switchyard under the same load with Bun's CPU profiler on, then prints where its time went,
@@ -56,11 +58,14 @@ const MODES: Mode[] = [
   { key: "streamed", label: "streamed", stream: true, prefix: "", model: "glm-4.6", requests: REQUESTS },
   { key: "paced", label: `streamed, ${PACE_MS} ms apart`, stream: true, prefix: `/pace${PACE_MS}`, model: "kimi-k2-instruct", requests: Math.ceil(REQUESTS / 2) },
 ];
-const SLOW = { prefix: `/delay${DELAY_MS}`, model: "minimax-m2" };
+/** Models Switchyard routes to the slow upstream: one for plain calls, one for streams (told apart in its log). */
+const SLOW = { prefix: `/delay${DELAY_MS}`, plainModel: "minimax-m2", streamModel: "minimax-m1" };
 const LATENCY_MODES: Mode[] = [
-  { key: "plain", label: "plain", stream: false, ...SLOW, requests: LAT_REQUESTS },
-  { key: "streamed", label: "streamed", stream: true, ...SLOW, requests: LAT_REQUESTS },
+  { key: "plain", label: "plain", stream: false, prefix: SLOW.prefix, model: SLOW.plainModel, requests: LAT_REQUESTS },
+  { key: "streamed", label: "streamed", stream: true, prefix: SLOW.prefix, model: SLOW.streamModel, requests: LAT_REQUESTS },
 ];
+/** Another checkout of Switchyard (its node_modules included) to measure beside this one, in the same run. */
+const BASELINE = process.env.BENCH_BASELINE ?? null;
 
 /** --profile <mode>: Switchyard alone, under Bun's CPU profiler; --threads <mode>: the same, no profiler. */
 const profileArg = Math.max(process.argv.indexOf("--profile"), process.argv.indexOf("--threads"));
@@ -89,30 +94,29 @@ async function track<P extends Proc>(p: Promise<P>): Promise<P> {
 
 const upstream = await track(startScriptProcess(join(import.meta.dir, "lib/fast-upstream.ts"), { BENCH_STREAM_CHUNKS: String(STREAM_CHUNKS) }));
 const bare = PROFILE ? null : await track(startScriptProcess(join(import.meta.dir, "lib/bare-proxy.ts"), { BARE_PROXY_UPSTREAM: upstream.url }));
+const GATEWAY_ENV = {
+  SWITCHYARD_UPSTREAM_URL: `${upstream.url}/v1`,
+  SWITCHYARD_ROUTES: JSON.stringify({
+    upstreams: { slow: { base_url: `${upstream.url}${SLOW.prefix}/v1` }, paced: { base_url: `${upstream.url}${MODES[2]!.prefix}/v1` } },
+    models: { [SLOW.plainModel]: [{ upstream: "slow" }], [SLOW.streamModel]: [{ upstream: "slow" }], [MODES[2]!.model]: [{ upstream: "paced" }] },
+  }),
+  // Limits are checked on every request but never reached: one account sends everything.
+  SWITCHYARD_RATE_LIMIT_RPM: "10000000",
+  SWITCHYARD_CONCURRENCY_LIMIT: "100000",
+  SWITCHYARD_LOG_LEVEL: "info",
+};
+const logFile = (dir: string) => join(dir, "gateway.log");
 const gateway = await track(
-  startGatewayProcess(
-    {
-      SWITCHYARD_UPSTREAM_URL: `${upstream.url}/v1`,
-      SWITCHYARD_ROUTES: JSON.stringify({
-        upstreams: { slow: { base_url: `${upstream.url}${SLOW.prefix}/v1` }, paced: { base_url: `${upstream.url}${MODES[2]!.prefix}/v1` } },
-        models: { [SLOW.model]: [{ upstream: "slow" }], [MODES[2]!.model]: [{ upstream: "paced" }] },
-      }),
-      // Limits are checked on every request but never reached: one account sends everything.
-      SWITCHYARD_RATE_LIMIT_RPM: "10000000",
-      SWITCHYARD_CONCURRENCY_LIMIT: "100000",
-      SWITCHYARD_LOG_LEVEL: "info",
-    },
-    {
-      logFile: (dir) => join(dir, "gateway.log"),
-      args: PROFILER ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, "--cpu-prof-interval=500"] : [],
-    },
-  ),
+  startGatewayProcess(GATEWAY_ENV, { logFile, args: PROFILER ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, "--cpu-prof-interval=500"] : [] }),
 );
+const baseline = BASELINE && !PROFILE ? await track(startGatewayProcess(GATEWAY_ENV, { logFile, root: BASELINE })) : null;
 
 interface Target {
   name: string;
   /** The process whose CPU is the cost of this path (null: direct, nothing in between). */
   proc: Proc | null;
+  /** A Switchyard: its data directory and account, for the ledger check and its log. */
+  gateway?: { dataDir: string; accountId: string; requests: number };
   url(m: Mode): string;
   headers: Record<string, string>;
   /** The model a client names on this path. */
@@ -122,23 +126,34 @@ interface Target {
 const body = (model: string, stream: boolean) =>
   JSON.stringify({ model, messages: [{ role: "user", content: "Say hello in one short sentence." }], max_tokens: 64, stream });
 
+async function switchyardTarget(name: string, g: Proc & { dataDir: string }): Promise<Target> {
+  const acct = await benchAccount(g.url, "1000000");
+  return {
+    name,
+    proc: g,
+    gateway: { dataDir: g.dataDir, accountId: acct.id, requests: 0 },
+    url: () => `${g.url}/v1/chat/completions`,
+    headers: { authorization: `Bearer ${acct.key}` },
+    model: (m) => m.model,
+  };
+}
+
 try {
-  const acct = await benchAccount(gateway.url, "1000000");
   const targets: Target[] = [
     { name: "direct", proc: null, url: (m) => `${upstream.url}${m.prefix}/v1/chat/completions`, headers: {}, model: () => "glm-4.6" },
     ...(bare ? [{ name: "bare Bun.serve proxy", proc: bare, url: (m: Mode) => `${bare.url}${m.prefix}/v1/chat/completions`, headers: {}, model: () => "glm-4.6" }] : []),
-    { name: "Switchyard", proc: gateway, url: () => `${gateway.url}/v1/chat/completions`, headers: { authorization: `Bearer ${acct.key}` }, model: (m) => m.model },
+    ...(baseline ? [await switchyardTarget("Switchyard baseline", baseline)] : []),
+    await switchyardTarget("Switchyard", gateway),
   ];
   const sy = targets[targets.length - 1]!;
-  let gatewayRequests = 0;
   const load = async (t: Target, m: Mode, total: number, concurrency: number): Promise<LoadResult> => {
     const r = await runLoad({ url: t.url(m), body: body(t.model(m), m.stream), headers: t.headers, total, concurrency });
-    if (t === sy) gatewayRequests += total;
+    if (t.gateway) t.gateway.requests += total;
     if (r.errors > 0) throw new Error(`${t.name} (${m.label}): ${r.errors} errors, first: ${r.firstError}`);
     return r;
   };
 
-  for (const t of targets) gatewayRequests += await checkReplies(t, t === sy);
+  for (const t of targets) await checkReplies(t);
 
   if (PROFILE) {
     await load(sy, PROFILE, WARMUP, CONCURRENCY);
@@ -150,7 +165,7 @@ try {
     const r = await load(sy, PROFILE, total, CONCURRENCY);
     const to = Date.now();
     const after = await threadCpuSeconds(gateway.proc.pid);
-    checkLedger(acct.id, gatewayRequests);
+    checkLedger(sy);
     await gateway.stop();
     const threads = new Map([...after].map(([name, s]) => [name, ((s - (before.get(name) ?? 0)) * 1e6) / total]));
     console.log(`\n${total} ${PROFILE.label} requests at concurrency ${CONCURRENCY}: ${fmt(r.rps, 0)} req/s${PROFILER ? " (the profiler slows the gateway)" : ""}`);
@@ -222,6 +237,13 @@ try {
         console.log(`| ${m.label} | ${t.name} | ${us(x.cpu)} | ${fmt(x.rps, 0)} | ${xBare} | ${fmt(x.rps / d.rps, 2)} | ${us(x.up)} | ${us(x.client)} |`);
       }
     }
+    if (baseline) {
+      for (const m of selected) {
+        const now = stat(m, "Switchyard").cpu;
+        const before = stat(m, "Switchyard baseline").cpu;
+        if (now !== null && before !== null) console.log(`${m.label}: Switchyard uses ${fmt(now / before, 2)}x the CPU per request of the baseline (${BASELINE})`);
+      }
+    }
     console.log("");
     console.log(`Added latency over direct, upstream answering after ${DELAY_MS} ms, concurrency ${LAT_CONCURRENCY}, ${LAT_ROUNDS} interleaved rounds of ${LAT_REQUESTS}:`);
     console.log("");
@@ -240,23 +262,48 @@ try {
     };
     const addedP50 = (i: number) => pct(LATENCY_MODES[i]!, "Switchyard", 50) - pct(LATENCY_MODES[i]!, "direct", 50);
     console.log("");
+    console.log("The same requests as the gateways logged them (overhead_ms: request time not spent waiting on the upstream):");
+    for (const t of targets) {
+      if (!t.gateway) continue;
+      const lines = logLines(t.gateway.dataDir);
+      for (const m of LATENCY_MODES) {
+        const xs = lines.filter((l) => l.model === m.model).map((l) => l.overhead_ms as number).sort((a, b) => a - b);
+        console.log(`  ${t.name}, ${m.label}: overhead p50 ${fmt(percentile(xs, 50), 2)} ms, p99 ${fmt(percentile(xs, 99), 2)} ms over ${xs.length} requests`);
+      }
+    }
+    console.log("");
     console.log(
       `targets (issue 15): plain ≤ 60 µs: ${verdict(cpuOf("plain"), 60)}; streamed ≤ 120 µs: ${verdict(cpuOf("streamed"), 120)}; ` +
         `added p50 plain ≤ 1 ms: ${verdict(addedP50(0), 1)}; streamed ≤ 2 ms: ${verdict(addedP50(1), 2)}`,
     );
   }
 
-  if (!PROFILE) checkLedger(acct.id, gatewayRequests);
+  if (!PROFILE) for (const t of targets) if (t.gateway) checkLedger(t);
 } finally {
   await stopAll();
 }
 
 /** Every gateway request charged exactly once, nothing left held, and the books balance. */
-function checkLedger(accountId: string, gatewayRequests: number): void {
-  const ledger = ledgerFacts(gateway.dataDir, accountId);
+function checkLedger(t: Target): void {
+  const g = t.gateway!;
+  const ledger = ledgerFacts(g.dataDir, g.accountId);
   const exact = ledger.sum === ledger.balance;
-  console.log(`billing: ${ledger.charges} charge entries for ${gatewayRequests} gateway requests; pending holds ${ledger.pendingHolds}; ledger sum equals balance: ${exact}`);
-  if (ledger.charges !== gatewayRequests || ledger.pendingHolds !== 0 || !exact) process.exitCode = 1;
+  console.log(`${t.name} billing: ${ledger.charges} charge entries for ${g.requests} requests; pending holds ${ledger.pendingHolds}; ledger sum equals balance: ${exact}`);
+  if (ledger.charges !== g.requests || ledger.pendingHolds !== 0 || !exact) process.exitCode = 1;
+}
+
+/** The request lines of a gateway's JSON log. */
+function logLines(dataDir: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of readFileSync(logFile(dataDir), "utf8").split("\n")) {
+    if (!line.includes('"msg":"request"')) continue;
+    try {
+      out.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      // A line cut short at shutdown.
+    }
+  }
+  return out;
 }
 
 function verdict(value: number | null, limit: number): string {
@@ -273,13 +320,13 @@ function loadAverage(): string {
 
 /**
  * One request of each kind through a path: a completion naming the model asked for, and a stream
- * with every content chunk and [DONE]. Returns how many requests it sent.
+ * with every content chunk and [DONE] (and, through Switchyard, nothing of the upstream's).
  */
-async function checkReplies(t: Target, rewritten: boolean): Promise<number> {
-  let sent = 0;
+async function checkReplies(t: Target): Promise<void> {
+  const rewritten = t.gateway !== undefined;
   for (const m of selected) {
     const res = await fetch(t.url(m), { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(t.model(m), m.stream) });
-    sent++;
+    if (t.gateway) t.gateway.requests++;
     const text = await res.text();
     if (!res.ok) throw new Error(`${t.name} (${m.label}): ${res.status} ${text.slice(0, 300)}`);
     const model = t.name === "direct" ? "upstream-model" : t.model(m);
@@ -292,5 +339,4 @@ async function checkReplies(t: Target, rewritten: boolean): Promise<number> {
       throw new Error(`${t.name} (${m.label}): stream had ${chunks} content chunks:\n${text.slice(0, 500)}`);
     }
   }
-  return rewritten ? sent : 0;
 }

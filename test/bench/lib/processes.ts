@@ -80,11 +80,15 @@ function freePort(): number {
  * Starts `switchyard serve` from source with a fresh data directory; resolves once it answers.
  * With `logFile`, its stderr (the JSON log lines) goes to that file instead of this terminal.
  */
-export async function startGatewayProcess(env: Record<string, string>, options: { logFile?: (dataDir: string) => string; args?: string[] } = {}): Promise<Proc & { dataDir: string }> {
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  options: { logFile?: (dataDir: string) => string; args?: string[]; /** Another checkout to run (a baseline). */ root?: string } = {},
+): Promise<Proc & { dataDir: string }> {
+  const root = options.root ?? ROOT;
   const dataDir = mkdtempSync(join(tmpdir(), "switchyard-bench-"));
   const port = freePort();
-  const proc = Bun.spawn([BUN, ...(options.args ?? []), join(ROOT, "src/main.ts"), "serve"], {
-    cwd: ROOT,
+  const proc = Bun.spawn([BUN, ...(options.args ?? []), join(root, "src/main.ts"), "serve"], {
+    cwd: root,
     env: {
       ...process.env,
       PORT: String(port),

@@ -34,6 +34,20 @@ interface Profile {
 type Rule = [stage: string, match: (path: string, f: CallFrame) => boolean];
 const under = (...prefixes: string[]) => (path: string) => prefixes.some((p) => path.startsWith(p));
 
+const NATIVE = "Bun runtime, no frame of ours (HTTP server, socket writes, promise jobs)";
+const ELYSIA = "Elysia lifecycle + response mapping";
+const SERIALISE = "response serialisation (Response.json of the reply)";
+const PIPELINE = "chat pipeline glue";
+const REPLY = "reply parse + rewrite (JSON, SSE)";
+/** Native leaves worth their own line, by the stage their caller belongs to. */
+const LEAF_STAGES: Record<string, Record<string, string>> = {
+  json: { [ELYSIA]: SERIALISE },
+  toJSON: { [ELYSIA]: SERIALISE },
+  stringify: { [ELYSIA]: SERIALISE },
+  parse: { [PIPELINE]: REPLY },
+};
+const ORDER_AFTER: Record<string, string> = { [SERIALISE]: ELYSIA };
+
 /** Stages, in the order the table lists them; a frame belongs to the first rule it matches. */
 export const STAGE_RULES: Rule[] = [
   ["JSON request log", under("src/log.ts")],
@@ -47,16 +61,15 @@ export const STAGE_RULES: Rule[] = [
   ["ledger: hold, settle, group commit, fsync", under("src/billing/")],
   ["timeouts + upstream body reads", under("src/upstream/timeouts.ts")],
   ["upstream request (fetch)", under("src/upstream/client.ts", "src/upstream/dispatch.ts")],
-  ["reply parse + rewrite (JSON, SSE)", under("src/chat/rewrite.ts", "src/chat/stream.ts", "src/chat/upstream-shape.ts", "src/protocols/")],
-  ["chat pipeline glue", under("src/chat/")],
+  [REPLY, under("src/chat/rewrite.ts", "src/chat/stream.ts", "src/chat/upstream-shape.ts", "src/protocols/")],
+  [PIPELINE, under("src/chat/")],
   ["response + SSE relay", under("src/http/chat-relay.ts", "src/http/streaming.ts")],
   ["request body read + JSON parse", (p, f) => p.startsWith("src/http/body.ts") || (p.startsWith("src/http/app.ts") && /parse/i.test(f.functionName))],
   ["app hooks (request id, error mapping)", under("src/http/app.ts", "src/http/errors.ts", "src/errors.ts")],
   ["route handler", under("src/http/routes/")],
   // Elysia compiles its handlers with new Function: those frames have no file but a line number.
-  ["Elysia lifecycle + response mapping", (p, f) => p.startsWith("node_modules/elysia/") || (f.url === "" && f.lineNumber > 0)],
+  [ELYSIA, (p, f) => p.startsWith("node_modules/elysia/") || (f.url === "" && f.lineNumber > 0)],
 ];
-const NATIVE = "Bun runtime, no frame of ours (HTTP server, socket writes, promise jobs)";
 
 export interface StageOptions {
   /** The measured window, in epoch milliseconds: start-up and shutdown are left out. */
@@ -86,6 +99,8 @@ export function stageShares(file: string, window: { fromMs: number; toMs: number
         break;
       }
     }
+    const leaf = byId.get(id)!.callFrame;
+    if (leaf.url === "") stage = LEAF_STAGES[leaf.functionName]?.[stage] ?? stage;
     stageOfNode.set(id, stage);
     return stage;
   };
@@ -119,11 +134,16 @@ export function printStageTable(file: string, o: StageOptions): void {
   console.log("| where | µs/request | share |");
   console.log("|---|---:|---:|");
   const row = (name: string, us: number) => console.log(`| ${name} | ${us.toFixed(1)} | ${((us / total) * 100).toFixed(0)}% |`);
-  for (const stage of [...STAGE_RULES.map(([s]) => s), NATIVE]) row(`main: ${stage}`, (shares.get(stage) ?? 0) * main);
+  const stages: string[] = [];
+  for (const [stage] of STAGE_RULES) {
+    stages.push(stage);
+    for (const [extra, after] of Object.entries(ORDER_AFTER)) if (after === stage) stages.push(extra);
+  }
+  for (const stage of [...stages, NATIVE]) row(`main: ${stage}`, (shares.get(stage) ?? 0) * main);
   const others = new Map<string, number>();
   for (const [name, us] of o.threads) {
     if (name === "main") continue;
-    const label = THREAD_NAMES.find(([re]) => re.test(name))?.[1] ?? `other threads`;
+    const label = THREAD_NAMES.find(([re]) => re.test(name))?.[1] ?? `other threads (${name})`;
     others.set(label, (others.get(label) ?? 0) + us);
   }
   for (const [label, us] of others) row(label, us);
