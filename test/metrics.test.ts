@@ -17,7 +17,8 @@ const realWrite = process.stderr.write.bind(process.stderr);
 beforeAll(async () => {
   fake = startFakeUpstream({ words: ["a", "b"], promptTokens: 5 });
   (process.stderr as any).write = (chunk: unknown, ...rest: unknown[]) => {
-    if (typeof chunk === "string" && chunk.startsWith("{")) logLines.push(chunk);
+    // Lines written in the same turn of the event loop arrive together, one per line.
+    if (typeof chunk === "string") for (const line of chunk.split("\n")) if (line.startsWith("{")) logLines.push(line);
     return realWrite(chunk as string, ...(rest as []));
   };
   h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_LOG_LEVEL: "info" });
