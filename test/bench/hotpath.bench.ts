@@ -5,7 +5,7 @@
  * Switchyard (billing, limits, metrics and the info-level request log all on; the log goes to a
  * file), and this load generator.
  *
- *   1. CPU µs per request of the proxying process (utime + stime from /proc, all its threads)
+ *   1. CPU µs per request of the proxying process (run time of all its threads, from /proc)
  *      and req/s, for: direct to the upstream, the bare proxy, Switchyard; plain, streamed (20
  *      content chunks sent back to back) and streamed paced (1 ms between chunks, so every chunk
  *      is its own read, as from a real engine). Rounds are interleaved (the order of the paths
@@ -22,12 +22,13 @@
  *
  * Profile mode: `bun test/bench/hotpath.bench.ts --profile plain|streamed|paced` runs only
  * Switchyard under the same load with Bun's CPU profiler on, then prints where its time went,
- * stage by stage (test/bench/lib/profile-stages.ts; the table in test/bench/README.md).
+ * stage by stage (test/bench/lib/profile-stages.ts; the table in test/bench/README.md). With
+ * BENCH_BASELINE set, these two modes look into that checkout instead of this one.
  */
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { readdirSync, readFileSync } from "node:fs";
-import { benchAccount, startGatewayProcess, startScriptProcess, type Proc } from "./lib/processes";
+import { benchAccount, ROOT, startGatewayProcess, startScriptProcess, type Proc } from "./lib/processes";
 import { cpuSeconds, fmt, median, percentile, runLoad, threadCpuSeconds, type LoadResult } from "./lib/load";
 import { ledgerFacts } from "./lib/ledger-facts";
 import { printStageTable } from "./lib/profile-stages";
@@ -106,10 +107,18 @@ const GATEWAY_ENV = {
   SWITCHYARD_LOG_LEVEL: "info",
 };
 const logFile = (dir: string) => join(dir, "gateway.log");
+/** With --profile or --threads, BENCH_BASELINE says which checkout to look into (default: this one). */
+const GATEWAY_ROOT = PROFILE ? (BASELINE ?? ROOT) : ROOT;
 const gateway = await track(
-  startGatewayProcess(GATEWAY_ENV, { logFile, args: PROFILER ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, "--cpu-prof-interval=500"] : [] }),
+  startGatewayProcess(GATEWAY_ENV, { logFile, root: GATEWAY_ROOT, args: PROFILER ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, "--cpu-prof-interval=500"] : [] }),
 );
 const baseline = BASELINE && !PROFILE ? await track(startGatewayProcess(GATEWAY_ENV, { logFile, root: BASELINE })) : null;
+/**
+ * Profile mode: the profiler slows its process down and skews /proc, so a second, unprofiled
+ * Switchyard takes the same load, interleaved: the profile says where the main thread's time goes,
+ * this one how much time there is and what the other threads spend.
+ */
+const unprofiled = PROFILER ? await track(startGatewayProcess(GATEWAY_ENV, { logFile, root: GATEWAY_ROOT })) : null;
 
 interface Target {
   name: string;
@@ -156,22 +165,37 @@ try {
   for (const t of targets) await checkReplies(t);
 
   if (PROFILE) {
+    const plainSy = unprofiled ? await switchyardTarget("Switchyard (unprofiled)", unprofiled) : sy;
+    const measured = plainSy.proc!.proc.pid;
     await load(sy, PROFILE, WARMUP, CONCURRENCY);
+    if (plainSy !== sy) await load(plainSy, PROFILE, WARMUP, CONCURRENCY);
     // For attaching an outside profiler (perf record -p) to the measured run.
-    console.log(`gateway pid ${gateway.proc.pid}: measuring`);
-    const before = await threadCpuSeconds(gateway.proc.pid);
-    const from = Date.now();
-    const total = PROFILE.requests * ROUNDS;
-    const r = await load(sy, PROFILE, total, CONCURRENCY);
-    const to = Date.now();
-    const after = await threadCpuSeconds(gateway.proc.pid);
+    console.log(`gateway pid ${measured}: measuring`);
+    const windows: { fromMs: number; toMs: number }[] = [];
+    let before = new Map<string, number>();
+    const threads = new Map<string, number>();
+    let rps = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      if (plainSy !== sy) {
+        const fromMs = Date.now();
+        await load(sy, PROFILE, PROFILE.requests, CONCURRENCY);
+        windows.push({ fromMs, toMs: Date.now() });
+      }
+      before = await threadCpuSeconds(measured);
+      const r = await load(plainSy, PROFILE, PROFILE.requests, CONCURRENCY);
+      rps += r.rps / ROUNDS;
+      for (const [name, sec] of await threadCpuSeconds(measured)) {
+        threads.set(name, (threads.get(name) ?? 0) + ((sec - (before.get(name) ?? 0)) * 1e6) / (PROFILE.requests * ROUNDS));
+      }
+      if (plainSy === sy) windows.push({ fromMs: 0, toMs: Number.MAX_SAFE_INTEGER });
+    }
     checkLedger(sy);
+    if (plainSy !== sy) checkLedger(plainSy);
     await gateway.stop();
-    const threads = new Map([...after].map(([name, s]) => [name, ((s - (before.get(name) ?? 0)) * 1e6) / total]));
-    console.log(`\n${total} ${PROFILE.label} requests at concurrency ${CONCURRENCY}: ${fmt(r.rps, 0)} req/s${PROFILER ? " (the profiler slows the gateway)" : ""}`);
+    console.log(`\n${ROUNDS} rounds of ${PROFILE.requests} ${PROFILE.label} requests at concurrency ${CONCURRENCY}: ${fmt(rps, 0)} req/s unprofiled`);
     if (PROFILER) {
       const newest = readdirSync(PROFILE_DIR).filter((f) => f.endsWith(".cpuprofile")).sort().pop()!;
-      printStageTable(join(PROFILE_DIR, newest), { fromMs: from, toMs: to, threads });
+      printStageTable(join(PROFILE_DIR, newest), { windows, threads, root: GATEWAY_ROOT });
     } else {
       console.log("CPU µs per request by gateway thread:");
       for (const [name, us] of threads) if (us > 0) console.log(`  ${name}: ${fmt(us, 1)}`);

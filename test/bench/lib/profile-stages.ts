@@ -4,15 +4,12 @@
  *
  * Each sample of the main thread is charged to the innermost frame of the stack that belongs to a
  * stage (native code such as JSON.parse, fetch() or SQLite counts for the code that called it);
- * a stage's share of the samples in the measured window, times the main thread's CPU per request
- * (from /proc), gives its µs per request. Samples with no frame of ours are Bun itself: its HTTP
+ * a stage's share of the samples in the measured windows, times the main thread's CPU per request
+ * (from /proc, of an unprofiled gateway under the same load), gives its µs per request. Samples with no frame of ours are Bun itself: its HTTP
  * server, socket writes and promise jobs. The other threads (fetch's HTTP client, JIT, GC, the
  * thread pool doing fsyncs) are listed from /proc.
  */
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
-
-const ROOT = resolve(import.meta.dir, "../../..") + "/";
 
 interface CallFrame {
   functionName: string;
@@ -72,14 +69,16 @@ export const STAGE_RULES: Rule[] = [
 ];
 
 export interface StageOptions {
-  /** The measured window, in epoch milliseconds: start-up and shutdown are left out. */
-  fromMs: number;
-  toMs: number;
+  /** The measured windows, in epoch milliseconds: start-up, warm-up and shutdown are left out. */
+  windows: { fromMs: number; toMs: number }[];
+  /** The checkout the profiled gateway ran from (its files are what the stage rules name). */
+  root: string;
   /** CPU µs per request of each thread of the gateway, by name ("main" = the JS thread). */
   threads: Map<string, number>;
 }
 
-export function stageShares(file: string, window: { fromMs: number; toMs: number }): { shares: Map<string, number>; samples: number } {
+export function stageShares(file: string, windows: { fromMs: number; toMs: number }[], root: string): { shares: Map<string, number>; samples: number } {
+  const prefix = root.endsWith("/") ? root : root + "/";
   const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -92,7 +91,7 @@ export function stageShares(file: string, window: { fromMs: number; toMs: number
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const f = byId.get(cur)!.callFrame;
       const url = f.url.startsWith("file://") ? f.url.slice(7) : f.url;
-      const path = url.startsWith(ROOT) ? url.slice(ROOT.length) : url;
+      const path = url.startsWith(prefix) ? url.slice(prefix.length) : url;
       const rule = STAGE_RULES.find(([, match]) => match(path, f));
       if (rule) {
         stage = rule[0];
@@ -109,7 +108,7 @@ export function stageShares(file: string, window: { fromMs: number; toMs: number
   let n = 0;
   for (let i = 0; i < profile.samples.length; i++) {
     t += profile.timeDeltas[i]!;
-    if (t < window.fromMs * 1000 || t > window.toMs * 1000) continue;
+    if (!windows.some((w) => t >= w.fromMs * 1000 && t <= w.toMs * 1000)) continue;
     const stage = classify(profile.samples[i]!);
     counts.set(stage, (counts.get(stage) ?? 0) + 1);
     n++;
@@ -125,7 +124,7 @@ const THREAD_NAMES: [RegExp, string][] = [
 ];
 
 export function printStageTable(file: string, o: StageOptions): void {
-  const { shares, samples } = stageShares(file, o);
+  const { shares, samples } = stageShares(file, o.windows, o.root);
   const main = o.threads.get("main") ?? 0;
   let total = 0;
   for (const v of o.threads.values()) total += v;
