@@ -17,7 +17,6 @@ import type { Services } from "../services";
 import { beginRequest, contextOf, endRequest, type RequestContext } from "./request-context";
 import { requestMetrics, type RequestMetrics } from "../metrics/request-metrics";
 import { watchProducerEnd, type StreamEnd } from "./streaming";
-import type { Counter, Histogram } from "../metrics/registry";
 import { ElysiaCustomStatusResponse } from "elysia";
 
 export interface HookContext {
@@ -28,11 +27,8 @@ export interface HookContext {
   responseValue?: unknown;
 }
 
-/** The series one request records into, looked up once per endpoint, model and status. */
-interface SeriesSet {
-  requests: Counter;
-  latency: Histogram;
-  overhead: Histogram;
+/** The label sets one request records with, made once per endpoint, model and status. */
+interface SeriesLabels {
   labels: { endpoint: string; model: string; status: number };
   endpointLabels: { endpoint: string };
 }
@@ -54,12 +50,12 @@ export function endFailedRequest(hc: HookContext, status: number): void {
 
 export function installRequestLifecycle(app: App, s: Services): void {
   const metrics: RequestMetrics = requestMetrics(s);
-  const seriesCache = new Map<string, SeriesSet>();
-  const seriesFor = (endpoint: string, model: string, status: number): SeriesSet => {
+  const seriesCache = new Map<string, SeriesLabels>();
+  const seriesFor = (endpoint: string, model: string, status: number): SeriesLabels => {
     const k = `${endpoint} ${model} ${status}`;
     let set = seriesCache.get(k);
     if (set === undefined) {
-      set = { requests: metrics.requests, latency: metrics.latency, overhead: metrics.overhead, labels: { endpoint, model, status }, endpointLabels: { endpoint } };
+      set = { labels: { endpoint, model, status }, endpointLabels: { endpoint } };
       // Bounded: endpoints are route patterns, models catalog ids (or "unknown"/"none"), statuses few.
       if (seriesCache.size < 10_000) seriesCache.set(k, set);
     }
@@ -73,9 +69,9 @@ export function installRequestLifecycle(app: App, s: Services): void {
     const endpoint = hc.route ?? "unmatched";
     const model = modelLabel(s, hc.body);
     const series = seriesFor(endpoint, model, status);
-    series.requests.inc(series.labels);
-    series.latency.observe(totalMs / 1000, series.endpointLabels);
-    series.overhead.observe(overheadMs / 1000, series.endpointLabels);
+    metrics.requests.inc(series.labels);
+    metrics.latency.observe(totalMs / 1000, series.endpointLabels);
+    metrics.overhead.observe(overheadMs / 1000, series.endpointLabels);
     if (status === 502 || status === 504) metrics.upstreamErrors.inc({ endpoint, kind: status === 502 ? "upstream_error" : "upstream_timeout" });
     // At info level this is the one line per request; below it, its fields are never built.
     if (!s.log.enabled("info")) return;

@@ -21,6 +21,11 @@ export function closeEngineClock(requestId: string): void {
   clocks.delete(requestId);
 }
 
+/** Requests whose clock is open: those in flight (a test checks every request closes its own). */
+export function openEngineClocks(): number {
+  return clocks.size;
+}
+
 /** Adds time spent waiting on an upstream or a local engine to the request's account. */
 export function addEngineTime(requestId: string, ms: number): void {
   const clock = clocks.get(requestId);
