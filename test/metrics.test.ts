@@ -7,6 +7,7 @@ import { startHarness, type Harness } from "./support/harness";
 import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
 import { expectedChatCost } from "./support/expected-cost";
 import { chat, setLimits } from "./support/gateway-client";
+import { openEngineClocks } from "../src/metrics/engine-time";
 
 let fake: FakeUpstream;
 let h: Harness;
@@ -17,7 +18,8 @@ const realWrite = process.stderr.write.bind(process.stderr);
 beforeAll(async () => {
   fake = startFakeUpstream({ words: ["a", "b"], promptTokens: 5 });
   (process.stderr as any).write = (chunk: unknown, ...rest: unknown[]) => {
-    if (typeof chunk === "string" && chunk.startsWith("{")) logLines.push(chunk);
+    // Lines written in the same turn of the event loop arrive together, one per line.
+    if (typeof chunk === "string") for (const line of chunk.split("\n")) if (line.startsWith("{")) logLines.push(line);
     return realWrite(chunk as string, ...(rest as []));
   };
   h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_LOG_LEVEL: "info" });
@@ -89,4 +91,36 @@ test("one JSON log line per request, with its request id and no secrets", async 
   const all = logLines.join("\n");
   expect(all).not.toContain(acct.key);
   expect(all).not.toContain(fake.url);
+});
+
+test("every request ends once, whatever way it ends: one log line with its status, nothing left open", async () => {
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(h.base + path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${acct.key}`, ...headers }, body });
+  const chatBody = JSON.stringify({ model: "glm-4.6", messages: [{ role: "user", content: "hi" }] });
+  const cases: [string, () => Promise<Response>, number][] = [
+    ["plain", () => post("/v1/chat/completions", chatBody), 200],
+    ["streamed", () => post("/v1/chat/completions", JSON.stringify({ model: "glm-4.6", stream: true, messages: [{ role: "user", content: "hi" }] })), 200],
+    ["unknown model", () => post("/v1/chat/completions", JSON.stringify({ model: "nope", messages: [{ role: "user", content: "hi" }] })), 404],
+    ["no key", () => post("/v1/chat/completions", chatBody, { authorization: "" }), 401],
+    ["invalid JSON", () => post("/v1/chat/completions", "{nope"), 400],
+    ["no such route", () => fetch(h.base + "/v1/nothing"), 404],
+    ["wrong method", () => fetch(h.base + "/v1/chat/completions"), 405],
+    ["a page", () => fetch(h.base + "/healthz"), 200],
+  ];
+  const ids: [string, string, number][] = [];
+  for (const [name, send, status] of cases) {
+    const res = await send();
+    await res.text();
+    expect([name, res.status]).toEqual([name, status]);
+    ids.push([name, res.headers.get("x-request-id")!, status]);
+  }
+  await Bun.sleep(20);
+  const lines = logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");
+  for (const [name, id, status] of ids) {
+    const mine = lines.filter((l) => l.request_id === id);
+    expect([name, mine.length, mine[0]?.status]).toEqual([name, 1, status]);
+  }
+  expect(openEngineClocks()).toBe(0);
+  const text = await (await fetch(h.base + "/metrics")).text();
+  expect(metricValue(text, "switchyard_requests_in_flight")).toBe(0);
 });

@@ -202,7 +202,7 @@ test("an instance SIGKILLed mid-stream: a survivor releases its holds and slots 
   const a = await account("10", { rate_limit_rpm: 100_000, concurrency_limit: 100 });
   const victim = servers[0]!;
   const name = readFileSync(join(dirs[0]!, "instance-name"), "utf8").trim();
-  const [{ id: victimId }] = (await sql`SELECT id FROM instances WHERE name = ${name} AND released_at IS NULL`) as { id: string }[];
+  const victimId = ((await sql`SELECT id FROM instances WHERE name = ${name} AND released_at IS NULL`) as { id: string }[])[0]!.id;
   // Completed on the victim before it dies.
   fake.behave({ words: WORDS, promptTokens: 9 });
   const done: string[] = [];
@@ -219,7 +219,7 @@ test("an instance SIGKILLed mid-stream: a survivor releases its holds and slots 
   for (const r of cut) await readUntil(r, (t) => t.includes('"content":"a"'));
   const survivorStream = await chat(servers[1]!.base, a.key, { stream: true, max_tokens: 6 });
   expect((await probe.counts(a.id)).pendingHolds).toBe(5);
-  const [{ n: victimSlots }] = (await sql`SELECT count(*)::int AS n FROM slots WHERE instance_id = ${victimId}`) as { n: number }[];
+  const victimSlots = ((await sql`SELECT count(*)::int AS n FROM slots WHERE instance_id = ${victimId}`) as { n: number }[])[0]!.n;
   expect(victimSlots).toBe(4);
 
   victim.proc.kill("SIGKILL");
@@ -253,8 +253,8 @@ test("an instance SIGKILLed mid-stream: a survivor releases its holds and slots 
     expect((await probe.hold(id))?.state).toBe("voided");
   }
   expect(end.sum).toBe(end.balance);
-  const [{ in_flight }] = (await sql`SELECT in_flight FROM limit_state WHERE account_id = ${a.id}`) as { in_flight: number }[];
-  expect(in_flight).toBe(0);
+  const inFlight = ((await sql`SELECT in_flight FROM limit_state WHERE account_id = ${a.id}`) as { in_flight: number }[])[0]!.in_flight;
+  expect(inFlight).toBe(0);
   console.log(`scale-out: SIGKILL mid-stream; a survivor released 4 holds and 4 slots ${Math.round(releasedAfter)} ms after the kill (timeout ${TIMEOUT_S} s)`);
 
   // The killed instance starts again on its data directory and serves.

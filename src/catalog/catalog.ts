@@ -61,12 +61,13 @@ export const TURBO_SUFFIX = "-turbo";
 
 export type ServiceTier = "default" | "priority";
 
+/** Shared between requests (Catalog.resolve caches them): read-only. */
 export interface ResolvedModel {
-  entry: ModelEntry;
+  readonly entry: ModelEntry;
   /** The id the client sent (base id or base id + "-turbo"). */
-  requestedId: string;
-  tier: ServiceTier;
-  multiplier: Multiplier;
+  readonly requestedId: string;
+  readonly tier: ServiceTier;
+  readonly multiplier: Multiplier;
 }
 
 export class CatalogError extends Error {}
@@ -102,6 +103,9 @@ export function parseCatalog(json: unknown, source: string): CatalogEntryJson[] 
 
 export class Catalog {
   private entries = new Map<string, ModelEntry>();
+  /** resolve() answers for this catalog version, without and with the priority hint (shared, read-only). */
+  private resolvedDefault = new Map<string, ResolvedModel>();
+  private resolvedPriority = new Map<string, ResolvedModel>();
   private overrideMtime = -1;
   private lastCheck = 0;
 
@@ -160,6 +164,8 @@ export class Catalog {
       next.set(e.id, toEntry(e));
     }
     this.entries = next;
+    this.resolvedDefault = new Map();
+    this.resolvedPriority = new Map();
   }
 
   all(): ModelEntry[] {
@@ -178,6 +184,17 @@ export class Catalog {
    */
   resolve(requestedId: string, priorityHint = false): ResolvedModel | null {
     this.refresh();
+    // Every chat request resolves its model two or three times: the answers are kept per catalog
+    // version (rebuild() starts a new map), and only for ids that exist, so the map stays bounded.
+    const cache = priorityHint ? this.resolvedPriority : this.resolvedDefault;
+    const hit = cache.get(requestedId);
+    if (hit) return hit;
+    const resolved = this.resolveUncached(requestedId, priorityHint);
+    if (resolved) cache.set(requestedId, resolved);
+    return resolved;
+  }
+
+  private resolveUncached(requestedId: string, priorityHint: boolean): ResolvedModel | null {
     const direct = this.entries.get(requestedId);
     if (direct) {
       const priority = priorityHint && direct.turbo;

@@ -47,7 +47,7 @@ type ChatObject = Record<string, unknown>;
 
 /** Public response id for a request id: "req_abc" → "chatcmpl-abc". */
 export function completionId(requestId: string): string {
-  return "chatcmpl-" + requestId.replace(/^req_/, "");
+  return "chatcmpl-" + (requestId.startsWith("req_") ? requestId.slice(4) : requestId);
 }
 
 /**

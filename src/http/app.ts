@@ -9,8 +9,8 @@ import { DomainError, InternalError } from "../errors";
 import { dialectForPath, errorBody, errorHeaders, publicError, statusOf } from "./errors";
 import { RouteDocs } from "./route-docs";
 import { readBodyCapped, tooLarge } from "./body";
-import { installRequestLifecycle } from "./request-lifecycle";
-import { newRequestId, releaseSlotOf } from "./request-context";
+import { endFailedRequest, installRequestLifecycle } from "./request-lifecycle";
+import { newRequestId } from "./request-context";
 import { registerRootRoutes } from "./routes/root";
 import { registerModelRoutes } from "./routes/models";
 import { registerAdminRoutes } from "./routes/admin";
@@ -61,8 +61,8 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
         throw new DomainError("invalid_request", "invalid_json", `The request body is not valid JSON: ${(e as Error).message}.`);
       }
     })
-    .onError(({ code, error, request, set }) => {
-      releaseSlotOf(request);
+    // Destructured on purpose: Elysia fills only the context fields a hook's source names.
+    .onError(({ code, error, request, set, route, body }) => {
       const path = pathOf(request.url);
       const requestId = String(set.headers["x-request-id"]);
       let err: DomainError;
@@ -79,6 +79,8 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       set.status = statusOf(err);
       Object.assign(set.headers, errorHeaders(err));
       set.headers["content-type"] = "application/json";
+      // The error body is the whole response: the request ends here (slot, metrics, log line).
+      endFailedRequest({ request, set, route, body }, set.status);
       return errorBody(err, dialectForPath(path));
     });
 

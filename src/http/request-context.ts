@@ -15,9 +15,17 @@ export interface RequestContext extends EngineClock {
   /** The response body is a stream; the request ends when the stream does. */
   streamed: boolean;
   finished: boolean;
+  /** Ends the request with this status (set by the request lifecycle; the error hook calls it). */
+  endWithStatus?: (hc: { request: Request; set: { headers: Record<string, unknown> }; route?: string; body?: unknown }, status: number) => void;
 }
 
-const idBytes = new Uint8Array(10);
+/** Random bytes for request ids, drawn 512 ids at a time (one getRandomValues call per 512). */
+const ID_BYTES = 10;
+const idPool = Buffer.alloc(ID_BYTES * 512);
+let idOffset = idPool.length;
+/** The "req_" + time part, reused while the clock reads the same millisecond. */
+let prefixMs = -1;
+let prefix = "";
 
 /**
  * A new request id: "req_" + the time in ms (base 36, fixed width, so ids sort by arrival) + 80
@@ -25,8 +33,17 @@ const idBytes = new Uint8Array(10);
  * edge instead of touching a random page per insert; the random part keeps ids unguessable.
  */
 export function newRequestId(now = Date.now()): string {
-  crypto.getRandomValues(idBytes);
-  return `req_${now.toString(36).padStart(9, "0")}${Buffer.from(idBytes.buffer, idBytes.byteOffset, idBytes.byteLength).toString("base64url")}`;
+  if (idOffset === idPool.length) {
+    crypto.getRandomValues(idPool);
+    idOffset = 0;
+  }
+  if (now !== prefixMs) {
+    prefixMs = now;
+    prefix = `req_${now.toString(36).padStart(9, "0")}`;
+  }
+  const id = prefix + idPool.toString("base64url", idOffset, idOffset + ID_BYTES);
+  idOffset += ID_BYTES;
+  return id;
 }
 
 const byRequest = new WeakMap<Request, RequestContext>();
@@ -49,13 +66,4 @@ export function endRequest(ctx: RequestContext): boolean {
   ctx.slot?.release();
   closeEngineClock(ctx.requestId);
   return true;
-}
-
-/**
- * Gives the request's concurrency slot back as soon as its work is done and its response is
- * complete in memory (plain bodies, errors) — before it is sent, so a client that fires its next
- * request the moment it reads this one's reply is never refused for a slot still being freed.
- */
-export function releaseSlotOf(request: Request): void {
-  contextOf(request)?.slot?.release();
 }

@@ -3,19 +3,24 @@
  *   - a context per request (start time, engine time, concurrency slot);
  *   - a Response body of an admitted request is wrapped so the request ends when the stream does — on close,
  *     client cancel or error — and only then releases its slot and records latency;
- *   - any other response gives its slot back once complete (after the handler, or in the app's
- *     error hook via releaseSlotOf), and is logged and measured after it was sent.
- * Then one structured log line and the request metrics. So no route has to remember to release.
- * (SSE bodies made by producerStream report their own end, so they are not wrapped again.)
+ *   - any other response ends the request as soon as it is complete in memory: in the after-handle
+ *     hook, or in the app's error hook (endFailedRequest) for errors.
+ * Ending gives the slot back, records the request metrics and writes one structured log line. So
+ * no route has to remember to release. (SSE bodies made by producerStream report their own end, so
+ * they are not wrapped again.)
+ *
+ * There is no after-response hook on purpose: Elysia runs one through setImmediate and an async
+ * closure per request, and it would learn nothing that the two hooks here do not already know.
  */
 import type { App } from "./app";
 import type { Services } from "../services";
 import { beginRequest, contextOf, endRequest, type RequestContext } from "./request-context";
-import { requestMetrics } from "../metrics/request-metrics";
+import { requestMetrics, type RequestMetrics } from "../metrics/request-metrics";
 import { watchProducerEnd, type StreamEnd } from "./streaming";
 import type { RequestEnd } from "../generations/outcomes";
+import { ElysiaCustomStatusResponse } from "elysia";
 
-interface HookContext {
+export interface HookContext {
   request: Request;
   set: { headers: Record<string, unknown>; status?: number | string };
   route?: string;
@@ -23,8 +28,40 @@ interface HookContext {
   responseValue?: unknown;
 }
 
+/** The label sets one request records with, made once per endpoint, model and status. */
+interface SeriesLabels {
+  labels: { endpoint: string; model: string; status: number };
+  endpointLabels: { endpoint: string };
+}
+
+/**
+ * Ends a request that failed (any error the app's error hook mapped to `status`): releases its
+ * slot, records it and logs it. A request whose response is already streaming is the stream's to
+ * end; only its slot is made sure of.
+ */
+export function endFailedRequest(hc: HookContext, status: number): void {
+  const ctx = contextOf(hc.request);
+  if (!ctx) return;
+  if (ctx.finished || ctx.streamed) {
+    ctx.slot?.release();
+    return;
+  }
+  ctx.endWithStatus?.(hc, status);
+}
+
 export function installRequestLifecycle(app: App, s: Services): void {
-  const metrics = requestMetrics(s);
+  const metrics: RequestMetrics = requestMetrics(s);
+  const seriesCache = new Map<string, SeriesLabels>();
+  const seriesFor = (endpoint: string, model: string, status: number): SeriesLabels => {
+    const k = `${endpoint} ${model} ${status}`;
+    let set = seriesCache.get(k);
+    if (set === undefined) {
+      set = { labels: { endpoint, model, status }, endpointLabels: { endpoint } };
+      // Bounded: endpoints are route patterns, models catalog ids (or "unknown"/"none"), statuses few.
+      if (seriesCache.size < 10_000) seriesCache.set(k, set);
+    }
+    return set;
+  };
 
   const finish = (hc: HookContext, ctx: RequestContext, status: number, outcome: string) => {
     if (!endRequest(ctx)) return;
@@ -32,9 +69,10 @@ export function installRequestLifecycle(app: App, s: Services): void {
     const overheadMs = Math.max(0, totalMs - ctx.engineMs);
     const endpoint = hc.route ?? "unmatched";
     const model = modelLabel(s, hc.body);
-    metrics.requests.inc({ endpoint, model, status });
-    metrics.latency.observe(totalMs / 1000, { endpoint });
-    metrics.overhead.observe(overheadMs / 1000, { endpoint });
+    const series = seriesFor(endpoint, model, status);
+    metrics.requests.inc(series.labels);
+    metrics.latency.observe(totalMs / 1000, series.endpointLabels);
+    metrics.overhead.observe(overheadMs / 1000, series.endpointLabels);
     if (status === 502 || status === 504) metrics.upstreamErrors.inc({ endpoint, kind: status === 502 ? "upstream_error" : "upstream_timeout" });
     // For generation records: an array push here, written in batches off the request path.
     if (ctx.accountId) {
@@ -46,7 +84,7 @@ export function installRequestLifecycle(app: App, s: Services): void {
     // At info level this is the one line per request; below it, its fields are never built.
     if (!s.log.enabled("info")) return;
     const cost = hc.set.headers["x-request-cost"];
-    s.log.info("request", {
+    const fields: Record<string, unknown> = {
       request_id: ctx.requestId,
       method: hc.request.method,
       endpoint,
@@ -55,15 +93,20 @@ export function installRequestLifecycle(app: App, s: Services): void {
       duration_ms: round(totalMs),
       engine_ms: round(ctx.engineMs),
       overhead_ms: round(overheadMs),
-      ...(ctx.accountId ? { account_id: ctx.accountId } : {}),
-      ...(model !== "none" ? { model } : {}),
-      ...(typeof cost === "string" ? { cost_usd: cost } : {}),
-    });
+    };
+    if (ctx.accountId) fields.account_id = ctx.accountId;
+    if (model !== "none") fields.model = model;
+    if (typeof cost === "string") fields.cost_usd = cost;
+    s.log.info("request", fields);
+  };
+  const endWithStatus = (hc: HookContext, status: number) => {
+    const ctx = contextOf(hc.request);
+    if (ctx) finish(hc, ctx, status, "sent");
   };
 
   app
     .onRequest(({ request, set }) => {
-      beginRequest(request, String(set.headers["x-request-id"] ?? ""));
+      beginRequest(request, String(set.headers["x-request-id"] ?? "")).endWithStatus = endWithStatus;
     })
     // Destructured on purpose: Elysia fills only the context fields a hook's source names.
     .onAfterHandle({ as: "global" }, ({ request, set, route, body, responseValue }) => {
@@ -72,7 +115,7 @@ export function installRequestLifecycle(app: App, s: Services): void {
       if (!ctx || ctx.streamed || ctx.finished) return;
       const value = c.responseValue;
       const statusOf = (fallback: number) => (typeof c.set.status === "number" ? c.set.status : fallback);
-      // Only an admitted request has a slot to hold until its body ends; others finish after send.
+      // Only an admitted request has a slot to hold until its body ends; others finish at once.
       if (value instanceof Response && value.body && ctx.slot && !hasDeclaredLength(value)) {
         ctx.streamed = true;
         const done = (outcome: StreamEnd) => finish(c, ctx, statusOf(value.status), outcome);
@@ -86,13 +129,10 @@ export function installRequestLifecycle(app: App, s: Services): void {
         return wrapIterable(value, (outcome) => finish(c, ctx, statusOf(200), outcome)) as unknown as Response;
       }
       // A plain value is the whole response: the work is over.
-      ctx.slot?.release();
-    })
-    .onAfterResponse({ as: "global" }, ({ request, set, route, body }) => {
-      const c: HookContext = { request, set: set as HookContext["set"], route, body };
-      const ctx = contextOf(c.request);
-      if (!ctx || ctx.streamed) return;
-      finish(c, ctx, typeof c.set.status === "number" ? c.set.status : 200, "sent");
+      let status = statusOf(200);
+      if (value instanceof ElysiaCustomStatusResponse) status = value.code;
+      else if (value instanceof Response && status === 200) status = value.status;
+      finish(c, ctx, status, "sent");
     });
 }
 

@@ -1,12 +1,13 @@
 /**
  * A small Prometheus registry: counters, gauges and histograms with labels, rendered in the
- * text exposition format at GET /metrics. Recording is a map lookup and an add: cheap enough
- * for every request and every batch.
+ * text exposition format at GET /metrics. Recording is one small string, a map lookup and an add
+ * (the exposition key is built once per label set): cheap enough for every request and batch.
  */
 type Labels = Record<string, string | number>;
 
 const NEEDS_ESCAPE = /[\\"\n]/;
 
+/** The exposition-format label set: names sorted, values escaped ("a=\"1\",b=\"2\""). */
 function key(labels: Labels): string {
   const names = Object.keys(labels);
   if (names.length > 1) names.sort();
@@ -20,78 +21,132 @@ function key(labels: Labels): string {
   return out;
 }
 
+/**
+ * The labels as given, names and values in their own order: cheap to build (no array, no sort,
+ * no escaping), so recording looks a series up by this and builds key() only on its first sight.
+ */
+function rawKey(labels: Labels): string {
+  let out = "";
+  for (const n in labels) out += n + "\u0000" + labels[n] + "\u0001";
+  return out;
+}
+
+/**
+ * Series of one metric by label set. Recording goes by rawKey(); the same labels written in
+ * another order land in the same series through the exposition key.
+ */
+class SeriesMap<S> {
+  private readonly byRaw = new Map<string, S>();
+  readonly byKey = new Map<string, S>();
+  constructor(private readonly create: () => S) {}
+
+  /** The series for these labels, created on first use. */
+  at(labels: Labels): S {
+    const raw = rawKey(labels);
+    let s = this.byRaw.get(raw);
+    if (s === undefined) {
+      const k = key(labels);
+      s = this.byKey.get(k);
+      if (s === undefined) this.byKey.set(k, (s = this.create()));
+      this.byRaw.set(raw, s);
+    }
+    return s;
+  }
+
+  /** The series for these labels if it was ever recorded. */
+  find(labels: Labels): S | undefined {
+    return this.byRaw.get(rawKey(labels)) ?? this.byKey.get(key(labels));
+  }
+}
+
 abstract class Metric {
   constructor(readonly name: string, readonly help: string, readonly type: "counter" | "gauge" | "histogram") {}
   abstract render(): string[];
 }
 
+interface Cell {
+  value: number;
+}
+const newCell = (): Cell => ({ value: 0 });
+
 export class Counter extends Metric {
-  private values = new Map<string, number>();
+  private readonly series = new SeriesMap(newCell);
   constructor(name: string, help: string) {
     super(name, help, "counter");
   }
   inc(labels: Labels = {}, by = 1): void {
-    const k = key(labels);
-    this.values.set(k, (this.values.get(k) ?? 0) + by);
+    this.series.at(labels).value += by;
   }
   get(labels: Labels = {}): number {
-    return this.values.get(key(labels)) ?? 0;
+    return this.series.find(labels)?.value ?? 0;
   }
   /** Visits every series: its value and its rendered labels (`endpoint="/v1/x",status="200"`). */
   forEach(visit: (value: number, labels: string) => void): void {
-    for (const [k, v] of this.values) visit(v, k);
+    for (const [k, c] of this.series.byKey) visit(c.value, k);
   }
   render(): string[] {
-    return [...this.values].map(([k, v]) => `${this.name}${k ? `{${k}}` : ""} ${v}`);
+    return [...this.series.byKey].map(([k, c]) => `${this.name}${k ? `{${k}}` : ""} ${c.value}`);
   }
 }
 
 export class Gauge extends Metric {
-  private values = new Map<string, number>();
+  private readonly series = new SeriesMap(newCell);
   constructor(name: string, help: string, private readonly collect?: () => number) {
     super(name, help, "gauge");
   }
   set(value: number, labels: Labels = {}): void {
-    this.values.set(key(labels), value);
+    this.series.at(labels).value = value;
   }
   add(by: number, labels: Labels = {}): void {
-    const k = key(labels);
-    this.values.set(k, (this.values.get(k) ?? 0) + by);
+    this.series.at(labels).value += by;
   }
   get(labels: Labels = {}): number {
-    return this.values.get(key(labels)) ?? 0;
+    return this.series.find(labels)?.value ?? 0;
   }
   render(): string[] {
     if (this.collect) return [`${this.name} ${this.collect()}`];
-    return [...this.values].map(([k, v]) => `${this.name}${k ? `{${k}}` : ""} ${v}`);
+    return [...this.series.byKey].map(([k, c]) => `${this.name}${k ? `{${k}}` : ""} ${c.value}`);
   }
 }
 
+interface HistogramSeries {
+  /** Observations per bucket, not cumulative (rendering sums them): one increment per observation. */
+  perBucket: number[];
+  sum: number;
+  count: number;
+}
+
 export class Histogram extends Metric {
-  private series = new Map<string, { buckets: number[]; sum: number; count: number }>();
+  private readonly series: SeriesMap<HistogramSeries>;
   constructor(name: string, help: string, readonly bounds: number[]) {
     super(name, help, "histogram");
+    this.series = new SeriesMap(() => ({ perBucket: new Array<number>(bounds.length).fill(0), sum: 0, count: 0 }));
   }
   observe(value: number, labels: Labels = {}): void {
-    const k = key(labels);
-    let s = this.series.get(k);
-    if (!s) this.series.set(k, (s = { buckets: new Array(this.bounds.length).fill(0), sum: 0, count: 0 }));
-    for (let i = 0; i < this.bounds.length; i++) if (value <= this.bounds[i]!) s.buckets[i]!++;
+    const s = this.series.at(labels);
+    const bounds = this.bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    if (i < bounds.length) s.perBucket[i]!++;
     s.sum += value;
     s.count++;
   }
   count(labels: Labels = {}): number {
-    return this.series.get(key(labels))?.count ?? 0;
+    return this.series.find(labels)?.count ?? 0;
   }
   sum(labels: Labels = {}): number {
-    return this.series.get(key(labels))?.sum ?? 0;
+    return this.series.find(labels)?.sum ?? 0;
   }
-  /** All series whose rendered labels pass `match`, added up: per-bucket counts, sum and count. */
+  /**
+   * All series whose rendered labels pass `match`, added up: cumulative bucket counts (as
+   * Prometheus renders them: observations ≤ each bound), sum and count.
+   */
   merged(match: (labels: string) => boolean = () => true): { buckets: number[]; sum: number; count: number } {
     const out = { buckets: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 };
-    for (const [k, s] of this.series) {
+    for (const [k, s] of this.series.byKey) {
       if (!match(k)) continue;
-      for (let i = 0; i < s.buckets.length; i++) out.buckets[i]! += s.buckets[i]!;
+      let cumulative = 0;
+      for (let i = 0; i < s.perBucket.length; i++) out.buckets[i]! += cumulative += s.perBucket[i]!;
       out.sum += s.sum;
       out.count += s.count;
     }
@@ -99,9 +154,13 @@ export class Histogram extends Metric {
   }
   render(): string[] {
     const out: string[] = [];
-    for (const [k, s] of this.series) {
+    for (const [k, s] of this.series.byKey) {
       const sep = k ? "," : "";
-      this.bounds.forEach((b, i) => out.push(`${this.name}_bucket{${k}${sep}le="${b}"} ${s.buckets[i]}`));
+      let cumulative = 0;
+      this.bounds.forEach((b, i) => {
+        cumulative += s.perBucket[i]!;
+        out.push(`${this.name}_bucket{${k}${sep}le="${b}"} ${cumulative}`);
+      });
       out.push(`${this.name}_bucket{${k}${sep}le="+Inf"} ${s.count}`);
       out.push(`${this.name}_sum${k ? `{${k}}` : ""} ${s.sum}`);
       out.push(`${this.name}_count${k ? `{${k}}` : ""} ${s.count}`);

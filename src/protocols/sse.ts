@@ -8,6 +8,9 @@ export interface SseEvent {
   data: string;
 }
 
+const LF = 10;
+const CR = 13;
+
 /** Splits a byte stream into SSE events (handles \n, \r\n, multi-line data, comments). */
 export class SseParser {
   private buffer = "";
@@ -16,18 +19,31 @@ export class SseParser {
   private eventName: string | null = null;
 
   push(chunk: Uint8Array | string): SseEvent[] {
-    this.buffer += typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true });
+    const text = typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true });
+    const buffer = this.buffer === "" ? text : this.buffer + text;
     const events: SseEvent[] = [];
     let start = 0;
     for (;;) {
-      const nl = this.buffer.indexOf("\n", start);
+      // The usual event, whole and alone: "data: <payload>\n\n" with no event in progress. It is
+      // taken in one slice; anything else (\r\n, several data lines, fields, comments) goes
+      // line by line below.
+      if (this.dataLines.length === 0 && this.eventName === null && buffer.startsWith("data: ", start)) {
+        const end = buffer.indexOf("\n", start + 6);
+        if (end < 0) break;
+        if (buffer.charCodeAt(end + 1) === LF && buffer.charCodeAt(end - 1) !== CR) {
+          events.push({ event: null, data: buffer.slice(start + 6, end) });
+          start = end + 2;
+          continue;
+        }
+      }
+      const nl = buffer.indexOf("\n", start);
       if (nl < 0) break;
-      let line = this.buffer.slice(start, nl);
+      let line = buffer.slice(start, nl);
       start = nl + 1;
       if (line.endsWith("\r")) line = line.slice(0, -1);
       this.line(line, events);
     }
-    this.buffer = this.buffer.slice(start);
+    this.buffer = start === buffer.length ? "" : buffer.slice(start);
     return events;
   }
 

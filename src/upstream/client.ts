@@ -76,25 +76,17 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
   };
   // The client's abort reaches the upstream request through `attempt`, whose signal fetch gets.
   abortWith(signal, attempt);
-  const timer = setTimeout(() => stop("first_byte"), upstream.firstByteTimeoutMs);
+  let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(() => stop("first_byte"), upstream.firstByteTimeoutMs);
   const origin = originOf(upstream.baseUrl);
   if (!recentlyReachable(origin)) {
     void probeConnect(origin, upstream.connectTimeoutMs).then((ok) => {
       if (!ok) stop("connect");
     });
   }
-  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-  if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
-  const failed = (err: unknown): UpstreamFailure => {
-    if (signal.aborted) return new UpstreamFailure("aborted", null, "client went away");
-    if (why === "connect") return new UpstreamFailure("connect", null, `no connection within ${upstream.connectTimeoutMs} ms`);
-    if (why === "first_byte") return new UpstreamFailure("timeout", null, `no first byte within ${upstream.firstByteTimeoutMs} ms`);
-    return err instanceof UpstreamFailure ? err : new UpstreamFailure("connect", null, String((err as Error)?.message ?? err));
-  };
   try {
     const res = await fetch(`${upstream.baseUrl}/chat/completions`, {
       method: "POST",
-      headers,
+      headers: headersFor(upstream),
       body: JSON.stringify(body),
       signal: attempt.signal,
       // Our own first-byte and idle deadlines govern; Bun's socket idle timer (5 min) must not.
@@ -108,6 +100,7 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
     const reader = res.body!.getReader();
     const first = await reader.read();
     clearTimeout(timer);
+    timer = undefined;
     markReachable(origin);
     const guarded = idleGuardedReader(first.done ? null : first.value, reader, upstream.idleTimeoutMs, {
       onIdle() {
@@ -120,8 +113,27 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
     });
     return { status: res.status, body: guarded };
   } catch (err) {
-    throw failed(err);
-  } finally {
     clearTimeout(timer);
+    throw classify(err, signal, why, upstream);
   }
+}
+
+/** Why the attempt failed, for the caller (and its logs): the client, a deadline, or the upstream. */
+function classify(err: unknown, signal: AbortSignal, why: "first_byte" | "connect" | null, upstream: Upstream): UpstreamFailure {
+  if (signal.aborted) return new UpstreamFailure("aborted", null, "client went away");
+  if (why === "connect") return new UpstreamFailure("connect", null, `no connection within ${upstream.connectTimeoutMs} ms`);
+  if (why === "first_byte") return new UpstreamFailure("timeout", null, `no first byte within ${upstream.firstByteTimeoutMs} ms`);
+  return err instanceof UpstreamFailure ? err : new UpstreamFailure("connect", null, String((err as Error)?.message ?? err));
+}
+
+/** The request headers of one upstream, built once (fetch only reads them). */
+const upstreamHeaders = new WeakMap<Upstream, Record<string, string>>();
+function headersFor(upstream: Upstream): Record<string, string> {
+  let headers = upstreamHeaders.get(upstream);
+  if (headers === undefined) {
+    headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+    if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
+    upstreamHeaders.set(upstream, headers);
+  }
+  return headers;
 }

@@ -76,8 +76,10 @@ export interface BodyReader {
  * IdleTimeout when a read waits longer than `idleMs` (`onIdle` stops the upstream request);
  * `onBroken` hears of any other read error. Cancelling it cancels the upstream body at once.
  *
- * One timer per body, re-armed (refresh) when a read starts waiting and ignored once it returns:
- * no timer or race is allocated per chunk.
+ * One timer per body, re-armed (refresh) when a read starts waiting and ignored once it returns;
+ * each read is the upstream read itself with one then() after it: no timer, race or wrapping
+ * promise per chunk. A stalled read ends because the deadline cancels the upstream body (and
+ * `onIdle` aborts its request), which settles the waiting read; it then fails with IdleTimeout.
  */
 export function idleGuardedReader(
   first: Uint8Array | null,
@@ -86,24 +88,38 @@ export function idleGuardedReader(
   hooks: { onIdle(): void; onBroken(): void },
 ): BodyReader {
   let pending: Uint8Array | null = first;
-  /** Rejects the read now waiting; null when none waits (the timer is then ignored). */
-  let waiting: ((err: unknown) => void) | null = null;
-  /** Set once the body stalled: the stalled read's eventual result must be dropped. */
+  /** A read is waiting on the upstream (the timer only matters then). */
+  let waiting = false;
+  /** Set once the body stalled: every read from then on fails with IdleTimeout. */
   let stalled = false;
   let timer: ReturnType<typeof setTimeout> | null = null;
+  const idle = () => new IdleTimeout(`no data for ${idleMs} ms`);
   const onTimer = () => {
-    const reject = waiting;
-    if (!reject) return;
-    waiting = null;
+    if (!waiting || stalled) return;
     stalled = true;
     hooks.onIdle();
     reader.cancel().catch(() => {});
-    reject(new IdleTimeout(`no data for ${idleMs} ms`));
   };
   const disarm = () => {
-    waiting = null;
+    waiting = false;
     if (timer) clearTimeout(timer);
     timer = null;
+  };
+  const onRead = (r: { done: boolean; value?: Uint8Array }): { done: true; value?: undefined } | { done: false; value: Uint8Array } => {
+    waiting = false;
+    if (stalled) throw idle();
+    if (r.done) {
+      disarm();
+      return { done: true };
+    }
+    return r as { done: false; value: Uint8Array };
+  };
+  const onError = (err: unknown): never => {
+    waiting = false;
+    if (stalled) throw idle();
+    disarm();
+    hooks.onBroken();
+    throw err;
   };
   return {
     read() {
@@ -112,28 +128,11 @@ export function idleGuardedReader(
         pending = null;
         return Promise.resolve({ done: false, value });
       }
-      if (stalled) return Promise.reject(new IdleTimeout(`no data for ${idleMs} ms`));
-      return new Promise((resolve, reject) => {
-        waiting = reject;
-        if (timer) timer.refresh();
-        else timer = setTimeout(onTimer, idleMs);
-        reader.read().then(
-          (r) => {
-            if (stalled) return;
-            waiting = null;
-            if (r.done) {
-              disarm();
-              resolve({ done: true });
-            } else resolve({ done: false, value: r.value });
-          },
-          (err) => {
-            if (stalled) return;
-            disarm();
-            hooks.onBroken();
-            reject(err);
-          },
-        );
-      });
+      if (stalled) return Promise.reject(idle());
+      waiting = true;
+      if (timer) timer.refresh();
+      else timer = setTimeout(onTimer, idleMs);
+      return reader.read().then(onRead, onError);
     },
     cancel(reason) {
       disarm();

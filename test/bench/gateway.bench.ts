@@ -6,10 +6,9 @@
  *   BENCH_REQUESTS (2000)  BENCH_CONCURRENCY (32)  BENCH_WARMUP (200)  BENCH_MODES (plain,streamed)
  */
 import { availableParallelism } from "node:os";
-import { join } from "node:path";
-import { Database } from "bun:sqlite";
 import { benchAccount, BENCH_ADMIN_TOKEN, startGatewayProcess, startUpstreamProcess } from "./lib/processes";
 import { cpuSeconds, fmt, runLoad, type LoadResult, type LoadSpec } from "./lib/load";
+import { ledgerFacts } from "./lib/ledger-facts";
 
 const TOTAL = Number(process.env.BENCH_REQUESTS ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -74,7 +73,7 @@ try {
   }
 
   const after = await accountBalance(gateway.url, acct.id);
-  const ledger = ledgerFacts(acct.id);
+  const ledger = ledgerFacts(gateway.dataDir, acct.id);
 
   console.log(`\n## gateway overhead (${new Date().toISOString()})`);
   console.log(
@@ -116,20 +115,4 @@ try {
 async function accountBalance(base: string, id: string): Promise<number> {
   const r = await fetch(`${base}/admin/accounts/${id}`, { headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` } });
   return ((await r.json()) as { balance: number }).balance;
-}
-
-/** Reads the gateway's ledger straight from its SQLite file (read-only, beside the running server). */
-function ledgerFacts(accountId: string) {
-  const db = new Database(join(gateway.dataDir, "switchyard.db"), { readonly: true });
-  try {
-    const one = (sql: string) => (db.query(sql).get(accountId) as { n: number }).n;
-    return {
-      charges: one("SELECT COUNT(*) AS n FROM ledger_entries WHERE account_id = ? AND kind = 'charge'"),
-      sum: one("SELECT COALESCE(SUM(amount), 0) AS n FROM ledger_entries WHERE account_id = ?"),
-      balance: one("SELECT balance AS n FROM accounts WHERE id = ?"),
-      pendingHolds: one("SELECT COUNT(*) AS n FROM holds WHERE account_id = ? AND state = 'pending'"),
-    };
-  } finally {
-    db.close();
-  }
 }

@@ -18,7 +18,7 @@ import { completeForRoute, streamForRoute } from "../chat-relay";
 import { errorBody } from "../errors";
 import { newId } from "../../accounts/ids";
 import {
-  CountTokensRequest, MessagesRequest, chatToolsOf, countExtras, omitsThinking, parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest,
+  CountTokensRequest, MessagesRequest, chatToolsOf, countExtras, omitsThinking, usesPromptCache, parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest,
   wantsPriorityTier,
 } from "../../protocols/anthropic/request";
 import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignored-tools";
@@ -60,13 +60,14 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/messages", resolved, request: chatRequest, signal: request.signal };
     const stopSequences = req.stop_sequences ?? [];
     const omitThinking = omitsThinking(req);
+    const cacheAccounting = usesPromptCache(req);
 
     if (req.stream !== true) {
       return completeForRoute(s, call, set, (chat, result) =>
-        toAnthropicMessage(chat, { id, model: resolved.requestedId, result, stopSequences, omitThinking, toolId }));
+        toAnthropicMessage(chat, { id, model: resolved.requestedId, result, stopSequences, omitThinking, cacheAccounting, toolId }));
     }
 
-    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: estimateInput(chatRequest), stopSequences, omitThinking, toolId });
+    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: estimateInput(chatRequest), stopSequences, omitThinking, cacheAccounting, toolId });
     const frames = (events: AnthropicEvent[]) => events.map((e) => sseEvent(e.event, e.data));
     return streamForRoute(s, call, { request, server, set }, {
       start: () => frames(translator.start()),

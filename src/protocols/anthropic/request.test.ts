@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { DomainError } from "../../errors";
-import { parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest } from "./request";
+import { parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest, usesPromptCache } from "./request";
 
 const base = { model: "glm-4.6", max_tokens: 1024 };
 
@@ -234,3 +234,16 @@ test("count_tokens needs no max_tokens and shares the message translation", () =
   const req = parseCountTokensRequest({ model: "m", system: "s", messages: [{ role: "user", content: "hi" }] });
   expect(toChatMessages(req)).toEqual([{ role: "system", content: "s" }, { role: "user", content: "hi" }]);
 });
+
+describe("usesPromptCache", () => {
+  const base = { model: "glm-4.6", max_tokens: 16 };
+  test.each([
+    ["no cache_control anywhere", { ...base, system: "s", messages: [{ role: "user", content: "hi" }] }, false],
+    ["on a system block", { ...base, system: [{ type: "text", text: "s", cache_control: { type: "ephemeral" } }], messages: [{ role: "user", content: "hi" }] }, true],
+    ["on a message block", { ...base, messages: [{ role: "user", content: [{ type: "text", text: "hi", cache_control: { type: "ephemeral" } }] }] }, true],
+    ["on a tool", { ...base, tools: [{ name: "t", input_schema: { type: "object" }, cache_control: { type: "ephemeral" } }], messages: [{ role: "user", content: "hi" }] }, true],
+  ] as const)("%s", (_name, body, expected) => {
+    expect(usesPromptCache(parseMessagesRequest(body))).toBe(expected);
+  });
+});
+

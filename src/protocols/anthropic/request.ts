@@ -74,6 +74,18 @@ export function omitsThinking(req: CountTokensRequest): boolean {
   return (req.thinking as Json | undefined)?.display === "omitted";
 }
 
+/**
+ * Whether the request marks prompt-cache breakpoints (`cache_control` on the system prompt, a
+ * message block or a tool). Anthropic reports cache reads only for requests that ask for caching;
+ * without it every input token is `input_tokens`. Upstream engines cache prefixes on their own, so
+ * cache reads are reported apart only when the client asked for that accounting.
+ */
+export function usesPromptCache(req: CountTokensRequest): boolean {
+  const marked = (v: unknown): boolean => Array.isArray(v) && v.some((b) => typeof b === "object" && b !== null && (b as Json).cache_control != null);
+  if (marked(req.system) || marked(req.tools)) return true;
+  return req.messages.some((m) => marked((m as Json).content));
+}
+
 /** Our extension: "priority" asks for turbo; Anthropic's own "auto"/"standard_only" mean default. */
 export function wantsPriorityTier(req: { service_tier?: string }): boolean {
   return req.service_tier === "priority";

@@ -92,3 +92,16 @@ test("priority tier shows in usage", () => {
   const msg = toAnthropicMessage(fixtures[0]!.chat, { id: "msg_1", model: "m-turbo", result: { ...result, serviceTier: "priority" }, toolId: () => "toolu_x" });
   expect((msg.usage as { service_tier: string }).service_tier).toBe("priority");
 });
+
+describe("cache reads in Anthropic usage", () => {
+  const cachedResult = { ...result, inputTokens: 1000, cachedTokens: 900 };
+  const usageOf = (cacheAccounting: boolean | undefined) =>
+    toAnthropicMessage({ choices: [{ message: { content: "ok" }, finish_reason: "stop" }] }, { id: "msg_1", model: "glm-4.6", result: cachedResult, cacheAccounting, toolId: () => "toolu_1" }).usage as Record<string, unknown>;
+  test("a request with cache_control reports the upstream's cached tokens apart from input_tokens", () => {
+    expect(usageOf(true)).toMatchObject({ input_tokens: 100, cache_read_input_tokens: 900 });
+  });
+  test("a request without cache_control reports every input token as input_tokens and no cache accounting", () => {
+    expect(usageOf(false)).toMatchObject({ input_tokens: 1000, cache_creation_input_tokens: null, cache_read_input_tokens: null });
+  });
+});
+

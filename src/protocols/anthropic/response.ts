@@ -34,15 +34,17 @@ export function matchedStopOf(choice: Json): unknown {
 
 /**
  * Anthropic's usage object, with the exact cost we charged. Anthropic counts cache reads apart
- * from `input_tokens` (the total prompt is their sum), so an upstream's cached prompt tokens
- * move from one to the other; the charge is on the whole prompt either way.
+ * from `input_tokens` (the total prompt is their sum), so for a request that marked cache
+ * breakpoints an upstream's cached prompt tokens move from one to the other. A request without
+ * cache_control did not ask for cache accounting: every input token is `input_tokens` and the
+ * cache fields are null (the API's "not applicable"). The charge is on the whole prompt either way.
  */
-export function anthropicUsage(inputTokens: number, outputTokens: number, r: ChatResult | null) {
-  const cached = Math.min(r?.cachedTokens ?? 0, inputTokens);
+export function anthropicUsage(inputTokens: number, outputTokens: number, r: ChatResult | null, cacheAccounting = true) {
+  const cached = cacheAccounting ? Math.min(r?.cachedTokens ?? 0, inputTokens) : 0;
   return {
     input_tokens: inputTokens - cached,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: cached,
+    cache_creation_input_tokens: cacheAccounting ? 0 : null,
+    cache_read_input_tokens: cacheAccounting ? cached : null,
     output_tokens: outputTokens,
     service_tier: r?.serviceTier === "priority" ? "priority" : "standard",
     cost: r ? usdNumber(r.charged) : 0,
@@ -75,6 +77,8 @@ export interface MessageOptions {
   stopSequences?: readonly string[];
   /** The client asked for thinking to be omitted (`thinking.display: "omitted"`). */
   omitThinking?: boolean;
+  /** The request marked cache breakpoints: cache reads are reported apart (see anthropicUsage). */
+  cacheAccounting?: boolean;
   toolId: () => string;
 }
 
@@ -100,6 +104,6 @@ export function toAnthropicMessage(chat: Json, o: MessageOptions): Json {
     model: o.model,
     content,
     ...stopReasonOf(choice.finish_reason, matchedStopOf(choice), o.stopSequences, hit?.stop ?? null),
-    usage: anthropicUsage(o.result.inputTokens, o.result.outputTokens, o.result),
+    usage: anthropicUsage(o.result.inputTokens, o.result.outputTokens, o.result, o.cacheAccounting ?? true),
   };
 }

@@ -40,6 +40,8 @@ export interface StreamOptions {
   stopSequences?: readonly string[];
   /** The client asked for thinking to be omitted (`thinking.display: "omitted"`). */
   omitThinking?: boolean;
+  /** The request marked cache breakpoints: cache reads are reported apart (see anthropicUsage). */
+  cacheAccounting?: boolean;
   toolId: () => string;
 }
 
@@ -73,10 +75,12 @@ export class AnthropicStreamTranslator {
   }
 
   start(): AnthropicEvent[] {
+    // Cache reads are known only at the end (message_delta); null where none were asked for.
+    const cache = this.o.cacheAccounting ?? true ? 0 : null;
     const message = {
       id: this.o.id, type: "message", role: "assistant", model: this.o.model, content: [],
       stop_reason: null, stop_sequence: null,
-      usage: { input_tokens: this.o.inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 },
+      usage: { input_tokens: this.o.inputTokens, cache_creation_input_tokens: cache, cache_read_input_tokens: cache, output_tokens: 1 },
     };
     return [{ event: "message_start", data: { type: "message_start", message } }, { event: "ping", data: { type: "ping" } }];
   }
@@ -144,7 +148,7 @@ export class AnthropicStreamTranslator {
     const input = result?.inputTokens ?? this.o.inputTokens;
     const output = result?.outputTokens ?? fallbackOutputTokens;
     const stop = stopReasonOf(this.finishReason, this.matchedStop, this.o.stopSequences, this.stops.matched);
-    out.push({ event: "message_delta", data: { type: "message_delta", delta: stop, usage: anthropicUsage(input, output, result) } });
+    out.push({ event: "message_delta", data: { type: "message_delta", delta: stop, usage: anthropicUsage(input, output, result, this.o.cacheAccounting ?? true) } });
     out.push({ event: "message_stop", data: { type: "message_stop" } });
     return out;
   }

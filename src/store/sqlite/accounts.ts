@@ -45,6 +45,15 @@ export class SqliteAccountRecords implements AccountRecords {
 export class SqliteKeyRecords implements KeyRecords {
   private readonly q;
   private seenVersion = -1;
+  /**
+   * data_version was read in this turn of the event loop. Reading it costs a statement (more than
+   * the rest of a cached lookup); requests handled in the same turn share one read, so a commit
+   * made elsewhere is seen from the next turn on (a request sent after it is read in a later turn).
+   */
+  private versionFresh = false;
+  private readonly versionStale = () => {
+    this.versionFresh = false;
+  };
 
   constructor(private readonly db: Store) {
     this.q = {
@@ -86,6 +95,9 @@ export class SqliteKeyRecords implements KeyRecords {
 
   /** Any commit by another connection (the CLI, say) moves SQLite's data_version. */
   changedElsewhere(): boolean {
+    if (this.versionFresh) return false;
+    this.versionFresh = true;
+    setImmediate(this.versionStale);
     const version = this.q.dataVersion.get()!.data_version;
     if (version === this.seenVersion) return false;
     this.seenVersion = version;

@@ -58,6 +58,16 @@ export async function startUpstreamProcess(behaviour: Behaviour = {}): Promise<P
   return { url, proc, stop: stopper(proc) };
 }
 
+/**
+ * Runs a benchmark script (a file that prints `{"url": ...}` as its first stdout line and serves
+ * until SIGTERM) in its own process: the fast upstream and the bare proxy.
+ */
+export async function startScriptProcess(file: string, env: Record<string, string> = {}): Promise<Proc> {
+  const proc = Bun.spawn([BUN, file], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "inherit" });
+  const url = await waitForLine(proc.stdout as ReadableStream<Uint8Array>, (l) => (l.startsWith("{") ? (JSON.parse(l).url as string) : null), file);
+  return { url, proc, stop: stopper(proc) };
+}
+
 /** A loopback port that was free a moment ago. */
 function freePort(): number {
   const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
@@ -66,12 +76,19 @@ function freePort(): number {
   return port;
 }
 
-/** Starts `switchyard serve` from source with a fresh data directory; resolves once it answers. */
-export async function startGatewayProcess(env: Record<string, string>): Promise<Proc & { dataDir: string }> {
+/**
+ * Starts `switchyard serve` from source with a fresh data directory; resolves once it answers.
+ * With `logFile`, its stderr (the JSON log lines) goes to that file instead of this terminal.
+ */
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  options: { logFile?: (dataDir: string) => string; args?: string[]; /** Another checkout to run (a baseline). */ root?: string } = {},
+): Promise<Proc & { dataDir: string }> {
+  const root = options.root ?? ROOT;
   const dataDir = mkdtempSync(join(tmpdir(), "switchyard-bench-"));
   const port = freePort();
-  const proc = Bun.spawn([BUN, join(ROOT, "src/main.ts"), "serve"], {
-    cwd: ROOT,
+  const proc = Bun.spawn([BUN, ...(options.args ?? []), join(root, "src/main.ts"), "serve"], {
+    cwd: root,
     env: {
       ...process.env,
       PORT: String(port),
@@ -83,12 +100,15 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
       ...env,
     },
     stdout: "inherit",
-    stderr: "inherit",
+    stderr: options.logFile ? Bun.file(options.logFile(dataDir)) : "inherit",
   });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`gateway exited with ${proc.exitCode} before it was ready`);
+    if (proc.exitCode !== null) {
+      const log = options.logFile ? await Bun.file(options.logFile(dataDir)).text().catch(() => "") : "";
+      throw new Error(`gateway exited with ${proc.exitCode} before it was ready${log ? `:\n${log}` : ""}`);
+    }
     try {
       if ((await fetch(url + "/")).ok) break;
     } catch {}

@@ -1,0 +1,44 @@
+import { describe, expect, test } from "bun:test";
+import { MetricsRegistry } from "./registry";
+
+describe("MetricsRegistry", () => {
+  test("labels given in any order count in one series, rendered with sorted names", () => {
+    const m = new MetricsRegistry();
+    const c = m.counter("c_total", "help");
+    c.inc({ b: "2", a: "1" });
+    c.inc({ a: "1", b: "2" }, 3);
+    c.inc({ a: "1", b: 2 });
+    expect(c.get({ b: "2", a: "1" })).toBe(5);
+    expect(m.render()).toBe('# HELP c_total help\n# TYPE c_total counter\nc_total{a="1",b="2"} 5\n');
+  });
+
+  test("label values are escaped", () => {
+    const m = new MetricsRegistry();
+    m.counter("e_total", "help").inc({ v: 'a"b\\c\nd' });
+    expect(m.render()).toContain('e_total{v="a\\"b\\\\c\\nd"} 1');
+  });
+
+  test("histograms render cumulative buckets, sum and count", () => {
+    const m = new MetricsRegistry();
+    const h = m.histogram("h_seconds", "help", [0.1, 1, 10]);
+    for (const v of [0.05, 0.1, 0.5, 5, 50]) h.observe(v, { endpoint: "/x" });
+    expect(h.count({ endpoint: "/x" })).toBe(5);
+    expect(h.sum({ endpoint: "/x" })).toBeCloseTo(55.65);
+    const lines = m.render().split("\n");
+    expect(lines).toContain('h_seconds_bucket{endpoint="/x",le="0.1"} 2');
+    expect(lines).toContain('h_seconds_bucket{endpoint="/x",le="1"} 3');
+    expect(lines).toContain('h_seconds_bucket{endpoint="/x",le="10"} 4');
+    expect(lines).toContain('h_seconds_bucket{endpoint="/x",le="+Inf"} 5');
+    expect(lines).toContain('h_seconds_count{endpoint="/x"} 5');
+  });
+
+  test("gauges set, add and collect", () => {
+    const m = new MetricsRegistry();
+    const g = m.gauge("g", "help");
+    g.set(4, { q: "a" });
+    g.add(-1, { q: "a" });
+    expect(g.get({ q: "a" })).toBe(3);
+    m.gauge("collected", "help", () => 7);
+    expect(m.render()).toContain("\ncollected 7\n");
+  });
+});
