@@ -14,7 +14,7 @@ import type { DataStore } from "./store/data-store";
 import { sqliteDataStore } from "./store/sqlite/open";
 import type { SqliteLedgerOptions } from "./store/sqlite/ledger-store";
 import { DataDirLocked, lockDataDir, LOCK_FILE, type DataDirLock } from "./store/sqlite/data-dir-lock";
-import { openPostgres } from "./store/postgres/open";
+import { openPostgres, type PostgresDataStore } from "./store/postgres/open";
 import { Accounts } from "./accounts/accounts";
 import { ApiKeys } from "./accounts/api-keys";
 import { Ledger, MAX_BALANCE } from "./billing/ledger";
@@ -181,5 +181,9 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
       unlock();
     },
   };
+  if (store.engine === "postgres") {
+    const db = (store as PostgresDataStore).db;
+    s.metrics.gauge("switchyard_database_statements", "Statements (round trips) this instance has sent to PostgreSQL since it started.", () => db.statements);
+  }
   return s;
 }
