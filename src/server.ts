@@ -61,7 +61,7 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   if (config.upstreamUrl && !/\/v1$/.test(config.upstreamUrl)) {
     services.log.warn("SWITCHYARD_UPSTREAM_URL does not end at /v1; chat requests go to <it>/chat/completions", {});
   }
-  services.log.info("listening", { service: SERVICE_NAME, version: VERSION, url, data_dir: config.dataDir, upstream: config.upstreamUrl ? "configured" : "none" });
+  services.log.info("listening", { service: SERVICE_NAME, version: VERSION, url, data_dir: config.dataDir, store: config.databaseUrl ? "postgresql" : "sqlite", upstream: config.upstreamUrl ? "configured" : "none" });
   let stopped = false;
   return {
     url,

@@ -5,10 +5,9 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Services } from "../services";
 import { DomainError } from "../errors";
-import { admitRequest, attachRateHeaders } from "./limits-hook";
+import { admitRequest, attachRateHeaders, storeRefused } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
 import type { KeyOwner } from "../accounts/api-keys";
-import { storeRefused } from "./limits-hook";
 
 export interface Caller {
   accountId: string;

@@ -52,3 +52,33 @@ test("revocations and account changes notify every instance; charges do not", as
     await feedB.close();
   }
 });
+
+test("after the database restarts, the feed subscribes again by itself and reports that anything may have changed", async () => {
+  const { startPostgres } = await import("../../../test/support/postgres");
+  const { PgDatabase } = await import("./database");
+  const { migratePostgres } = await import("./migrate");
+  const pg = await startPostgres();
+  const db = new PgDatabase({ url: await pg.createDatabase("changes_restart"), pool: 2 });
+  const seen: Change[] = [];
+  let feed: { close(): Promise<void> } | null = null;
+  try {
+    await migratePostgres(db.sql);
+    feed = await listenForChanges(db, (c) => seen.push(c));
+    await Bun.sleep(50);
+    seen.length = 0; // the first subscription reports itself too
+    await pg.stop();
+    await pg.start();
+    // The reconnection itself is reported as "everything changed" (notifications meanwhile were lost).
+    for (let i = 0; i < 200 && !seen.some((c) => c.table === "*"); i++) await Bun.sleep(25);
+    expect(seen.some((c) => c.table === "*")).toBe(true);
+    seen.length = 0;
+    await db.sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_r', 'r', 0)`;
+    await db.sql`UPDATE accounts SET disabled = 1 WHERE id = 'acct_r'`;
+    for (let i = 0; i < 200 && !seen.some((c) => c.table === "accounts"); i++) await Bun.sleep(10);
+    expect(seen.filter((c) => c.table !== "*")).toEqual([{ table: "accounts", id: "acct_r" }]);
+  } finally {
+    await feed?.close().catch(() => {});
+    await db.close();
+    await pg.destroy();
+  }
+}, 60_000);
