@@ -64,8 +64,6 @@ export interface ServiceOverrides {
   engines?: EngineRegistry;
   /** Group-commit settings of the SQLite ledger store (tests inject a failing fsync or a short lock wait). */
   ledger?: SqliteLedgerOptions;
-  /** PostgreSQL: heartbeat interval in ms (tests shorten it with the instance timeout). */
-  heartbeatMs?: number;
 }
 
 /**
@@ -100,7 +98,7 @@ async function openData(config: Config, mode: ServicesMode, overrides: ServiceOv
       }),
       onReregistered: () => late.services?.log.warn("this instance had been declared dead (no heartbeat within its timeout) and registered again; what it had in flight was released", {}),
       onBeatError: (e) => late.services?.log.warn("heartbeat failed; the database is unreachable", { error: String((e as Error)?.message ?? e).slice(0, 200) }),
-    }, { mode, heartbeatMs: overrides.heartbeatMs });
+    }, { mode });
   }
   try {
     const db = openStore(config.dataDir, mode === "serve" ? { busyTimeoutMs: 0 } : {});

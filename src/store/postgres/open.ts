@@ -49,8 +49,6 @@ export interface OpenHooks {
 export interface OpenOptions {
   /** `serve`: an instance (registers, heartbeats, listens); `cli`: a command beside the instances. */
   mode?: "serve" | "cli";
-  /** Heartbeat and survivor-pass interval (default: the instance timeout / 3). */
-  heartbeatMs?: number;
 }
 
 /** This instance's stable name, kept in its data directory. */
@@ -86,7 +84,6 @@ export async function openPostgres(config: Config, maxBalance: number, hooks: Op
       registry = new InstanceRegistry(db, {
         name: instanceName(config.dataDir),
         timeoutMs: config.instanceTimeoutMs,
-        intervalMs: options.heartbeatMs,
         onReleasedOther: hooks.onReleasedOther,
         onReregistered: hooks.onReregistered,
         onError: (e) => {
