@@ -270,7 +270,7 @@ test("PostgreSQL restarted under load: only 200 or 503, the 503s before the upst
   const upstreamBefore = fake.requests.length;
   const results: { status: number; id: string; code?: string; message?: string }[] = [];
   let running = true;
-  const clients = Array.from({ length: 6 }, async (_, c) => {
+  const clients = Array.from({ length: 12 }, async (_, c) => {
     let k = c;
     while (running) {
       const res = await chat(servers[k++ % 3]!.base, a.key, { max_tokens: WORDS.length }).catch(() => null);
@@ -279,10 +279,15 @@ test("PostgreSQL restarted under load: only 200 or 503, the 503s before the upst
       results.push({ status: res.status, id: res.headers.get("x-request-id")!, code: body.error?.code, message: body.error?.message });
     }
   });
-  await Bun.sleep(1_000);
-  const beforeOutage = results.length;
+  // Served before the outage, on every instance.
+  const served = () => results.filter((r) => r.status === 200).length;
+  for (let i = 0; i < 200 && served() < 30; i++) await Bun.sleep(50);
+  const beforeOutage = served();
   await pg.stop();
-  await Bun.sleep(1_500);
+  // Down long enough for new requests to meet it (requests already charging wait for it to return).
+  const stoppedAt = results.length;
+  for (let i = 0; i < 100 && !results.slice(stoppedAt).some((r) => r.status === 503); i++) await Bun.sleep(50);
+  await Bun.sleep(500);
   await pg.start();
   const restartedAt = results.length;
   // Load goes on until every instance serves again, and a little longer.

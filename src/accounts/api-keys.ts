@@ -83,6 +83,11 @@ export class ApiKeys {
   private readonly cache = new Map<string, { owner: KeyOwner; until: number }>();
   /** Moves on every forget(): a lookup that was in flight across it must not refill the cache. */
   private generation = 0;
+  /**
+   * Lookups the store is answering now, by key hash: a burst of requests with one uncached key
+   * asks the store once. Emptied by forget(), so nobody joins a lookup older than a change.
+   */
+  private readonly asking = new Map<string, Promise<KeyOwnerRow | null>>();
 
   constructor(private readonly records: KeyRecords) {}
 
@@ -114,6 +119,7 @@ export class ApiKeys {
   forget(): void {
     this.generation++;
     this.cache.clear();
+    this.asking.clear();
   }
 
   /**
@@ -130,9 +136,16 @@ export class ApiKeys {
     const hit = this.cache.get(digest);
     if (hit && hit.until > now) return hit.owner;
     const generation = this.generation;
+    const asked = this.asking.get(digest);
+    if (asked) return asked.then((r) => this.owner(digest, r, now, generation));
     const row = this.records.ownerByHash(digest);
-    if (row instanceof Promise) return row.then((r) => this.owner(digest, r, now, generation));
-    return this.owner(digest, row, now, generation);
+    if (!(row instanceof Promise)) return this.owner(digest, row, now, generation);
+    this.asking.set(digest, row);
+    const done = () => {
+      if (this.asking.get(digest) === row) this.asking.delete(digest);
+    };
+    row.then(done, done);
+    return row.then((r) => this.owner(digest, r, now, generation));
   }
 
   private owner(digest: string, row: KeyOwnerRow | null, now: number, generation: number): KeyOwner | null {
