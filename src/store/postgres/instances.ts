@@ -70,10 +70,10 @@ export class InstanceRegistry implements InstanceIdentity {
   }
 
   /** Inserts this run's row (alive from now on). */
-  async register(): Promise<void> {
+  async register(id: string = this.id): Promise<void> {
     this.healthySince = Date.now();
     await this.db.run((sql) => sql`
-      INSERT INTO instances (id, name, host, pid, timeout_ms) VALUES (${this.id}, ${this.name}, ${hostname()}, ${process.pid}, ${this.opts.timeoutMs})`);
+      INSERT INTO instances (id, name, host, pid, timeout_ms) VALUES (${id}, ${this.name}, ${hostname()}, ${process.pid}, ${this.opts.timeoutMs})`);
   }
 
   /** Releases what previous runs of this instance (same name) left behind; returns the holds voided. */
@@ -115,10 +115,12 @@ export class InstanceRegistry implements InstanceIdentity {
     try {
       const alive = await this.heartbeatWithin(this.intervalMs);
       if (!alive) {
+        // The new id is used only once its row exists: no write goes out under an unknown id.
         const oldId = this.id;
-        this.id = newInstanceId(this.name);
-        await this.register();
-        this.opts.onReregistered?.(oldId, this.id);
+        const newId = newInstanceId(this.name);
+        await this.register(newId);
+        this.id = newId;
+        this.opts.onReregistered?.(oldId, newId);
       }
       this.healthySince ??= Date.now();
       if (Date.now() - this.healthySince < this.opts.timeoutMs) return;
