@@ -29,6 +29,15 @@ export interface Config {
   /** Execution provider for local ONNX models. */
   onnxProvider: "cpu" | "cuda";
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /**
+   * PostgreSQL connection URL (postgres:// or postgresql://): the store every instance pointed at
+   * it shares. Null: the embedded SQLite store in dataDir. Holds a password: never print it.
+   */
+  databaseUrl: string | null;
+  /** Connections this instance keeps to PostgreSQL. */
+  databasePool: number;
+  /** An instance whose heartbeat is older than this is dead: a survivor releases its holds and slots. */
+  instanceTimeoutMs: number;
   /** The web dashboard at /dashboard (SWITCHYARD_DASHBOARD=off removes it). */
   dashboard: boolean;
   /** How long a dashboard sign-in lasts, in seconds. */
@@ -84,6 +93,21 @@ function httpUrl(env: Env, name: string): string | null {
   return raw.replace(/\/+$/, "");
 }
 
+function postgresUrl(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  let u: URL | null = null;
+  try {
+    u = new URL(raw);
+  } catch {
+    // Reported below without echoing the value: it may hold a password.
+  }
+  if (!u || (u.protocol !== "postgres:" && u.protocol !== "postgresql:") || !u.hostname) {
+    throw new ConfigError(name, "must be a PostgreSQL URL, e.g. postgres://user:password@db.internal:5432/switchyard");
+  }
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const upstreamUrl = httpUrl(env, "SWITCHYARD_UPSTREAM_URL");
   const adminToken = str(env, "SWITCHYARD_ADMIN_TOKEN");
@@ -109,6 +133,9 @@ export function loadConfig(env: Env = process.env): Config {
     imageMaxEdge: int(env, "SWITCHYARD_IMAGE_MAX_EDGE", 2048, 16, 16_384),
     onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["cpu", "cuda"] as const, "cpu"),
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
+    databaseUrl: postgresUrl(env, "SWITCHYARD_DATABASE_URL"),
+    databasePool: int(env, "SWITCHYARD_DATABASE_POOL", 10, 2, 1000),
+    instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
     dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
   };

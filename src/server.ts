@@ -37,12 +37,13 @@ function listen(app: ReturnType<typeof createApp>["app"], config: Config): void 
 }
 
 export async function startServer(config: Config, overrides: ServiceOverrides = {}): Promise<RunningServer> {
-  const services = createServices(config, overrides, "serve");
+  const services = await createServices(config, overrides, "serve");
   let released: number;
   try {
     released = await services.ledger.releaseAbandoned();
   } catch (e) {
-    services.close();
+    await services.close();
+    if (config.databaseUrl) throw new ConfigError("SWITCHYARD_DATABASE_URL", "cannot write the PostgreSQL database (unreachable, read-only or full)");
     throw new ConfigError("SWITCHYARD_DATA_DIR", `cannot write the database in ${config.dataDir} (disk full, read-only or locked by another process)`);
   }
   if (released > 0) services.log.warn("released holds of requests that never finished", { holds: released });
@@ -50,7 +51,7 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   try {
     listen(app, config);
   } catch (e) {
-    services.close();
+    await services.close();
     throw e;
   }
   // After listening, so a busy port fails at once; local models go live as they finish loading.
@@ -60,7 +61,7 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   if (config.upstreamUrl && !/\/v1$/.test(config.upstreamUrl)) {
     services.log.warn("SWITCHYARD_UPSTREAM_URL does not end at /v1; chat requests go to <it>/chat/completions", {});
   }
-  services.log.info("listening", { service: SERVICE_NAME, version: VERSION, url, data_dir: config.dataDir, upstream: config.upstreamUrl ? "configured" : "none" });
+  services.log.info("listening", { service: SERVICE_NAME, version: VERSION, url, data_dir: config.dataDir, store: config.databaseUrl ? "postgresql" : "sqlite", upstream: config.upstreamUrl ? "configured" : "none" });
   let stopped = false;
   return {
     url,
@@ -71,7 +72,7 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
       stopped = true;
       await app.stop(true);
       await services.engines.closeAll();
-      services.close();
+      await services.close();
     },
   };
 }

@@ -2,40 +2,51 @@
  * Everything a running server (or a CLI command) needs, built once from the config.
  * Routes and commands receive this object instead of reaching for globals, so tests can
  * build as many independent instances as they like.
+ *
+ * The store is the embedded SQLite database in SWITCHYARD_DATA_DIR, or PostgreSQL when
+ * SWITCHYARD_DATABASE_URL is set (then every instance pointed at it shares accounts, keys, money
+ * and limits: README, "Scaling out"). The rest of the services are the same either way.
  */
 import { ConfigError, type Config } from "./config";
 import { mkdirSync } from "node:fs";
-import { openStore, type Store } from "./store/database";
-import { SqliteLedgerStore, type SqliteLedgerOptions } from "./store/sqlite/ledger-store";
+import { openStore } from "./store/database";
+import type { DataStore } from "./store/data-store";
+import { sqliteDataStore } from "./store/sqlite/open";
+import type { SqliteLedgerOptions } from "./store/sqlite/ledger-store";
 import { DataDirLocked, lockDataDir, LOCK_FILE, type DataDirLock } from "./store/sqlite/data-dir-lock";
+import { openPostgres, type PostgresDataStore } from "./store/postgres/open";
 import { Accounts } from "./accounts/accounts";
 import { ApiKeys } from "./accounts/api-keys";
-import { Ledger } from "./billing/ledger";
+import { Ledger, MAX_BALANCE } from "./billing/ledger";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
 import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
 import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
 import { MetricsRegistry } from "./metrics/registry";
-import { AccountLimiter } from "./limits/limiter";
+import type { Limiter } from "./limits/limiter";
 import { AuthThrottle } from "./limits/auth-throttle";
 import { RequestOutcomes } from "./generations/outcomes";
 import { GenerationRecords } from "./generations/records";
+import { ResponseStore } from "./store/responses";
 
 export interface Services {
   config: Config;
-  db: Store;
+  /** Where everything is kept: SQLite or PostgreSQL (store/data-store.ts). */
+  store: DataStore;
   accounts: Accounts;
   keys: ApiKeys;
   ledger: Ledger;
+  /** Stored Responses turns (POST /v1/responses with store, previous_response_id, GET/DELETE). */
+  responses: ResponseStore;
   catalog: Catalog;
   /** Client-side model ids mapped to public ids (SWITCHYARD_MODEL_ALIASES). */
   aliases: ModelAliases;
   routes: RouteRegistry;
   engines: EngineRegistry;
   metrics: MetricsRegistry;
-  /** Per-account rate and concurrency limits (contract §8). */
-  limits: AccountLimiter;
+  /** Per-account rate and concurrency limits: in memory (SQLite), or shared in PostgreSQL. */
+  limits: Limiter;
   /** Wrong admin tokens and dashboard sign-ins, per source address. */
   authThrottle: AuthThrottle;
   /** How each admitted request ended (status, timings), written off the request path. */
@@ -44,13 +55,14 @@ export interface Services {
   generations: GenerationRecords;
   log: Log;
   isLive(entry: ModelEntry): boolean;
-  close(): void;
+  /** Writes what is queued and closes the store (SQLite: done before it returns). */
+  close(): Promise<void>;
 }
 
 export interface ServiceOverrides {
   routes?: RouteRegistry;
   engines?: EngineRegistry;
-  /** Group-commit settings of the ledger store (tests inject a failing fsync or a short lock wait). */
+  /** Group-commit settings of the SQLite ledger store (tests inject a failing fsync or a short lock wait). */
   ledger?: SqliteLedgerOptions;
 }
 
@@ -60,78 +72,116 @@ export interface ServiceOverrides {
  */
 export type ServicesMode = "serve" | "cli";
 
-function openData(config: Config, mode: ServicesMode): { db: Store; lock: DataDirLock | null } {
-  const cannotOpen = (e: unknown) =>
-    new ConfigError("SWITCHYARD_DATA_DIR", `cannot open the database in ${config.dataDir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-  let lock: DataDirLock | null = null;
-  if (mode === "serve") {
-    try {
-      mkdirSync(config.dataDir, { recursive: true });
-      lock = lockDataDir(config.dataDir);
-    } catch (e) {
-      if (e instanceof DataDirLocked) {
-        throw new ConfigError("SWITCHYARD_DATA_DIR", `${config.dataDir} is already served by another Switchyard server (it holds ${LOCK_FILE}); stop it or choose another directory`);
-      }
-      throw cannotOpen(e);
-    }
-  }
+function lockData(config: Config, mode: ServicesMode): DataDirLock | null {
+  if (mode !== "serve") return null;
   try {
-    return { db: openStore(config.dataDir, mode === "serve" ? { busyTimeoutMs: 0 } : {}), lock };
+    mkdirSync(config.dataDir, { recursive: true });
+    return lockDataDir(config.dataDir);
   } catch (e) {
-    lock?.release();
-    throw cannotOpen(e);
+    if (e instanceof DataDirLocked) {
+      throw new ConfigError("SWITCHYARD_DATA_DIR", `${config.dataDir} is already served by another Switchyard server (it holds ${LOCK_FILE}); stop it or choose another directory`);
+    }
+    throw cannotOpen(config, e);
   }
 }
 
-export function createServices(config: Config, overrides: ServiceOverrides = {}, mode: ServicesMode = "cli"): Services {
-  const { db, lock } = openData(config, mode);
+const cannotOpen = (config: Config, e: unknown) =>
+  new ConfigError("SWITCHYARD_DATA_DIR", `cannot open the database in ${config.dataDir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+
+async function openData(config: Config, mode: ServicesMode, overrides: ServiceOverrides, late: LateHooks): Promise<DataStore> {
+  if (config.databaseUrl) {
+    return openPostgres(config, MAX_BALANCE, {
+      // A key revoked, an account disabled or its limits changed anywhere: no cached owner survives it.
+      onChange: () => late.services?.keys.forget(),
+      onReleasedOther: (r) => late.services?.log.warn("released the holds and slots of an instance whose heartbeat expired", {
+        instance: r.instanceId, holds: r.holdsVoided, slots: r.slotsReleased,
+      }),
+      onReregistered: () => late.services?.log.warn("this instance had been declared dead (no heartbeat within its timeout) and registered again; what it had in flight was released", {}),
+      onBeatError: (e) => late.services?.log.warn("heartbeat failed; the database is unreachable", { error: String((e as Error)?.message ?? e).slice(0, 200) }),
+    }, { mode });
+  }
   try {
-    return assemble(config, overrides, db, () => lock?.release());
+    const db = openStore(config.dataDir, mode === "serve" ? { busyTimeoutMs: 0 } : {});
+    return sqliteDataStore(db, overrides.ledger);
   } catch (e) {
-    // A bad catalog or routes file must not leave the data directory locked or open.
-    db.close();
+    throw cannotOpen(config, e);
+  }
+}
+
+interface LateHooks {
+  services: Services | null;
+}
+
+export async function createServices(config: Config, overrides: ServiceOverrides = {}, mode: ServicesMode = "cli"): Promise<Services> {
+  const late: LateHooks = { services: null };
+  // The configuration files first: a bad catalog or routes file stops here, before the data
+  // directory is locked or the store opened.
+  const parts = configured(config, overrides);
+  const lock = lockData(config, mode);
+  let store: DataStore | null = null;
+  try {
+    store = await openData(config, mode, overrides, late);
+    late.services = assemble(config, parts, store, () => lock?.release());
+    return late.services;
+  } catch (e) {
+    await store?.close().catch(() => {});
     lock?.release();
     throw e;
   }
 }
 
-function assemble(config: Config, overrides: ServiceOverrides, db: Store, unlock: () => void): Services {
+interface Configured {
+  log: Log;
+  catalog: Catalog;
+  aliases: ModelAliases;
+  routes: RouteRegistry;
+  engines: EngineRegistry;
+}
+
+function configured(config: Config, overrides: ServiceOverrides): Configured {
   const log = new Log(config.logLevel);
-  const ledgerStore = new SqliteLedgerStore(db, overrides.ledger);
-  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => s.log.error(msg));
+  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => log.error(msg));
   let aliases: ModelAliases;
   try {
-    aliases = new ModelAliases(config.modelAliases, (msg) => s.log.error(msg));
+    aliases = new ModelAliases(config.modelAliases, (msg) => log.error(msg));
   } catch (err) {
     if (err instanceof AliasesError) throw new ConfigError("SWITCHYARD_MODEL_ALIASES", err.message);
     throw err;
   }
-  const engines = overrides.engines ?? new EngineRegistry();
-  const outcomes = new RequestOutcomes(db, (msg) => s.log.warn(msg));
+  return { log, catalog: new Catalog(config.catalogPath), aliases, routes, engines: overrides.engines ?? new EngineRegistry() };
+}
+
+function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void): Services {
+  const { log, catalog, aliases, routes, engines } = parts;
+  const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
   const s: Services = {
     config,
-    db,
-    accounts: new Accounts(db),
-    keys: new ApiKeys(db),
-    ledger: new Ledger(ledgerStore, log),
-    catalog: new Catalog(config.catalogPath),
+    store,
+    accounts: new Accounts(store.accounts),
+    keys: new ApiKeys(store.keys),
+    ledger: new Ledger(store.ledger, log),
+    responses: new ResponseStore(store.responses),
+    catalog,
     aliases,
     routes,
     engines,
     metrics: new MetricsRegistry(),
-    limits: new AccountLimiter(),
+    limits: store.limiter,
     authThrottle: new AuthThrottle(),
     outcomes,
-    generations: new GenerationRecords(db, outcomes),
+    generations: new GenerationRecords(store.usage, outcomes),
     log,
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
-    close() {
-      s.outcomes.close();
+    async close() {
+      await s.outcomes.close();
       s.ledger.close();
-      ledgerStore.close();
-      db.close();
+      await store.close();
       unlock();
     },
   };
+  if (store.engine === "postgres") {
+    const db = (store as PostgresDataStore).db;
+    s.metrics.gauge("switchyard_database_statements", "Statements (round trips) this instance has sent to PostgreSQL since it started.", () => db.statements);
+  }
   return s;
 }

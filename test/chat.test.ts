@@ -84,7 +84,7 @@ describe("plain chat completion", () => {
     const { response } = await client.chat.completions.create({ model: MODEL, messages }).withResponse();
     const rid = response.headers.get("x-request-id")!;
     await settled(h, acct.id);
-    const rows = h.server.services.db.query("SELECT kind, amount, endpoint, model FROM ledger_entries WHERE request_id = ?").all(rid);
+    const rows = h.db.query("SELECT kind, amount, endpoint, model FROM ledger_entries WHERE request_id = ?").all(rid);
     expect(rows).toEqual([{ kind: "charge", amount: -expectedChatCost(MODEL, PROMPT_TOKENS, WORDS.length), endpoint: "/v1/chat/completions", model: MODEL }]);
   });
 

@@ -21,7 +21,7 @@ let bobKeyId: string;
 let as: DashboardSession;
 
 const keyCount = (accountId: string) =>
-  (h.server.services.db.query("SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?").get(accountId) as { n: number }).n;
+  (h.db.query("SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ?").get(accountId) as { n: number }).n;
 
 beforeAll(async () => {
   fake = startFakeUpstream();

@@ -35,7 +35,7 @@ let attacker: ReturnType<typeof Bun.serve>;
 
 /** Generous: a shared 2-core machine can be slow to drive a browser; none of this is a timing check. */
 const BROWSER_TEST_MS = 30_000;
-const db = () => h.server.services.db;
+const db = () => h.db;
 /** Units in the ledger → the text the page shows. */
 const shown = (units: number) => usd(Number(unitsToUsd(units)));
 const chargeOf = (requestId: string) => -(db().query("SELECT amount FROM ledger_entries WHERE request_id = ? AND kind = 'charge'").get(requestId) as { amount: number }).amount;

@@ -63,7 +63,7 @@ describe("a second server on the same data directory", () => {
     expect(second?.message).toContain("SWITCHYARD_DATA_DIR");
     expect(second?.message).toContain("already served by another Switchyard server");
     // The first server's hold is untouched...
-    expect(h.server.services.db.query("SELECT state FROM holds WHERE request_id = ?").get(id)).toEqual({ state: "pending" });
+    expect(h.db.query("SELECT state FROM holds WHERE request_id = ?").get(id)).toEqual({ state: "pending" });
     let rest = text;
     for (;;) {
       const r = await reader.read();
@@ -75,7 +75,7 @@ describe("a second server on the same data directory", () => {
     expect(rest).not.toContain("not billed");
     const after = await settled(h, acct.id);
     expect(after.charges).toBe(before.charges + 1);
-    expect(h.server.services.db.query("SELECT state FROM holds WHERE request_id = ?").get(id)).toEqual({ state: "posted" });
+    expect(h.db.query("SELECT state FROM holds WHERE request_id = ?").get(id)).toEqual({ state: "posted" });
   });
 
   test("in another process: stops with one line naming SWITCHYARD_DATA_DIR", async () => {

@@ -27,7 +27,7 @@ afterAll(() => stopFakeStack(h, fake));
 
 /** The whole store's ledger state: no entry, no hold, no reservation may appear on an error. */
 function storeState(): { account: LedgerState; allEntries: number; allHolds: number } {
-  const db = h.server.services.db;
+  const db = h.db;
   const n = (sql: string) => (db.query(sql).get() as { n: number }).n;
   return { account: ledgerState(h, acct.id), allEntries: n("SELECT COUNT(*) AS n FROM ledger_entries"), allHolds: n("SELECT COUNT(*) AS n FROM holds") };
 }

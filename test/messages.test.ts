@@ -65,7 +65,7 @@ describe("messages.create", () => {
       model: MODEL, max_tokens: 256, temperature: 0.5, top_k: 40, stop: ["END"],
       messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Say hello." }],
     });
-    const rows = h.server.services.db.query("SELECT endpoint FROM ledger_entries WHERE request_id = ?").all(headers.get("x-request-id"));
+    const rows = h.db.query("SELECT endpoint FROM ledger_entries WHERE request_id = ?").all(headers.get("x-request-id"));
     expect(rows).toEqual([{ endpoint: "/v1/messages" }]);
   });
 

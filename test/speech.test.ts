@@ -169,7 +169,7 @@ describe("billing", () => {
       expect(state.pendingHolds).toBe(0);
       const charged = before - state.sum;
       expect(charged).toBe(speechCost(entry(), m, codePoints(input)));
-      const row = h.server.services.db
+      const row = h.db
         .query("SELECT characters, service_tier, model FROM ledger_entries WHERE account_id = ? AND kind = 'charge' ORDER BY id DESC LIMIT 1")
         .get(accountId) as { characters: number; service_tier: string; model: string };
       expect(row).toEqual({ characters: codePoints(input), service_tier: tier, model });

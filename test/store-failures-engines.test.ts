@@ -30,7 +30,7 @@ afterAll(async () => {
   rmSync(modelsDir, { recursive: true, force: true });
 });
 
-const db = () => h.server.services.db;
+const db = () => h.db;
 const settleProbe = () => Bun.sleep(550);
 
 describe("embeddings", () => {

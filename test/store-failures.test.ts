@@ -56,7 +56,7 @@ beforeEach(async () => {
   await Bun.sleep(550);
 });
 
-const db = () => h.server.services.db;
+const db = () => h.db;
 const holdState = (requestId: string) => (db().query("SELECT state FROM holds WHERE request_id = ?").get(requestId) as { state: string } | null)?.state;
 
 /** Waits until the account holds nothing any more (the server voided what it held), or times out. */

@@ -1,11 +1,11 @@
 /**
  * Accounts: the holder of one prepaid balance and one set of limits.
  * Used by the admin HTTP API and the CLI alike, so both behave identically. Accounts are created by
- * the ledger (Ledger.openAccount), together with their opening credits in one transaction.
+ * the ledger (Ledger.openAccount), together with their opening credits in one transaction. Where
+ * the rows live is the store's business (AccountRecords: store/sqlite/accounts.ts,
+ * store/postgres/accounts.ts).
  */
-import type { Store } from "../store/database";
 import { invalidField, notFound } from "../errors";
-import { writeOrUnavailable } from "../store/sqlite/failures";
 import { usdNumber } from "../billing/money";
 
 export interface AccountRow {
@@ -22,6 +22,23 @@ export interface AccountRow {
 export interface LimitDefaults {
   rateLimitRpm: number;
   concurrencyLimit: number;
+}
+
+/** Fields an update may change; a field left out is left as it is (null limits: the default). */
+export interface AccountPatch {
+  name?: string;
+  disabled?: boolean;
+  rate_limit_rpm?: number | null;
+  concurrency_limit?: number | null;
+}
+
+/** Where accounts are kept. Money columns are written only by the ledger's store. */
+export interface AccountRecords {
+  get(id: string): Promise<AccountRow | null>;
+  /** Every account, oldest first. */
+  list(): Promise<AccountRow[]>;
+  /** Applies the patch in one transaction; false when there is no such account. */
+  update(id: string, patch: AccountPatch): Promise<boolean>;
 }
 
 /** The account as the admin API and CLI show it: money in exact USD numbers. */
@@ -41,36 +58,24 @@ export function accountView(row: AccountRow, defaults: LimitDefaults) {
 }
 
 export class Accounts {
-  private readonly byId;
-  private readonly all;
+  constructor(private readonly records: AccountRecords) {}
 
-  constructor(private readonly db: Store) {
-    this.byId = db.query<AccountRow, [string]>("SELECT * FROM accounts WHERE id = ?");
-    this.all = db.query<AccountRow, []>("SELECT * FROM accounts ORDER BY created_at, id");
+  get(id: string): Promise<AccountRow | null> {
+    return this.records.get(id);
   }
 
-  get(id: string): AccountRow | null {
-    return this.byId.get(id);
-  }
-
-  mustGet(id: string): AccountRow {
-    const row = this.get(id);
+  async mustGet(id: string): Promise<AccountRow> {
+    const row = await this.records.get(id);
     if (!row) throw notFound(`No account with id '${id}'.`);
     return row;
   }
 
-  list(): AccountRow[] {
-    return this.all.all();
+  list(): Promise<AccountRow[]> {
+    return this.records.list();
   }
 
-  update(id: string, patch: { disabled?: boolean; rate_limit_rpm?: number | null; concurrency_limit?: number | null; name?: string }): AccountRow {
-    this.mustGet(id);
-    writeOrUnavailable(() => this.db.transaction(() => {
-      if (patch.name !== undefined) this.db.query("UPDATE accounts SET name = ? WHERE id = ?").run(patch.name, id);
-      if (patch.disabled !== undefined) this.db.query("UPDATE accounts SET disabled = ? WHERE id = ?").run(patch.disabled ? 1 : 0, id);
-      if (patch.rate_limit_rpm !== undefined) this.db.query("UPDATE accounts SET rate_limit_rpm = ? WHERE id = ?").run(patch.rate_limit_rpm, id);
-      if (patch.concurrency_limit !== undefined) this.db.query("UPDATE accounts SET concurrency_limit = ? WHERE id = ?").run(patch.concurrency_limit, id);
-    }).immediate());
+  async update(id: string, patch: AccountPatch): Promise<AccountRow> {
+    if (!(await this.records.update(id, patch))) throw notFound(`No account with id '${id}'.`);
     return this.mustGet(id);
   }
 }

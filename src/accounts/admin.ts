@@ -43,8 +43,8 @@ function money(field: string, value: number | string, allowNegative: boolean): n
 export class Admin {
   constructor(private readonly s: Services) {}
 
-  private view(id: string) {
-    return accountView(this.s.accounts.mustGet(id), this.s.config);
+  private async view(id: string) {
+    return accountView(await this.s.accounts.mustGet(id), this.s.config);
   }
 
   /** The account and its opening credits are one transaction: a failure leaves nothing behind. */
@@ -56,37 +56,41 @@ export class Admin {
     return this.view(id);
   }
 
-  listAccounts() {
-    return { object: "list", data: this.s.accounts.list().map((a) => accountView(a, this.s.config)) };
+  async listAccounts() {
+    return { object: "list", data: (await this.s.accounts.list()).map((a) => accountView(a, this.s.config)) };
   }
 
   getAccount(id: string) {
     return this.view(id);
   }
 
-  patchAccount(id: string, body: unknown) {
+  async patchAccount(id: string, body: unknown) {
     const b = validate(PatchAccountBody, body);
-    this.s.accounts.update(id, {
+    const patch = {
       name: b.name,
       disabled: b.disabled,
       rate_limit_rpm: parseLimit("rate_limit_rpm", b.rate_limit_rpm),
       concurrency_limit: parseLimit("concurrency_limit", b.concurrency_limit),
-    });
-    // Cached key owners carry `disabled` and the limit overrides: a change must bite on the very next request.
-    this.s.keys.forget();
-    return this.view(id);
+    };
+    try {
+      return accountView(await this.s.accounts.update(id, patch), this.s.config);
+    } finally {
+      // Cached key owners carry `disabled` and the limit overrides: a change must bite on the very
+      // next request here (other instances hear of it through the store's change feed).
+      this.s.keys.forget();
+    }
   }
 
-  createKey(accountId: string, body: unknown) {
+  async createKey(accountId: string, body: unknown) {
     const b = validate(CreateKeyBody, body ?? {});
-    this.s.accounts.mustGet(accountId);
-    const k = this.s.keys.create(accountId, b.name ?? null);
+    await this.s.accounts.mustGet(accountId);
+    const k = await this.s.keys.create(accountId, b.name ?? null);
     return { id: k.id, object: "api_key", key: k.key, prefix: k.prefix, account_id: accountId, name: k.name };
   }
 
-  listKeys(accountId: string) {
-    this.s.accounts.mustGet(accountId);
-    return { object: "list", data: this.s.keys.listForAccount(accountId).map((k) => ({ ...k, object: "api_key", revoked: k.revoked_at !== null })) };
+  async listKeys(accountId: string) {
+    await this.s.accounts.mustGet(accountId);
+    return { object: "list", data: (await this.s.keys.listForAccount(accountId)).map((k) => ({ ...k, object: "api_key", revoked: k.revoked_at !== null })) };
   }
 
   revokeKey(keyId: string) {
@@ -96,13 +100,13 @@ export class Admin {
   async adjustCredits(accountId: string, body: unknown) {
     const b = validate(CreditsBody, body);
     const units = money("amount", b.amount, true);
-    this.s.accounts.mustGet(accountId);
+    await this.s.accounts.mustGet(accountId);
     await this.s.ledger.adjust(accountId, units, b.reason);
     return this.view(accountId);
   }
 
   async ledger(accountId: string, limit = 1000) {
-    this.s.accounts.mustGet(accountId);
+    await this.s.accounts.mustGet(accountId);
     return {
       object: "list",
       data: (await this.s.ledger.entries(accountId, limit)).map((e) => ({

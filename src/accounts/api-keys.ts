@@ -1,13 +1,12 @@
 /**
  * API keys: 256 random bits, shown once, stored as SHA-256 only.
  * Lookup goes by hash (an index), then the stored hash is compared in constant time,
- * so neither the database nor timing reveals anything about other keys.
+ * so neither the database nor timing reveals anything about other keys. Where the rows live is
+ * the store's business (KeyRecords: store/sqlite/accounts.ts, store/postgres/accounts.ts).
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import type { Store } from "../store/database";
 import { newId } from "./ids";
 import { notFound } from "../errors";
-import { writeOrUnavailable } from "../store/sqlite/failures";
 import { nowSeconds } from "./accounts";
 
 export const KEY_PREFIX = "sy-";
@@ -20,6 +19,39 @@ export interface ApiKeyRow {
   hash: string;
   created_at: number;
   revoked_at: number | null;
+}
+
+export type ApiKeyListing = Omit<ApiKeyRow, "hash">;
+
+/** A key found by its hash, with what its account's requests need (no account read per request). */
+export interface KeyOwnerRow {
+  id: string;
+  account_id: string;
+  hash: string;
+  revoked_at: number | null;
+  disabled: number;
+  rate_limit_rpm: number | null;
+  concurrency_limit: number | null;
+}
+
+/** Where keys are kept. */
+export interface KeyRecords {
+  insert(k: ApiKeyRow): Promise<void>;
+  /** Marks the key revoked (the first revocation's time is kept); false when there is no such key. */
+  revoke(id: string, at: number): Promise<boolean>;
+  /** The account's keys, oldest first, without their hashes. */
+  listForAccount(accountId: string): Promise<ApiKeyListing[]>;
+  /**
+   * The key with this hash and its account's flags and limits. Synchronous where the store can
+   * answer without waiting (SQLite, in process), a promise where it must ask a server.
+   */
+  ownerByHash(hash: string): KeyOwnerRow | null | Promise<KeyOwnerRow | null>;
+  /**
+   * Synchronous and cheap: true when another process may have changed keys or accounts since the
+   * last call (SQLite: its data_version moved, read at most once per turn of the event loop). A store that pushes changes instead (PostgreSQL's
+   * change feed calls ApiKeys.forget()) leaves it out.
+   */
+  changedElsewhere?(): boolean;
 }
 
 export interface KeyOwner {
@@ -38,105 +70,92 @@ export function hashKey(key: string): string {
 
 /**
  * How long a live key's owner is served from memory. A revocation or disable made in this process
- * clears the cache at once (revoke(), forget()); one made by the CLI from another process is seen
- * by every request sent after it, since any commit by another connection changes SQLite's
- * data_version (read once per turn of the event loop), and at the latest after this TTL.
+ * clears the cache at once (revoke(), forget()); one made elsewhere is seen by every request sent
+ * after it when the store can tell (SQLite's data_version, read once per turn of the event loop;
+ * PostgreSQL's change feed calls forget() within milliseconds), and at the latest after this TTL.
  */
 export const KEY_CACHE_TTL_MS = 1000;
 /** Bounds the memory a flood of distinct valid keys could take; the cache simply starts over. */
 const KEY_CACHE_MAX = 10_000;
 
 export class ApiKeys {
-  private readonly byHash;
-  private readonly dataVersion;
   /** Owners of live keys, by key hash (never by the key itself), valid until `until` (ms). */
   private readonly cache = new Map<string, { owner: KeyOwner; until: number }>();
-  private seenVersion = -1;
+  /** Moves on every forget(): a lookup that was in flight across it must not refill the cache. */
+  private generation = 0;
   /**
-   * data_version was read in this turn of the event loop. Reading it costs a statement (more than
-   * the rest of a cached lookup); requests handled in the same turn share one read, so a commit
-   * made elsewhere is seen from the next turn on (a request sent after it is read in a later turn).
+   * Lookups the store is answering now, by key hash: a burst of requests with one uncached key
+   * asks the store once. Emptied by forget(), so nobody joins a lookup older than a change.
    */
-  private versionFresh = false;
-  private readonly versionStale = () => {
-    this.versionFresh = false;
-  };
+  private readonly asking = new Map<string, Promise<KeyOwnerRow | null>>();
 
-  constructor(private readonly db: Store) {
-    this.dataVersion = db.query<{ data_version: number }, []>("PRAGMA data_version");
-    this.byHash = db.query<
-      { id: string; account_id: string; hash: string; revoked_at: number | null; disabled: number; rate_limit_rpm: number | null; concurrency_limit: number | null },
-      [string]
-    >(
-      // Correlated subqueries, not a JOIN: bun:sqlite ran the JOIN form ~10x slower (12 µs vs
-      // 1.3 µs per lookup). The limits come along so a cache hit needs no account read at all.
-      `SELECT k.id, k.account_id, k.hash, k.revoked_at,
-              (SELECT a.disabled FROM accounts a WHERE a.id = k.account_id) AS disabled,
-              (SELECT a.rate_limit_rpm FROM accounts a WHERE a.id = k.account_id) AS rate_limit_rpm,
-              (SELECT a.concurrency_limit FROM accounts a WHERE a.id = k.account_id) AS concurrency_limit
-         FROM api_keys k WHERE k.hash = ?`,
-    );
-  }
+  constructor(private readonly records: KeyRecords) {}
 
   /** Creates a key; the plaintext is returned here and never again. */
-  create(accountId: string, name: string | null): { id: string; key: string; prefix: string; account_id: string; name: string | null } {
+  async create(accountId: string, name: string | null): Promise<{ id: string; key: string; prefix: string; account_id: string; name: string | null }> {
     const key = KEY_PREFIX + randomBytes(32).toString("base64url");
     const id = newId("key");
     const prefix = key.slice(0, 10);
-    writeOrUnavailable(() =>
-      this.db
-        .query("INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-        .run(id, accountId, name, prefix, hashKey(key), nowSeconds()),
-    );
+    await this.records.insert({ id, account_id: accountId, name, prefix, hash: hashKey(key), created_at: nowSeconds(), revoked_at: null });
     return { id, key, prefix, account_id: accountId, name };
   }
 
-  revoke(id: string): { id: string; object: "api_key"; revoked: true } {
-    const res = writeOrUnavailable(() => this.db.query("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(nowSeconds(), id));
-    this.forget();
-    if (res.changes === 0) throw notFound(`No API key with id '${id}'.`);
+  async revoke(id: string): Promise<{ id: string; object: "api_key"; revoked: true }> {
+    let found: boolean;
+    try {
+      found = await this.records.revoke(id, nowSeconds());
+    } finally {
+      this.forget();
+    }
+    if (!found) throw notFound(`No API key with id '${id}'.`);
     return { id, object: "api_key", revoked: true };
   }
 
-  listForAccount(accountId: string) {
-    return this.db
-      .query<Omit<ApiKeyRow, "hash">, [string]>(
-        "SELECT id, account_id, name, prefix, created_at, revoked_at FROM api_keys WHERE account_id = ? ORDER BY created_at",
-      )
-      .all(accountId);
+  listForAccount(accountId: string): Promise<ApiKeyListing[]> {
+    return this.records.listForAccount(accountId);
   }
 
   /** Drops every cached owner: call after revoking a key or changing an account's `disabled` or limits. */
   forget(): void {
+    this.generation++;
     this.cache.clear();
+    this.asking.clear();
   }
 
   /**
    * The owner of a live key, or null when the key is unknown or revoked. Only live keys are
    * cached, so a key created elsewhere works at once and unknown keys cannot fill the cache.
+   * A cache hit (and any SQLite lookup) answers synchronously; a lookup the store must ask a
+   * server for returns a promise.
    */
-  authenticate(presented: string): KeyOwner | null {
+  authenticate(presented: string): KeyOwner | null | Promise<KeyOwner | null> {
     const digest = hashKey(presented);
     const now = Date.now();
-    if (!this.versionFresh) {
-      this.versionFresh = true;
-      setImmediate(this.versionStale);
-      const version = this.dataVersion.get()!.data_version;
-      if (version !== this.seenVersion) {
-        // Another connection (the CLI, say) committed something: it may have revoked or disabled.
-        this.seenVersion = version;
-        this.cache.clear();
-      }
-    }
+    // Another process (the CLI, say) committed something: it may have revoked or disabled.
+    if (this.records.changedElsewhere?.()) this.forget();
     const hit = this.cache.get(digest);
     if (hit && hit.until > now) return hit.owner;
-    const row = this.byHash.get(digest);
+    const generation = this.generation;
+    const asked = this.asking.get(digest);
+    if (asked) return asked.then((r) => this.owner(digest, r, now, generation));
+    const row = this.records.ownerByHash(digest);
+    if (!(row instanceof Promise)) return this.owner(digest, row, now, generation);
+    this.asking.set(digest, row);
+    const done = () => {
+      if (this.asking.get(digest) === row) this.asking.delete(digest);
+    };
+    row.then(done, done);
+    return row.then((r) => this.owner(digest, r, now, generation));
+  }
+
+  private owner(digest: string, row: KeyOwnerRow | null, now: number, generation: number): KeyOwner | null {
     if (!row || row.revoked_at !== null) return null;
     if (!timingSafeEqual(Buffer.from(row.hash, "hex"), Buffer.from(digest, "hex"))) return null;
     const owner: KeyOwner = {
       keyId: row.id, accountId: row.account_id, disabled: row.disabled === 1,
       rateLimitRpm: row.rate_limit_rpm, concurrencyLimit: row.concurrency_limit,
     };
+    if (generation !== this.generation) return owner;
     if (this.cache.size >= KEY_CACHE_MAX) this.cache.clear();
     this.cache.set(digest, { owner, until: now + KEY_CACHE_TTL_MS });
     return owner;

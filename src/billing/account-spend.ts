@@ -4,10 +4,9 @@
  * week and month) and the balance. Spend comes from usageReport, so every figure is the same
  * sum of ledger charge entries that GET /v1/usage reports for that period.
  */
-import type { Store } from "../store/database";
 import { usdNumber } from "./money";
 import { currentMonth } from "./usage-query";
-import { usageReport } from "./usage-report";
+import { usageReport, type UsageRecords } from "./usage-report";
 
 const DAY_MS = 86_400_000;
 /** Far enough ahead to include every charge, near enough to stay a valid date. */
@@ -39,35 +38,32 @@ export function currentDayAndWeek(nowMs: number): { dayStartMs: number; weekStar
   return { dayStartMs, weekStartMs: dayStartMs - sinceMonday * DAY_MS };
 }
 
-function spent(db: Store, accountId: string, startMs: number, endMs: number): number {
-  return usageReport(db, accountId, { startMs, endMs, groupBy: [] }).totals.cost;
+async function spent(records: UsageRecords, accountId: string, startMs: number, endMs: number): Promise<number> {
+  return (await usageReport(records, accountId, { startMs, endMs, groupBy: [] })).totals.cost;
 }
 
-export function spendPeriods(db: Store, accountId: string, nowMs: number = Date.now()): SpendPeriods {
+export async function spendPeriods(records: UsageRecords, accountId: string, nowMs: number = Date.now()): Promise<SpendPeriods> {
   const { dayStartMs, weekStartMs } = currentDayAndWeek(nowMs);
   const month = currentMonth(nowMs);
-  return {
-    total: spent(db, accountId, 0, END_OF_TIME_MS),
-    day: spent(db, accountId, dayStartMs, dayStartMs + DAY_MS),
-    week: spent(db, accountId, weekStartMs, weekStartMs + 7 * DAY_MS),
-    month: spent(db, accountId, month.startMs, month.endMs),
-  };
+  const [total, day, week, monthly] = await Promise.all([
+    spent(records, accountId, 0, END_OF_TIME_MS),
+    spent(records, accountId, dayStartMs, dayStartMs + DAY_MS),
+    spent(records, accountId, weekStartMs, weekStartMs + 7 * DAY_MS),
+    spent(records, accountId, month.startMs, month.endMs),
+  ]);
+  return { total, day, week, month: monthly };
 }
 
 /** The account's money, or null when there is no such account. */
-export function accountMoney(db: Store, accountId: string, nowMs: number = Date.now()): AccountMoney | null {
-  const acct = db.query<{ balance: number; reserved: number }, [string]>("SELECT balance, reserved FROM accounts WHERE id = ?").get(accountId);
+export async function accountMoney(records: UsageRecords, accountId: string, nowMs: number = Date.now()): Promise<AccountMoney | null> {
+  const acct = await records.balance(accountId);
   if (!acct) return null;
-  const credited = db
-    .query<{ units: number }, [string]>(
-      "SELECT COALESCE(SUM(amount), 0) AS units FROM ledger_entries WHERE account_id = ? AND kind IN ('credit', 'debit')",
-    )
-    .get(accountId)!.units;
+  const [credited, spend] = await Promise.all([records.credited(accountId), spendPeriods(records, accountId, nowMs)]);
   return {
     credited: usdNumber(credited),
     balance: usdNumber(acct.balance),
     reserved: usdNumber(acct.reserved),
     available: usdNumber(acct.balance - acct.reserved),
-    spend: spendPeriods(db, accountId, nowMs),
+    spend,
   };
 }

@@ -12,6 +12,11 @@
  * is idempotent, never rejects, and resolves true only when the hold is known voided (nothing was
  * or can be charged) — the only case in which a client may be told "not billed".
  *
+ * A settle can fail although its charge was written: the answer was lost (a connection to the
+ * database dropped after the commit). Then the release finds nothing pending, and the hold is
+ * posted after all: the first charge is read back (a repeated post returns it), settle() resolves
+ * with it, and nobody is ever told "not billed".
+ *
  * The ceiling: a hold is sized as price(budget) — the prompt's bound and the output cap, say — and
  * a settlement is priced from the reported usage. Usage that would cost more than the hold is
  * clamped: each quantity is cut to what the budget covers, and the charge to the hold's amount.
@@ -61,9 +66,17 @@ export interface Settlement extends Quote {
 export interface HoldLedger {
   /** Writes the charge; rejects with a DomainError (503 when the store cannot write). */
   post(hold: Hold, quote: Quote, request: SettleRequest): Promise<Settlement>;
-  /** Voids the hold, or queues the void until the store writes again; never rejects. */
-  void(hold: Hold): Promise<boolean>;
+  /**
+   * Voids the hold, or queues the void until the store writes again; never rejects. "absent":
+   * nothing was pending (posted or voided before); the ledger leaves a hold whose charge may exist
+   * (hold.chargeMayExist) open for recover().
+   */
+  void(hold: Hold): Promise<VoidOutcome>;
+  /** The charge of a hold whose settle failed but which has nothing pending; null when there is none. */
+  recover(hold: Hold, quote: Quote, request: SettleRequest): Promise<Settlement | null>;
 }
+
+export type VoidOutcome = "voided" | "absent" | "queued";
 
 type HoldState = "open" | "settling" | "posted" | "released";
 
@@ -83,6 +96,8 @@ export class Hold implements AsyncDisposable {
   private settlePromise: Promise<Settlement> | null = null;
   private posted: Settlement | null = null;
   private releasing: Promise<boolean> | null = null;
+  /** The settle attempt that failed: its charge may have been written all the same. */
+  private failed: { quote: Quote; request: SettleRequest } | null = null;
 
   constructor(private readonly ledger: HoldLedger, spec: HoldSpec, readonly amount: number) {
     this.requestId = spec.requestId;
@@ -100,6 +115,11 @@ export class Hold implements AsyncDisposable {
   /** Marks the hold voided; for the ledger, once the void is written. */
   markReleased(): void {
     this.state = "released";
+  }
+
+  /** A settle failed without certainty that its charge was not written. */
+  get chargeMayExist(): boolean {
+    return this.failed !== null;
   }
 
   /** What settling `usage` would charge and record (pure: nothing is written). */
@@ -139,6 +159,7 @@ export class Hold implements AsyncDisposable {
       },
       (error) => {
         this.state = "open";
+        this.failed = { quote, request };
         throw error;
       },
     );
@@ -146,6 +167,8 @@ export class Hold implements AsyncDisposable {
       // Not charged: the hold is released at once, and the caller is told "not billed" only when
       // the void is written (a store that cannot write cannot void either; the void is retried).
       const voided = await this.release();
+      // Nothing was pending: the charge had been written and only its answer was lost.
+      if (this.posted) return this.posted;
       throw error instanceof DomainError && error.kind === "unavailable" ? chargeNotRecorded(voided) : error;
     });
     return this.settlePromise;
@@ -171,7 +194,17 @@ export class Hold implements AsyncDisposable {
     }
     if (this.state === "posted") return false;
     if (this.state === "released") return true;
-    return this.ledger.void(this);
+    const outcome = await this.ledger.void(this);
+    if (outcome === "absent" && this.failed) {
+      const found = await this.ledger.recover(this, this.failed.quote, this.failed.request);
+      if (found) {
+        this.state = "posted";
+        this.posted = found;
+      }
+      // Charged, or nothing pending with no charge found: either way never "not billed".
+      return false;
+    }
+    return outcome === "voided";
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -34,7 +34,7 @@ import { DomainError, InternalError, insufficientCredits, serviceUnavailable } f
 import type { Log } from "../log";
 import { formatUsd, MAX_BALANCE } from "./money";
 import { StoreUnavailable, type ChargeRecord, type LedgerEntryRow, type LedgerStore } from "./ledger-store";
-import { Hold, type HoldLedger, type HoldSpec, type Quote, type SettleRequest, type Settlement } from "./hold";
+import { Hold, type HoldLedger, type HoldSpec, type Quote, type SettleRequest, type Settlement, type VoidOutcome } from "./hold";
 
 export { MAX_BALANCE };
 export type { ChargeRecord as SettledCharge };
@@ -132,37 +132,70 @@ export class Ledger implements HoldLedger {
     this.markHealthy(epoch);
     this.open--;
     if (quote.clamped) this.noteClamp(hold, quote);
-    if (r.fresh) {
-      const charge: ChargeRecord = {
-        requestId: hold.requestId, accountId: hold.accountId, endpoint: hold.endpoint, model: hold.model, serviceTier: request.serviceTier,
-        charged: r.charged, ...quote.recorded,
-      };
-      // Listeners hear only of charges that are durable, once each (not of idempotent repeats).
-      for (const l of this.settledListeners) {
-        try {
-          l(charge);
-        } catch {
-          // A metrics listener must never turn a durable charge into a failed request.
-        }
-      }
-    }
+    // Listeners hear only of charges that are durable, once each (not of idempotent repeats).
+    if (r.fresh) this.notifySettled(hold, quote, request, r.charged);
     return { ...quote, requestId: hold.requestId, charged: r.charged, balanceAfter: r.balanceAfter };
   }
 
-  /** HoldLedger: voids a hold now, or queues the void for when the store writes again. */
-  async void(hold: Hold): Promise<boolean> {
+  private notifySettled(hold: Hold, quote: Quote, request: SettleRequest, charged: number): void {
+    const charge: ChargeRecord = {
+      requestId: hold.requestId, accountId: hold.accountId, endpoint: hold.endpoint, model: hold.model, serviceTier: request.serviceTier,
+      charged, ...quote.recorded,
+    };
+    for (const l of this.settledListeners) {
+      try {
+        l(charge);
+      } catch {
+        // A metrics listener must never turn a durable charge into a failed request.
+      }
+    }
+  }
+
+  /**
+   * HoldLedger: voids a hold now, or queues the void for when the store writes again. A hold whose
+   * settle failed and which has nothing pending any more stays open here: its charge may have
+   * been written (the answer was lost), and Hold asks recover() for it.
+   */
+  async void(hold: Hold): Promise<VoidOutcome> {
     const epoch = this.failures;
     try {
       const voided = await this.store.void(hold.requestId);
-      this.closeVoided(hold);
       this.markHealthy(epoch);
-      return voided;
+      if (!voided && hold.chargeMayExist) return "absent";
+      this.closeVoided(hold);
+      return voided ? "voided" : "absent";
     } catch (e) {
       if (e instanceof StoreUnavailable) this.markUnavailable(e);
       else this.log.error("ledger void failed; retrying", { request_id: hold.requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
       this.queueVoid(hold.requestId, hold);
-      return false;
+      return "queued";
     }
+  }
+
+  /**
+   * HoldLedger: a hold whose settle failed has nothing pending — the post committed and only its
+   * answer was lost. A repeated post (idempotent) returns that first charge: the request IS
+   * charged, listeners hear of it now, and the hold closes as posted. Null (closed as released)
+   * when no charge turns up: the hold was voided elsewhere (a survivor released this instance).
+   */
+  async recover(hold: Hold, quote: Quote, request: SettleRequest): Promise<Settlement | null> {
+    let r;
+    try {
+      r = await this.store.post({
+        requestId: hold.requestId, amount: quote.amount, serviceTier: request.serviceTier, note: quote.clamped ? "clamped to hold" : null,
+        storedResponse: request.storedResponse, ...quote.recorded,
+      });
+    } catch (e) {
+      if (e instanceof StoreUnavailable) this.markUnavailable(e);
+      this.log.warn("a hold whose charge could not be confirmed has nothing pending; the client is not told it was not billed", { request_id: hold.requestId });
+      this.closeVoided(hold);
+      return null;
+    }
+    this.open--;
+    this.log.warn("a charge whose answer was lost had been written: the request is charged", { request_id: hold.requestId, charged_usd: formatUsd(r.charged) });
+    if (quote.clamped) this.noteClamp(hold, quote);
+    this.notifySettled(hold, quote, request, r.charged);
+    return { ...quote, requestId: hold.requestId, charged: r.charged, balanceAfter: r.balanceAfter };
   }
 
   private closeVoided(hold: Hold | null): void {
@@ -197,8 +230,12 @@ export class Ledger implements HoldLedger {
         [...this.retries].map(async ([requestId, hold]) => {
           try {
             // Voided now, or nothing pending (voided or posted before): either way no longer held.
-            await this.store.void(requestId);
+            const voided = await this.store.void(requestId);
             this.retries.delete(requestId);
+            if (!voided && hold?.chargeMayExist) {
+              // Its settle failed (the client was told so, neutrally), yet its charge had been written.
+              this.log.warn("a charge reported as failed had been written: the request is charged", { request_id: requestId });
+            }
             this.closeVoided(hold);
           } catch (e) {
             failed = true;

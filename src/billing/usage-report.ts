@@ -1,13 +1,15 @@
 /**
  * The usage report of GET /v1/usage: the account's charge entries in a period, summed per group.
  * Everything is computed from the immutable ledger, so rows and totals are exactly the sum of
- * its entries (integer units; converted to USD only for the JSON).
+ * its entries (integer units; converted to USD only for the JSON). The sums are taken by the
+ * store (UsageRecords: store/sqlite/usage.ts, store/postgres/usage.ts).
  */
-import type { Store } from "../store/database";
 import { usdNumber } from "./money";
 import type { Grouping, UsageQuery } from "./usage-query";
 
-interface SumRow {
+/** Charge sums of one group (or of the whole period), in integer units. */
+export interface SumRow {
+  /** UTC date, YYYY-MM-DD. */
   day?: string;
   model?: string | null;
   endpoint?: string | null;
@@ -18,21 +20,17 @@ interface SumRow {
   cost_units: number;
 }
 
-const COLUMN: Record<Grouping, string> = {
-  day: "strftime('%Y-%m-%d', created_at, 'unixepoch') AS day",
-  model: "model",
-  endpoint: "endpoint",
-};
-
-function sumsSql(groupBy: Grouping[]): string {
-  const cols = groupBy.map((g) => COLUMN[g] + ",").join(" ");
-  const group = groupBy.length ? `GROUP BY ${groupBy.join(", ")} ORDER BY ${groupBy.join(", ")}` : "";
-  return `SELECT ${cols} COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0) AS input_tokens,
-      COALESCE(SUM(output_tokens), 0) AS output_tokens, COALESCE(SUM(characters), 0) AS characters,
-      COALESCE(-SUM(amount), 0) AS cost_units
-    FROM ledger_entries
-    WHERE account_id = ?1 AND kind = 'charge' AND created_at >= ?2 AND created_at < ?3
-    ${group}`;
+/** What the reports read: sums of charge entries, the balance, the credits. */
+export interface UsageRecords {
+  /** The account's balance and reserved amount, or null when there is no such account. */
+  balance(accountId: string): Promise<{ balance: number; reserved: number } | null>;
+  /**
+   * Sums of the account's charge entries created in [fromSeconds, toSeconds), one row per group in
+   * the order of `groupBy` (sorted by it); with no grouping, one row of totals (zeros when none).
+   */
+  sums(accountId: string, fromSeconds: number, toSeconds: number, groupBy: Grouping[]): Promise<SumRow[]>;
+  /** Σ credits and deductions the operator made, all time, in units. */
+  credited(accountId: string): Promise<number>;
 }
 
 function figures(r: SumRow) {
@@ -45,13 +43,15 @@ function figures(r: SumRow) {
   };
 }
 
-export function usageReport(db: Store, accountId: string, q: UsageQuery) {
+export async function usageReport(records: UsageRecords, accountId: string, q: UsageQuery) {
   // Ledger times are whole seconds: [start, end) in ms maps to [ceil(start), ceil(end)) seconds.
   const from = Math.ceil(q.startMs / 1000);
   const to = Math.ceil(q.endMs / 1000);
-  const acct = db.query<{ balance: number; reserved: number }, [string]>("SELECT balance, reserved FROM accounts WHERE id = ?").get(accountId);
-  const total = db.query<SumRow, [string, number, number]>(sumsSql([])).get(accountId, from, to)!;
-  const rows = q.groupBy.length ? db.query<SumRow, [string, number, number]>(sumsSql(q.groupBy)).all(accountId, from, to) : [];
+  const [acct, [total], rows] = await Promise.all([
+    records.balance(accountId),
+    records.sums(accountId, from, to, []),
+    q.groupBy.length ? records.sums(accountId, from, to, q.groupBy) : Promise.resolve([]),
+  ]);
   const balance = acct?.balance ?? 0;
   const reserved = acct?.reserved ?? 0;
   return {
@@ -61,7 +61,7 @@ export function usageReport(db: Store, accountId: string, q: UsageQuery) {
     end: new Date(q.endMs).toISOString(),
     group_by: q.groupBy,
     balance: { total: usdNumber(balance), available: usdNumber(balance - reserved), reserved: usdNumber(reserved) },
-    totals: figures(total),
+    totals: figures(total!),
     rows: rows.map((r) => ({
       ...(q.groupBy.includes("day") ? { day: r.day } : {}),
       ...(q.groupBy.includes("model") ? { model: r.model ?? null } : {}),

@@ -28,11 +28,14 @@ Usage:
   switchyard models pull [model-id ...]       download model files into SWITCHYARD_MODELS_DIR
   switchyard models list                      which model files are expected and present
   switchyard doctor [--onnx FILE [--run]] [--image FILE]   self-check of ONNX Runtime and sharp (JSON)
+  switchyard migrate                          bring the store's schema up to date (start-up does it too)
   switchyard --help | --version
 
 Environment (defaults in brackets):
   PORT [8080], HOST [0.0.0.0]            listen address
   SWITCHYARD_DATA_DIR [./data]           SQLite database
+  SWITCHYARD_DATABASE_URL                PostgreSQL instead of SQLite (postgres://...), shared by N instances
+  SWITCHYARD_DATABASE_POOL [10], SWITCHYARD_INSTANCE_TIMEOUT_SECONDS [15]
   SWITCHYARD_ADMIN_TOKEN                 enables /admin/* (at least 16 characters)
   SWITCHYARD_UPSTREAM_URL, _UPSTREAM_KEY default OpenAI-compatible upstream (base URL ending at /v1)
   SWITCHYARD_ROUTES                      routes JSON file or inline JSON (several upstreams)
@@ -93,13 +96,14 @@ export async function runCli(argv: string[]): Promise<number> {
       return fail(String((e as Error).message));
     }
   }
+  if (command === "migrate") return (await import("./migrate")).runMigrateCommand(config);
   if (command === "models") {
     const { runModelsCommand } = await import("./models");
     return runModelsCommand(config, sub, rest);
   }
-  let services: ReturnType<typeof createServices>;
+  let services: Awaited<ReturnType<typeof createServices>>;
   try {
-    services = createServices(config);
+    services = await createServices(config);
   } catch (e) {
     if (e instanceof ConfigError) return fail(`configuration error: ${e.message}`);
     if (e instanceof CatalogError) return fail(`configuration error: ${e.message}`);
@@ -115,7 +119,7 @@ export async function runCli(argv: string[]): Promise<number> {
     if (e instanceof DomainError) return fail(e.message);
     throw e;
   } finally {
-    services.close();
+    await services.close();
   }
 }
 

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore, type Store } from "../store/database";
 import { newRequestId } from "../http/request-context";
+import { SqliteOutcomeRecords } from "../store/sqlite/outcomes";
 import { arrivalOfRequestId, RequestOutcomes, requestIdBefore, type RequestOutcome } from "./outcomes";
 
 let dir: string;
@@ -25,20 +26,20 @@ const outcome = (requestId: string, extra: Partial<RequestOutcome> = {}): Reques
 const rows = () => (db.query("SELECT COUNT(*) AS n FROM request_outcomes").get() as { n: number }).n;
 
 describe("RequestOutcomes", () => {
-  test("recorded outcomes are readable at once, and written by the next flush in one batch", () => {
-    const o = new RequestOutcomes(open(), () => {}, { flushMs: 60_000, maxPending: 100, retentionMs: 86_400_000 });
+  test("recorded outcomes are readable at once, and written by the next flush in one batch", async () => {
+    const o = new RequestOutcomes(new SqliteOutcomeRecords(open()), () => {}, { flushMs: 60_000, maxPending: 100, retentionMs: 86_400_000 });
     const id = newRequestId();
     o.record(outcome(id));
-    expect(o.get(id)).toMatchObject({ requestId: id, durationMs: 13, engineMs: 3 });
+    expect(await o.get(id)).toMatchObject({ requestId: id, durationMs: 13, engineMs: 3 });
     expect(rows()).toBe(0);
     o.flush();
     expect(rows()).toBe(1);
-    expect(o.get(id)).toEqual(outcome(id, { durationMs: 13, engineMs: 3 }));
+    expect(await o.get(id)).toEqual(outcome(id, { durationMs: 13, engineMs: 3 }));
     o.close();
   });
 
   test("a flush leaves the connection's synchronous level as it was", () => {
-    const o = new RequestOutcomes(open());
+    const o = new RequestOutcomes(new SqliteOutcomeRecords(open()));
     const level = () => (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
     const before = level();
     o.record(outcome(newRequestId()));
@@ -48,7 +49,7 @@ describe("RequestOutcomes", () => {
   });
 
   test("close() writes what is pending; later records are ignored", () => {
-    const o = new RequestOutcomes(open());
+    const o = new RequestOutcomes(new SqliteOutcomeRecords(open()));
     o.record(outcome(newRequestId()));
     o.close();
     expect(rows()).toBe(1);
@@ -59,7 +60,7 @@ describe("RequestOutcomes", () => {
 
   test("a failed write keeps the rows for the next try, bounded by maxPending", () => {
     const errors: string[] = [];
-    const o = new RequestOutcomes(open(), (m) => errors.push(m), { flushMs: 60_000, maxPending: 3, retentionMs: 86_400_000 });
+    const o = new RequestOutcomes(new SqliteOutcomeRecords(open()), (m) => errors.push(m), { flushMs: 60_000, maxPending: 3, retentionMs: 86_400_000 });
     db.run("DROP TABLE request_outcomes");
     for (let i = 0; i < 5; i++) o.record(outcome(newRequestId(Date.now() + i)));
     o.flush();

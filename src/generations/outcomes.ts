@@ -4,11 +4,12 @@
  * The ledger's charge entry already holds what was billed; this adds only what it cannot know.
  *
  * Off the request path: record() is an array push. Rows are written once a second in one
- * transaction committed without its own fsync (synchronous=NORMAL for that commit only, like the
- * group commit's deferred sync), so they ride on the next charge's WAL fsync. A crash can lose the
+ * transaction that does not wait for its own fsync (SQLite: synchronous=NORMAL for that commit,
+ * riding on the next charge's WAL fsync; PostgreSQL: synchronous_commit off). A crash can lose the
  * last second of rows; nothing about money is here. Until written, rows are read from memory.
+ * Where the rows live is the store's business (OutcomeRecords: store/sqlite/outcomes.ts,
+ * store/postgres/outcomes.ts).
  */
-import type { Store } from "../store/database";
 
 export type RequestEnd = "completed" | "cancelled" | "failed" | "sent";
 
@@ -27,16 +28,17 @@ export interface RequestOutcome {
   engineMs: number;
 }
 
-interface OutcomeRow {
-  request_id: string;
-  account_id: string;
-  endpoint: string;
-  model: string;
-  http_status: number;
-  outcome: string;
-  streamed: number;
-  duration_ms: number;
-  engine_ms: number;
+/** Where outcomes are kept. */
+export interface OutcomeRecords {
+  /**
+   * Writes the rows (replacing any with the same request id) in one transaction, without waiting
+   * for their fsync unless `durable`. False when the store cannot take them this instant (they are
+   * kept for the next tick). Synchronous where the store is in process.
+   */
+  write(rows: RequestOutcome[], durable: boolean): boolean | Promise<boolean>;
+  get(requestId: string): Promise<RequestOutcome | null>;
+  /** Deletes the outcomes of requests whose ids sort below `beforeId` (they arrived earlier). */
+  sweep(beforeId: string): void | Promise<void>;
 }
 
 export interface OutcomeOptions {
@@ -56,31 +58,14 @@ export class RequestOutcomes {
   private timer: ReturnType<typeof setInterval> | null = null;
   private lastSweep = 0;
   private closed = false;
-  private readonly q;
-  private readonly writeAll: (rows: RequestOutcome[]) => void;
+  /** A write to a remote store under way: the next tick does not start another. */
+  private writing: Promise<void> | null = null;
 
   constructor(
-    private readonly db: Store,
+    private readonly records: OutcomeRecords,
     private readonly onError: (message: string) => void = () => {},
     private readonly options: OutcomeOptions = DEFAULT_OUTCOME_OPTIONS,
-  ) {
-    const insert = db.query(
-      `INSERT OR REPLACE INTO request_outcomes (request_id, account_id, endpoint, model, http_status, outcome, streamed, duration_ms, engine_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    this.q = {
-      byId: db.query<OutcomeRow, [string]>("SELECT * FROM request_outcomes WHERE request_id = ?"),
-      // Request ids sort by arrival time (see requestIdBefore), so this is a range on the key.
-      sweep: db.query("DELETE FROM request_outcomes WHERE request_id < ?"),
-      synchronous: db.query<{ synchronous: number }, []>("PRAGMA synchronous"),
-    };
-    // Built once: bun:sqlite's db.transaction() makes a new wrapper per call.
-    this.writeAll = db.transaction((rows: RequestOutcome[]) => {
-      for (const o of rows) {
-        insert.run(o.requestId, o.accountId, o.endpoint, o.model, o.httpStatus, o.outcome, o.streamed ? 1 : 0, o.durationMs, o.engineMs);
-      }
-    });
-  }
+  ) {}
 
   /** Notes how a request ended; written within a second. */
   record(o: RequestOutcome): void {
@@ -92,62 +77,64 @@ export class RequestOutcomes {
     o.engineMs = Math.round(o.engineMs);
     this.pending.set(o.requestId, o);
     if (this.timer === null) {
-      this.timer = setInterval(() => this.flush(), this.options.flushMs);
+      this.timer = setInterval(() => void this.flush(), this.options.flushMs);
       // A server's other work keeps the process alive; these writes alone must not.
       this.timer.unref?.();
     }
   }
 
   /** The outcome of one request, if it was recorded (and kept). */
-  get(requestId: string): RequestOutcome | null {
-    const mem = this.pending.get(requestId);
-    if (mem) return mem;
-    const row = this.q.byId.get(requestId);
-    return row ? fromRow(row) : null;
+  async get(requestId: string): Promise<RequestOutcome | null> {
+    return this.pending.get(requestId) ?? (await this.records.get(requestId));
   }
 
-  /** Writes what is pending now (the timer calls this; so does close()). */
-  flush(fsync = false): void {
-    if (this.pending.size === 0 || this.db.inTransaction) return;
+  /**
+   * Writes what is pending now (the timer calls this; so does close()). Synchronous with an
+   * in-process store; with a remote one it returns the write's promise, which never rejects.
+   */
+  flush(durable = false): void | Promise<void> {
+    if (this.writing) return this.writing;
+    if (this.pending.size === 0) return;
     const rows = [...this.pending.values()];
-    const level = this.q.synchronous.get()!.synchronous;
-    try {
-      // No fsync of its own: the next durable ledger commit syncs the whole WAL, these rows too.
-      if (!fsync && level >= 2) this.db.run("PRAGMA synchronous = NORMAL");
-      try {
-        this.writeAll(rows);
-      } finally {
-        if (!fsync && level >= 2) this.db.run(`PRAGMA synchronous = ${level}`);
-      }
+    const written = (ok: boolean) => {
+      if (!ok) return;
       for (const o of rows) if (this.pending.get(o.requestId) === o) this.pending.delete(o.requestId);
       this.sweep();
+    };
+    // Kept in memory and retried at the next tick (bounded by maxPending).
+    const failed = (e: unknown) => this.onError(`request outcomes not written: ${(e as Error)?.message ?? e}`);
+    try {
+      const w = this.records.write(rows, durable);
+      if (!(w instanceof Promise)) return written(w);
+      this.writing = w.then(written, failed).finally(() => (this.writing = null));
+      return this.writing;
     } catch (e) {
-      // Kept in memory and retried at the next tick (bounded by maxPending).
-      this.onError(`request outcomes not written: ${(e as Error).message}`);
+      failed(e);
     }
   }
 
-  /** Stops the timer and writes what is left (shutdown, before the database closes). */
-  close(): void {
+  /** Stops the timer and writes what is left (shutdown, before the store closes). */
+  close(): void | Promise<void> {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
-    this.flush(true);
     this.closed = true;
+    const inFlight = this.writing;
+    if (!inFlight) return this.flush(true);
+    return inFlight.then(() => this.flush(true));
   }
 
   private sweep(): void {
     const now = Date.now();
     if (now - this.lastSweep < SWEEP_EVERY_MS) return;
     this.lastSweep = now;
-    this.q.sweep.run(requestIdBefore(now - this.options.retentionMs));
+    const failed = (e: unknown) => this.onError(`old request outcomes not deleted: ${(e as Error)?.message ?? e}`);
+    try {
+      const swept = this.records.sweep(requestIdBefore(now - this.options.retentionMs));
+      if (swept instanceof Promise) swept.catch(failed);
+    } catch (e) {
+      failed(e);
+    }
   }
-}
-
-function fromRow(r: OutcomeRow): RequestOutcome {
-  return {
-    requestId: r.request_id, accountId: r.account_id, endpoint: r.endpoint, model: r.model, httpStatus: r.http_status,
-    outcome: r.outcome as RequestEnd, streamed: r.streamed === 1, durationMs: r.duration_ms, engineMs: r.engine_ms,
-  };
 }
 
 /**

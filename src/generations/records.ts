@@ -5,11 +5,11 @@
  * was not billed (an error, a refused hold) has an outcome but no charge: it shows cost 0.
  * Every lookup names the account, so no one reads another account's requests.
  */
-import type { Store } from "../store/database";
 import { usdNumber } from "../billing/money";
 import { arrivalOfRequestId, type RequestOutcome, type RequestOutcomes } from "./outcomes";
 
-interface ChargeRow {
+/** A charge entry as generation records show it (amount negative, as in the ledger). */
+export interface ChargeRow {
   request_id: string;
   endpoint: string | null;
   model: string | null;
@@ -22,7 +22,13 @@ interface ChargeRow {
   created_at: number;
 }
 
-const CHARGE_COLUMNS = "request_id, endpoint, model, service_tier, amount, input_tokens, output_tokens, characters, reason, created_at";
+/** Where charge entries are read (the ledger's table, in either store). */
+export interface ChargeRecords {
+  /** The charge of `requestId` if it is this account's. */
+  charge(requestId: string, accountId: string): Promise<ChargeRow | null>;
+  /** The account's newest charges, newest first. */
+  recent(accountId: string, limit: number): Promise<ChargeRow[]>;
+}
 
 /** OpenRouter's api_type for each of our endpoints. */
 function apiTypeOf(endpoint: string | null): string | null {
@@ -79,31 +85,20 @@ export function generationView(requestId: string, charge: ChargeRow | null, outc
 export type GenerationView = ReturnType<typeof generationView>;
 
 export class GenerationRecords {
-  private readonly q;
-
-  constructor(db: Store, private readonly outcomes: RequestOutcomes) {
-    this.q = {
-      // kind = 'charge' lets SQLite use the unique partial index on request_id.
-      charge: db.query<ChargeRow, [string, string]>(
-        `SELECT ${CHARGE_COLUMNS} FROM ledger_entries WHERE request_id = ? AND kind = 'charge' AND account_id = ?`,
-      ),
-      recent: db.query<ChargeRow, [string, number]>(
-        `SELECT ${CHARGE_COLUMNS} FROM ledger_entries WHERE account_id = ? AND kind = 'charge' ORDER BY created_at DESC, id DESC LIMIT ?`,
-      ),
-    };
-  }
+  constructor(private readonly charges: ChargeRecords, private readonly outcomes: RequestOutcomes) {}
 
   /** One of the account's requests, or null (unknown, or another account's). */
-  get(accountId: string, requestId: string): GenerationView | null {
-    const charge = this.q.charge.get(requestId, accountId);
-    const found = this.outcomes.get(requestId);
+  async get(accountId: string, requestId: string): Promise<GenerationView | null> {
+    const [charge, found] = await Promise.all([this.charges.charge(requestId, accountId), this.outcomes.get(requestId)]);
     const outcome = found && found.accountId === accountId ? found : null;
     if (!charge && !outcome) return null;
     return generationView(requestId, charge, outcome);
   }
 
   /** The account's most recent billed requests, newest first. */
-  recent(accountId: string, limit = 50): GenerationView[] {
-    return this.q.recent.all(accountId, limit).map((c) => generationView(c.request_id, c, this.outcomes.get(c.request_id)));
+  async recent(accountId: string, limit = 50): Promise<GenerationView[]> {
+    const charges = await this.charges.recent(accountId, limit);
+    const outcomes = await Promise.all(charges.map((c) => this.outcomes.get(c.request_id)));
+    return charges.map((c, i) => generationView(c.request_id, c, outcomes[i]!));
   }
 }

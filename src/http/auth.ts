@@ -5,8 +5,9 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Services } from "../services";
 import { DomainError } from "../errors";
-import { admitRequest, attachRateHeaders } from "./limits-hook";
+import { admitRequest, attachRateHeaders, storeRefused } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
+import type { KeyOwner } from "../accounts/api-keys";
 
 export interface Caller {
   accountId: string;
@@ -31,29 +32,44 @@ export function presentedKey(request: Request, bearer: string | undefined): stri
  * rate and concurrency limits (429 when over), setting the x-ratelimit-* headers on `set`.
  * The concurrency slot is released by the request lifecycle when the response (stream included)
  * ends, on every path. Every model endpoint calls this once, first.
+ *
+ * Synchronous when nothing has to wait (a cached key and the in-memory limiter: the SQLite
+ * default); a promise when the store must be asked (PostgreSQL: a key not cached, the shared
+ * limits). A store that cannot answer makes it 503 service_unavailable, before any upstream call.
  */
-export function authenticate(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller {
-  const caller = callerOf(s, request, bearer);
-  admitRequest(s, request, set, caller.accountId, caller.limits);
-  return caller;
+export function authenticate(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller | Promise<Caller> {
+  const found = callerOf(s, request, bearer);
+  if (found instanceof Promise) return found.then((caller) => admitted(s, request, set, caller));
+  return admitted(s, request, set, found);
+}
+
+function admitted(s: Services, request: Request, set: { headers: Record<string, unknown> }, caller: Caller): Caller | Promise<Caller> {
+  const admission = admitRequest(s, request, set, caller.accountId, caller.limits);
+  return admission instanceof Promise ? admission.then(() => caller) : caller;
 }
 
 /**
  * Who is calling, for authenticated endpoints that do no model work (usage, count_tokens, stored
  * responses): the rate headers are reported, but no rate is consumed and no slot taken.
  */
-export function identify(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller {
-  const caller = callerOf(s, request, bearer);
-  attachRateHeaders(s, set, caller.accountId, caller.limits);
+export async function identify(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Promise<Caller> {
+  const found = callerOf(s, request, bearer);
+  const caller = found instanceof Promise ? await found : found;
+  await attachRateHeaders(s, set, caller.accountId, caller.limits);
   return caller;
 }
 
-function callerOf(s: Services, request: Request, bearer: string | undefined): Caller {
+function callerOf(s: Services, request: Request, bearer: string | undefined): Caller | Promise<Caller> {
   const key = presentedKey(request, bearer);
   if (!key) {
     throw new DomainError("authentication", "missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
   }
   const owner = s.keys.authenticate(key);
+  if (owner instanceof Promise) return owner.then((o) => callerFrom(s, o), storeRefused);
+  return callerFrom(s, owner);
+}
+
+function callerFrom(s: Services, owner: KeyOwner | null): Caller {
   if (!owner) throw new DomainError("authentication", "invalid_api_key", "Incorrect API key provided. Keys are shown once at creation; create a new one if it is lost.");
   if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
   return {

@@ -1,10 +1,12 @@
 /**
  * The one place that turns errors into HTTP: a domain error's kind decides the status, and the
  * path decides the shape — OpenAI's `{"error":{message,type,param,code}}` everywhere, Anthropic's
- * `{"type":"error","error":{type,message}}` on /v1/messages*. Anything that is not a DomainError
- * becomes a generic 500 that carries the request id and no internal text.
+ * `{"type":"error","error":{type,message}}` on /v1/messages*. A store that cannot answer is 503;
+ * anything else that is not a DomainError becomes a generic 500 that carries the request id and
+ * no internal text.
  */
-import { DomainError, type ErrorKind } from "../errors";
+import { DomainError, serviceUnavailable, type ErrorKind } from "../errors";
+import { StoreUnavailable } from "../billing/ledger-store";
 
 const STATUS: Record<ErrorKind, number> = {
   invalid_request: 400,
@@ -84,5 +86,7 @@ export function unexpectedError(requestId: string): DomainError {
 /** A domain error as clients see it; an unexpected error of any other kind is hidden behind a generic 500. */
 export function publicError(error: unknown, requestId: string): DomainError {
   if (error instanceof DomainError && error.kind !== "internal") return error;
+  // A store that cannot answer is the service being unavailable, wherever it surfaced.
+  if (error instanceof StoreUnavailable) return serviceUnavailable();
   return unexpectedError(requestId);
 }

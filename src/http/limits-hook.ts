@@ -5,19 +5,26 @@
  * stream included — has finished, or failed, on any path.
  */
 import type { Services } from "../services";
-import type { AccountLimits } from "../limits/limiter";
+import type { AccountLimits, Admission } from "../limits/limiter";
 import { rateHeaders, retryAfterSeconds } from "../limits/limiter";
-import { DomainError } from "../errors";
+import { DomainError, serviceUnavailable } from "../errors";
+import { StoreUnavailable } from "../billing/ledger-store";
 import { contextOf } from "./request-context";
 
 type HeaderBag = { headers: Record<string, unknown> };
 
 /**
  * Takes a slot and one unit of rate, or throws 429 naming the limit; sets the rate headers either way.
- * `limits` come from the caller's cached key owner, so admission reads nothing.
+ * `limits` come from the caller's cached key owner, so admission reads nothing. Synchronous with
+ * the in-memory limiter; a promise with the shared one (PostgreSQL), 503 when it cannot answer.
  */
-export function admitRequest(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits): void {
+export function admitRequest(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits): void | Promise<void> {
   const admission = s.limits.admit(accountId, limits);
+  if (admission instanceof Promise) return admission.then((a) => admit(s, request, set, accountId, limits, a), storeRefused);
+  admit(s, request, set, accountId, limits, admission);
+}
+
+function admit(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, admission: Admission): void {
   const headers = rateHeaders(admission.rate);
   Object.assign(set.headers, headers);
   if (!admission.ok) {
@@ -31,6 +38,7 @@ export function admitRequest(s: Services, request: Request, set: HeaderBag, acco
   const ctx = contextOf(request);
   // Without a lifecycle context nothing could ever release the slot, so it is given back now
   // rather than leaked (the rate unit stays consumed); createApp always installs the lifecycle.
+  // A client that left while a shared limiter was answering has finished too.
   if (!ctx || ctx.finished) return admission.slot.release();
   ctx.accountId = accountId;
   ctx.slot?.release();
@@ -38,6 +46,14 @@ export function admitRequest(s: Services, request: Request, set: HeaderBag, acco
 }
 
 /** For authenticated endpoints that do no model work (usage): report the rate without consuming it. */
-export function attachRateHeaders(s: Services, set: HeaderBag, accountId: string, limits: AccountLimits): void {
-  Object.assign(set.headers, rateHeaders(s.limits.peek(accountId, limits)));
+export async function attachRateHeaders(s: Services, set: HeaderBag, accountId: string, limits: AccountLimits): Promise<void> {
+  const peeked = s.limits.peek(accountId, limits);
+  const rate = peeked instanceof Promise ? await peeked.catch(storeRefused) : peeked;
+  Object.assign(set.headers, rateHeaders(rate));
+}
+
+/** A store that cannot answer (the database is away) refuses the request with 503, before any work. */
+export function storeRefused(e: unknown): never {
+  if (e instanceof StoreUnavailable) throw serviceUnavailable();
+  throw e;
 }

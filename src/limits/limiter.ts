@@ -1,7 +1,7 @@
 /**
  * Per-account request limits (contract §8): one in-flight counter and one request-rate meter per
- * account, shared by every model endpoint. In memory, because one process serves an account; the
- * scale-out plan moves this state to Redis behind the same interface.
+ * account, shared by every model endpoint. In memory when one process serves an account (the
+ * SQLite store); in PostgreSQL, behind the same interface, when several instances share it.
  *
  * Rate uses GCRA (a token bucket kept as one "theoretical arrival time"): `rpm` requests may come
  * in a burst, then one more every 60/rpm seconds. O(1) memory per account, no timestamp logs.
@@ -33,13 +33,31 @@ export interface Slot {
   readonly released: boolean;
 }
 
+/**
+ * What admits requests against their account's limits, whichever process keeps the counters:
+ * AccountLimiter in memory (one process owns its accounts) or PostgreSQL (every instance shares
+ * one counter and one bucket per account: src/store/postgres/limiter.ts). The in-memory one
+ * answers synchronously, so the single-process hot path never waits a turn of the event loop; the
+ * shared one returns promises (it asks the database) that reject with StoreUnavailable when it
+ * cannot. A slot's release() never throws (the shared one writes it behind, retried).
+ */
+export interface Limiter {
+  admit(accountId: string, limits: AccountLimits): Admission | Promise<Admission>;
+  /** The rate status without consuming anything. */
+  peek(accountId: string, limits: AccountLimits): RateStatus | Promise<RateStatus>;
+  /** Requests holding a slot for the account (across every instance, for the shared one). */
+  inFlight(accountId: string): number | Promise<number>;
+  /** Requests of this process holding a slot, all accounts together (a metrics gauge). */
+  totalInFlight(): number;
+}
+
 interface State {
   /** Theoretical arrival time of the next request, in ms (GCRA). */
   tat: number;
   inFlight: number;
 }
 
-export class AccountLimiter {
+export class AccountLimiter implements Limiter {
   private readonly states = new Map<string, State>();
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -102,7 +120,8 @@ export class AccountLimiter {
   }
 }
 
-function rateStatus(tat: number, now: number, rpm: number): RateStatus {
+/** The rate figures for a bucket whose theoretical arrival time is `tat` at time `now` (ms). */
+export function rateStatus(tat: number, now: number, rpm: number): RateStatus {
   const used = Math.max(0, tat - now);
   const interval = WINDOW_MS / rpm;
   return { limit: rpm, remaining: Math.max(0, Math.floor((WINDOW_MS - used) / interval + 1e-9)), resetMs: used };

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore, type Store } from "./database";
-import { ResponseStore, StoredResponseWriter } from "./responses";
+import { ResponseStore } from "./responses";
+import { SqliteResponseRecords, StoredResponseWriter } from "./sqlite/responses";
 
 let dir: string;
 let db: Store;
@@ -19,7 +20,7 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "switchyard-responses-"));
   db = openStore(dir);
   for (const a of ["acct_a", "acct_b"]) db.query("INSERT INTO accounts (id, name, created_at) VALUES (?, ?, 0)").run(a, a);
-  store = new ResponseStore(db);
+  store = new ResponseStore(new SqliteResponseRecords(db));
   writer = new StoredResponseWriter(db);
   writer.write(turn("resp_1", "acct_a", null, "q1", "a1"));
   writer.write(turn("resp_2", "acct_a", "resp_1", "q2", "a2"));
@@ -39,23 +40,23 @@ test.each([
   ["resp_3", "acct_b", null],
   ["resp_b", "acct_a", null],
   ["resp_missing", "acct_a", null],
-])("conversation(%p) for %p", (id, account, expected) => {
-  expect(texts(store.conversation(id, account))).toEqual(expected);
+])("conversation(%p) for %p", async (id, account, expected) => {
+  expect(texts(await store.conversation(id, account))).toEqual(expected);
 });
 
-test("get and delete only see the owner's rows", () => {
-  expect(store.get("resp_b", "acct_a")).toBeNull();
-  expect(store.get("resp_b", "acct_b")?.inputItems).toEqual([msg("user", "qb")]);
-  expect(store.delete("resp_b", "acct_a")).toBe(false);
-  expect(store.get("resp_b", "acct_b")).not.toBeNull();
-  expect(store.delete("resp_b", "acct_b")).toBe(true);
-  expect(store.delete("resp_b", "acct_b")).toBe(false);
+test("get and delete only see the owner's rows", async () => {
+  expect(await store.get("resp_b", "acct_a")).toBeNull();
+  expect((await store.get("resp_b", "acct_b"))?.inputItems).toEqual([msg("user", "qb")]);
+  expect(await store.delete("resp_b", "acct_a")).toBe(false);
+  expect(await store.get("resp_b", "acct_b")).not.toBeNull();
+  expect(await store.delete("resp_b", "acct_b")).toBe(true);
+  expect(await store.delete("resp_b", "acct_b")).toBe(false);
 });
 
-test("a deleted ancestor ends the conversation after it", () => {
+test("a deleted ancestor ends the conversation after it", async () => {
   writer.write(turn("resp_x1", "acct_a", null, "x1", "y1"));
   writer.write(turn("resp_x2", "acct_a", "resp_x1", "x2", "y2"));
   writer.write(turn("resp_x3", "acct_a", "resp_x2", "x3", "y3"));
-  store.delete("resp_x2", "acct_a");
-  expect(texts(store.conversation("resp_x3", "acct_a"))).toEqual(["x3", "y3"]);
+  await store.delete("resp_x2", "acct_a");
+  expect(texts(await store.conversation("resp_x3", "acct_a"))).toEqual(["x3", "y3"]);
 });

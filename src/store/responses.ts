@@ -1,9 +1,10 @@
 /**
  * Stored Responses: one row per stored turn, owned by one account. Every lookup takes the
- * caller's account id, so another account's id reads exactly like an unknown one (404).
+ * caller's account id, so another account's id reads exactly like an unknown one (404). Turns are
+ * written by the ledger's store in the same transaction as their charge (never charged without
+ * the turn, nor stored uncharged); the rows live in the store (ResponseRecords:
+ * store/sqlite/responses.ts, store/postgres/responses.ts).
  */
-import type { Store } from "./database";
-import { writeOrUnavailable } from "./sqlite/failures";
 
 type Json = Record<string, unknown>;
 
@@ -16,57 +17,41 @@ export interface StoredResponse {
   createdAt: number;
 }
 
-interface Row {
-  id: string;
-  account_id: string;
-  previous_response_id: string | null;
-  input_items: string;
-  response: string;
-  created_at: number;
+/** Guards the walk back through previous_response_id links (a cycle cannot be stored, but still). */
+export const MAX_TURNS = 10_000;
+
+/** Where stored turns are kept. */
+export interface ResponseRecords {
+  /** Stored input and output items of this account by id (one lookup for all); unknown ids are absent. */
+  items(ids: string[], accountId: string): Promise<Map<string, Json>>;
+  get(id: string, accountId: string): Promise<StoredResponse | null>;
+  /** True when a row of this account was deleted (its items go with it). */
+  delete(id: string, accountId: string): Promise<boolean>;
+  /**
+   * The turns from `id` back along previous_response_id, newest first, at most `maxTurns`; empty
+   * when `id` is not a response of this account. A missing (deleted) ancestor ends the walk.
+   */
+  chain(id: string, accountId: string, maxTurns: number): Promise<StoredResponse[]>;
 }
 
-/** Guards the walk back through previous_response_id links (a cycle cannot be stored, but still). */
-const MAX_TURNS = 10_000;
-
-/**
- * Writes a stored turn: its row, and each of its items by id (for item_reference inputs; a later
- * item with the same id replaces it). Runs inside the caller's transaction — the ledger writes a
- * turn in the same transaction as its charge.
- */
-export class StoredResponseWriter {
-  private readonly insertTurn;
-  private readonly putItem;
-
-  constructor(db: Store) {
-    this.insertTurn = db.query("INSERT INTO responses (id, account_id, previous_response_id, input_items, response, created_at) VALUES (?, ?, ?, ?, ?, ?)");
-    this.putItem = db.query("INSERT OR REPLACE INTO response_items (account_id, item_id, response_id, item) VALUES (?, ?, ?, ?)");
-  }
-
-  write(r: StoredResponse): void {
-    this.insertTurn.run(r.id, r.accountId, r.previousResponseId, JSON.stringify(r.inputItems), JSON.stringify(r.response), r.createdAt);
-    for (const item of [...r.inputItems, ...((r.response.output as Json[] | undefined) ?? [])]) {
-      if (typeof item.id === "string" && item.id !== "") this.putItem.run(r.accountId, item.id, r.id, JSON.stringify(item));
-    }
-  }
+/** The items a stored turn makes referable by id: its input items, then its output items. */
+export function itemsOf(r: { inputItems: Json[]; response: Json }): Json[] {
+  return [...r.inputItems, ...((r.response.output as Json[] | undefined) ?? [])];
 }
 
 export class ResponseStore {
-  constructor(private readonly db: Store) {}
+  constructor(private readonly records: ResponseRecords) {}
 
-  /** A stored input or output item of this account by its id, or null (another account's reads as unknown). */
-  item(itemId: string, accountId: string): Json | null {
-    const row = this.db.query("SELECT item FROM response_items WHERE account_id = ? AND item_id = ?").get(accountId, itemId) as { item: string } | null;
-    return row ? (JSON.parse(row.item) as Json) : null;
+  items(ids: string[], accountId: string): Promise<Map<string, Json>> {
+    return ids.length === 0 ? Promise.resolve(new Map()) : this.records.items(ids, accountId);
   }
 
-  get(id: string, accountId: string): StoredResponse | null {
-    const row = this.db.query("SELECT * FROM responses WHERE id = ? AND account_id = ?").get(id, accountId) as Row | null;
-    return row ? fromRow(row) : null;
+  get(id: string, accountId: string): Promise<StoredResponse | null> {
+    return this.records.get(id, accountId);
   }
 
-  /** True when a row of this account was deleted. */
-  delete(id: string, accountId: string): boolean {
-    return writeOrUnavailable(() => this.db.query("DELETE FROM responses WHERE id = ? AND account_id = ?").run(id, accountId).changes > 0);
+  delete(id: string, accountId: string): Promise<boolean> {
+    return this.records.delete(id, accountId);
   }
 
   /**
@@ -74,31 +59,11 @@ export class ResponseStore {
    * items, oldest first. Null when `id` is not a response of this account. A deleted ancestor
    * ends the walk: the conversation starts after it.
    */
-  conversation(id: string, accountId: string): Json[] | null {
-    const turns: StoredResponse[] = [];
-    let next: string | null = id;
-    while (next && turns.length < MAX_TURNS) {
-      const turn = this.get(next, accountId);
-      if (!turn) {
-        if (turns.length === 0) return null;
-        break;
-      }
-      turns.push(turn);
-      next = turn.previousResponseId;
-    }
+  async conversation(id: string, accountId: string): Promise<Json[] | null> {
+    const turns = await this.records.chain(id, accountId, MAX_TURNS);
+    if (turns.length === 0) return null;
     const items: Json[] = [];
-    for (const t of turns.reverse()) items.push(...t.inputItems, ...((t.response.output as Json[] | undefined) ?? []));
+    for (let i = turns.length - 1; i >= 0; i--) items.push(...itemsOf(turns[i]!));
     return items;
   }
-}
-
-function fromRow(row: Row): StoredResponse {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    previousResponseId: row.previous_response_id,
-    inputItems: JSON.parse(row.input_items) as Json[],
-    response: JSON.parse(row.response) as Json,
-    createdAt: row.created_at,
-  };
 }

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../../src/store/database";
 import { RequestOutcomes } from "../../src/generations/outcomes";
+import { SqliteOutcomeRecords } from "../../src/store/sqlite/outcomes";
 import { newRequestId } from "../../src/http/request-context";
 
 const N = Number(process.env.BENCH_OUTCOMES ?? 10_000);
@@ -19,7 +20,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 
 const dir = mkdtempSync(join(tmpdir(), "switchyard-outcomes-bench-"));
 const db = openStore(dir);
-const outcomes = new RequestOutcomes(db, (m) => console.error(m), { flushMs: 3_600_000, maxPending: N * 2, retentionMs: 365 * 86_400_000 });
+const outcomes = new RequestOutcomes(new SqliteOutcomeRecords(db), (m) => console.error(m), { flushMs: 3_600_000, maxPending: N * 2, retentionMs: 365 * 86_400_000 });
 let record = Infinity;
 let flush = Infinity;
 let t = Date.now();

@@ -95,7 +95,7 @@ test("claude -p runs a Bash tool round trip and the ledger charges exactly the u
   // Billed as the alias's target, exactly what each upstream usage said (cached tokens at the input price).
   const expected = served.reduce((n, s) => n + expectedChatCost(MODEL, s.promptTokens!, s.completionTokens!), 0);
   expect(charged).toBe(expected);
-  const models = h.server.services.db.query("SELECT DISTINCT model FROM ledger_entries WHERE account_id = ? AND kind = 'charge'").all(acct.id) as { model: string }[];
+  const models = h.db.query("SELECT DISTINCT model FROM ledger_entries WHERE account_id = ? AND kind = 'charge'").all(acct.id) as { model: string }[];
   expect(models).toEqual([{ model: MODEL }]);
   // Cache reads reached the client in Anthropic's terms (summed over the turns).
   const cached = served.reduce((n, s) => n + (s.cachedTokens ?? 0), 0);

@@ -37,7 +37,7 @@ test("an aliased claude-* id is served, reported and billed as its target", asyn
   expect(msg.model).toBe("minimax-m2");
   expect(fake.requests.at(-1)!.model).toBe("minimax-m2");
   expect(units).toBe(expectedChatCost("minimax-m2", 11, 6));
-  const row = h.server.services.db.query("SELECT model FROM ledger_entries WHERE account_id = ? AND kind = 'charge' ORDER BY id DESC LIMIT 1").get(acct.id) as { model: string };
+  const row = h.db.query("SELECT model FROM ledger_entries WHERE account_id = ? AND kind = 'charge' ORDER BY id DESC LIMIT 1").get(acct.id) as { model: string };
   expect(row.model).toBe("minimax-m2");
 });
 

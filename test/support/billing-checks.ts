@@ -1,7 +1,7 @@
 /** Ledger assertions shared by the SDK end-to-end tests: what a call charged, or that it billed nothing and never reached the upstream. */
 import { expect } from "bun:test";
 import type { Harness } from "./harness";
-import { ledgerState, settled } from "./ledger-state";
+import { settled, storeState } from "./ledger-state";
 
 export interface BillingTarget {
   h: Harness;
@@ -16,7 +16,7 @@ export function billingChecks(target: () => BillingTarget) {
     /** Runs `fn` and returns how many units the balance dropped, after all holds closed. */
     async charged(fn: () => Promise<unknown>): Promise<number> {
       const { h, accountId } = target();
-      const before = ledgerState(h, accountId);
+      const before = await storeState(h, accountId);
       await fn();
       const after = await settled(h, accountId);
       expect(after.pendingHolds).toBe(0);
@@ -26,10 +26,10 @@ export function billingChecks(target: () => BillingTarget) {
     /** Asserts the request failed, billed nothing and reached the upstream `upstreamCalls` times. */
     async rejected(fn: () => Promise<unknown>, upstreamCalls = 0): Promise<any> {
       const { h, accountId, upstream } = target();
-      const before = ledgerState(h, accountId);
+      const before = await storeState(h, accountId);
       const err = await fn().then(() => null, (e) => e);
       expect(err).not.toBeNull();
-      expect(ledgerState(h, accountId)).toEqual(before);
+      expect(await storeState(h, accountId)).toEqual(before);
       expect(upstream.requests.length).toBe(upstreamCalls);
       return err;
     },

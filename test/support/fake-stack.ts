@@ -2,6 +2,7 @@
 import { startHarness, type Harness } from "./harness";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream";
 import { startScriptedUpstream, type ScriptedUpstream } from "./scripted-upstream";
+import type { TestStore } from "./stores";
 
 export interface FakeStack {
   fake: FakeUpstream;
@@ -9,9 +10,9 @@ export interface FakeStack {
   acct: { id: string; key: string };
 }
 
-export async function startFakeStack(dollars = 10): Promise<FakeStack> {
+export async function startFakeStack(dollars = 10, store: TestStore = "sqlite"): Promise<FakeStack> {
   const fake = startFakeUpstream();
-  const h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url });
+  const h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url }, {}, store);
   const acct = await h.account(dollars);
   return { fake, h, acct };
 }
@@ -27,10 +28,10 @@ export interface DualStack extends FakeStack {
   hs: Harness;
 }
 
-export async function startDualStack(): Promise<DualStack> {
+export async function startDualStack(store: TestStore = "sqlite"): Promise<DualStack> {
   const fake = startFakeUpstream();
   const scripted = startScriptedUpstream();
-  const [h, hs] = await Promise.all([startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url }), startHarness({ SWITCHYARD_UPSTREAM_URL: scripted.url })]);
+  const [h, hs] = await Promise.all([startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url }, {}, store), startHarness({ SWITCHYARD_UPSTREAM_URL: scripted.url }, {}, store)]);
   const acct = await h.account(10);
   return { fake, scripted, h, hs, acct };
 }

@@ -41,6 +41,9 @@ export interface FakeUpstream {
   requests: Record<string, any>[];
   /** Streams whose client went away before they finished. */
   aborted: number;
+  /** Chat requests being answered now (arrival to the end of the reply), and the most seen at once. */
+  active: number;
+  maxActive: number;
   behave(b: Behaviour): void;
   stop(): void;
 }
@@ -57,6 +60,8 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
     url: "",
     requests: [],
     aborted: 0,
+    active: 0,
+    maxActive: 0,
     behave(b) {
       behaviour = b;
     },
@@ -73,9 +78,17 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
       if (url.pathname !== "/v1/chat/completions") return new Response("not found", { status: 404 });
       const body = (await req.json()) as Record<string, any>;
       if (record) state.requests.push(body);
+      state.active++;
+      state.maxActive = Math.max(state.maxActive, state.active);
+      let ended = false;
+      const end = () => {
+        if (!ended) state.active--;
+        ended = true;
+      };
       const b = behaviour;
       if (b.delayMs) await sleep(b.delayMs);
       if (b.failStatus) {
+        end();
         return Response.json({ error: { message: `fake upstream internal detail at host fake-${b.failStatus}`, type: "server_error" } }, { status: b.failStatus });
       }
       const words = b.words ?? ["Hello", " from", " the", " fake", " upstream", "."];
@@ -88,6 +101,7 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
         const message = b.toolCall
           ? { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: b.toolCall }] }
           : { role: "assistant", content: words.join("") };
+        end();
         return Response.json({
           ...base,
           object: "chat.completion",
@@ -106,6 +120,7 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
               controller.enqueue(chunk([{ index: 0, delta: { content: words[i++ % words.length] }, finish_reason: null }]));
             },
             cancel() {
+              end();
               state.aborted++;
             },
           }),
@@ -146,9 +161,12 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
           } catch {
             // The gateway went away mid-stream.
             state.aborted++;
+          } finally {
+            end();
           }
         },
         cancel() {
+          end();
           state.aborted++;
         },
       });

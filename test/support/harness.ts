@@ -1,6 +1,7 @@
 /**
- * Starts a real Switchyard server on a free port with its own temporary data directory,
- * plus helpers to create accounts and keys through the admin API.
+ * Starts a real Switchyard server on a free port with its own temporary data directory, on the
+ * SQLite store (the default) or on PostgreSQL (a fresh database of the shared test server), plus
+ * helpers to create accounts and keys through the admin API and to read what the store holds.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,6 +9,11 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config";
 import { startServer, type RunningServer } from "../../src/server";
 import type { ServiceOverrides } from "../../src/services";
+import type { Database } from "bun:sqlite";
+import type { SqliteDataStore } from "../../src/store/sqlite/open";
+import type { TestStore } from "./stores";
+import { pgProbe, sqliteProbe, type StoreProbe } from "./store-probe";
+import { testDatabase } from "./postgres";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -15,16 +21,25 @@ export interface Harness {
   server: RunningServer;
   base: string;
   dataDir: string;
+  store: TestStore;
+  /** The SQLite connection (SQLite harnesses only; use `probe` in tests that run on both stores). */
+  readonly db: Database;
+  /** Reads the store directly, on either engine. */
+  probe: StoreProbe;
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
   /** Creates an account with `credits` USD and returns it with a fresh key. */
   account(credits?: number | string, name?: string): Promise<{ id: string; key: string }>;
+  /** SQLite harnesses only (synchronous); `probe.balance` works on both. */
   balanceUnits(accountId: string): { balance: number; reserved: number };
+  /** SQLite harnesses only (synchronous); `probe.ledgerSum` works on both. */
   ledgerSum(accountId: string): number;
   stop(): Promise<void>;
 }
 
-export async function startHarness(env: Record<string, string> = {}, overrides: ServiceOverrides = {}): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}, overrides: ServiceOverrides = {}, store: TestStore = "sqlite"): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), "switchyard-test-"));
+  // PostgreSQL: a fresh database of the shared test server, unless the test names its own.
+  const databaseUrl = store === "postgres" ? (env.SWITCHYARD_DATABASE_URL ?? (await testDatabase())) : null;
   const config = loadConfig({
     PORT: "0",
     HOST: "127.0.0.1",
@@ -32,9 +47,15 @@ export async function startHarness(env: Record<string, string> = {}, overrides: 
     SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN,
     SWITCHYARD_LOG_LEVEL: "silent",
     SWITCHYARD_MODELS_DIR: join(dataDir, "models"),
+    ...(databaseUrl ? { SWITCHYARD_DATABASE_URL: databaseUrl } : {}),
     ...env,
   });
   const server = await startServer(config, overrides);
+  const sqlite = (): Database => {
+    if (server.services.store.engine !== "sqlite") throw new Error("this harness runs on PostgreSQL: read the store through h.probe");
+    return (server.services.store as SqliteDataStore).db;
+  };
+  const probe = databaseUrl ? pgProbe(databaseUrl) : sqliteProbe(sqlite);
   const base = server.url;
   const admin = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(base + path, {
@@ -48,6 +69,11 @@ export async function startHarness(env: Record<string, string> = {}, overrides: 
     server,
     base,
     dataDir,
+    store,
+    get db() {
+      return sqlite();
+    },
+    probe,
     admin,
     async account(credits = 10, name = "test") {
       const a = await admin("POST", "/admin/accounts", { name, credits });
@@ -56,13 +82,14 @@ export async function startHarness(env: Record<string, string> = {}, overrides: 
       return { id: a.body.id, key: k.body.key };
     },
     balanceUnits(accountId) {
-      return server.services.db.query("SELECT balance, reserved FROM accounts WHERE id = ?").get(accountId) as { balance: number; reserved: number };
+      return sqlite().query("SELECT balance, reserved FROM accounts WHERE id = ?").get(accountId) as { balance: number; reserved: number };
     },
     ledgerSum(accountId) {
-      return (server.services.db.query("SELECT COALESCE(SUM(amount),0) AS s FROM ledger_entries WHERE account_id = ?").get(accountId) as { s: number }).s;
+      return (sqlite().query("SELECT COALESCE(SUM(amount),0) AS s FROM ledger_entries WHERE account_id = ?").get(accountId) as { s: number }).s;
     },
     async stop() {
       await server.stop();
+      await probe.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

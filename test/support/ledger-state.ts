@@ -1,4 +1,7 @@
-/** Reads an account's ledger state straight from the store, to check what a request left behind. */
+/**
+ * Reads an account's ledger state straight from the store, to check what a request left behind:
+ * ledgerState() synchronously on SQLite; storeState() on either store.
+ */
 import type { Harness } from "./harness";
 
 export interface LedgerState {
@@ -13,7 +16,7 @@ export interface LedgerState {
 }
 
 export function ledgerState(h: Harness, accountId: string): LedgerState {
-  const db = h.server.services.db;
+  const db = h.db;
   const { balance, reserved } = h.balanceUnits(accountId);
   const count = (sql: string) => (db.query(sql).get(accountId) as { n: number }).n;
   return {
@@ -26,11 +29,16 @@ export function ledgerState(h: Harness, accountId: string): LedgerState {
   };
 }
 
+export async function storeState(h: Harness, accountId: string): Promise<LedgerState> {
+  const [{ balance, reserved }, counts, sum] = await Promise.all([h.probe.balance(accountId), h.probe.counts(accountId), h.probe.ledgerSum(accountId)]);
+  return { balance, reserved, ...counts, sum };
+}
+
 /** Waits until no hold of the account is pending (streams settle just after their last byte). */
 export async function settled(h: Harness, accountId: string, timeoutMs = 2_000): Promise<LedgerState> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const s = ledgerState(h, accountId);
+    const s = await storeState(h, accountId);
     if ((s.pendingHolds === 0 && s.reserved === 0) || Date.now() > until) return s;
     await Bun.sleep(5);
   }

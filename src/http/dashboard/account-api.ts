@@ -19,60 +19,64 @@ export const SPEND_DAYS = 30;
 
 export function registerAccountApi(app: App, s: Services, guard: DashboardGuard): void {
   const admin = new Admin(s);
-  const accountOf = (request: Request, set: { headers: Record<string, unknown> }) => {
+  const accountOf = async (request: Request, set: { headers: Record<string, unknown> }) => {
     dashboardHeaders(set);
-    return guard.session(request, "account").accountId!;
+    return (await guard.session(request, "account")).accountId!;
   };
 
-  app.get("/dashboard/api/account", ({ request, set }) => {
-    const accountId = accountOf(request, set);
-    const account = s.accounts.mustGet(accountId);
+  app.get("/dashboard/api/account", async ({ request, set }) => {
+    const accountId = await accountOf(request, set);
+    const account = await s.accounts.mustGet(accountId);
     const now = Date.now();
     // The last 30 UTC days, today included: the same sums GET /v1/usage gives for that period.
     const endMs = Math.floor(now / DAY_MS) * DAY_MS + DAY_MS;
     const period = { startMs: endMs - SPEND_DAYS * DAY_MS, endMs };
-    const byDay = usageReport(s.db, accountId, { ...period, groupBy: ["day"] });
-    const byModel = usageReport(s.db, accountId, { ...period, groupBy: ["model"] });
-    const byDayModel = usageReport(s.db, accountId, { ...period, groupBy: ["day", "model"] });
+    const [byDay, byModel, byDayModel, money, recent] = await Promise.all([
+      usageReport(s.store.usage, accountId, { ...period, groupBy: ["day"] }),
+      usageReport(s.store.usage, accountId, { ...period, groupBy: ["model"] }),
+      usageReport(s.store.usage, accountId, { ...period, groupBy: ["day", "model"] }),
+      accountMoney(s.store.usage, accountId, now),
+      s.generations.recent(accountId, 25),
+    ]);
     return {
       account: { id: account.id, name: account.name },
-      money: accountMoney(s.db, accountId, now),
+      money,
       period: { start: byDay.start, end: byDay.end, totals: byDay.totals },
       by_day: byDay.rows,
       by_model: byModel.rows,
       by_day_model: byDayModel.rows,
-      recent: s.generations.recent(accountId, 25),
+      recent,
     };
   });
 
-  app.get("/dashboard/api/account/generations/:id", ({ request, set, params }) => {
-    const accountId = accountOf(request, set);
-    const record = s.generations.get(accountId, params.id);
+  app.get("/dashboard/api/account/generations/:id", async ({ request, set, params }) => {
+    const accountId = await accountOf(request, set);
+    const record = await s.generations.get(accountId, params.id);
     if (!record) throw notFound(`No request with id '${params.id}' for this account.`);
     return record;
   });
 
-  app.get("/dashboard/api/account/keys", ({ request, set }) => {
-    const session = guard.session(request, "account");
+  app.get("/dashboard/api/account/keys", async ({ request, set }) => {
+    const session = await guard.session(request, "account");
     dashboardHeaders(set);
-    const keys = admin.listKeys(session.accountId!).data;
+    const keys = (await admin.listKeys(session.accountId!)).data;
     return { data: keys.map((k) => ({ ...k, current: k.id === session.keyId })) };
   });
 
-  app.post("/dashboard/api/account/keys", ({ request, set, body }) => {
-    const accountId = accountOf(request, set);
+  app.post("/dashboard/api/account/keys", async ({ request, set, body }) => {
+    const accountId = await accountOf(request, set);
     set.status = 201;
     return admin.createKey(accountId, body ?? {});
   });
 
-  app.delete("/dashboard/api/account/keys/:id", ({ request, set, params }) => {
-    const session = guard.session(request, "account");
+  app.delete("/dashboard/api/account/keys/:id", async ({ request, set, params }) => {
+    const session = await guard.session(request, "account");
     dashboardHeaders(set);
     // Another account's key reads exactly like a key that does not exist.
-    if (!s.keys.listForAccount(session.accountId!).some((k) => k.id === params.id)) {
+    if (!(await s.keys.listForAccount(session.accountId!)).some((k) => k.id === params.id)) {
       throw notFound(`No API key with id '${params.id}' on this account.`);
     }
-    const revoked = admin.revokeKey(params.id);
+    const revoked = await admin.revokeKey(params.id);
     guard.sessions.destroyForKey(params.id);
     return { ...revoked, signed_out: params.id === session.keyId };
   });

@@ -63,7 +63,7 @@ export class DashboardGuard {
   constructor(private readonly s: Services, readonly sessions: DashboardSessions) {}
 
   /** The caller's session, checked as described above; throws 401/403 otherwise. */
-  session(request: Request, kind: SessionKind): Session {
+  async session(request: Request, kind: SessionKind): Promise<Session> {
     const session = this.sessions.get(cookieValue(request.headers.get("cookie")));
     if (!session) throw signedOut();
     if (WRITES.has(request.method)) {
@@ -76,13 +76,13 @@ export class DashboardGuard {
     if (session.kind !== kind) {
       throw new DomainError("permission", "wrong_session", kind === "operator" ? "This needs the operator view: sign in with the admin token." : "This needs an account session: sign in with an API key.");
     }
-    if (session.kind === "account") this.assertKeyStillValid(session);
+    if (session.kind === "account") await this.assertKeyStillValid(session);
     return session;
   }
 
   /** An account session ends when its key is revoked or its account disabled, wherever that was done. */
-  private assertKeyStillValid(session: Session): void {
-    const owner = session.apiKey ? this.s.keys.authenticate(session.apiKey) : null;
+  private async assertKeyStillValid(session: Session): Promise<void> {
+    const owner = session.apiKey ? await this.s.keys.authenticate(session.apiKey) : null;
     if (!owner || owner.accountId !== session.accountId || owner.disabled) {
       this.sessions.destroy(session.id);
       throw new DomainError("authentication", "session_required", owner?.disabled

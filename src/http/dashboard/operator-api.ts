@@ -22,35 +22,35 @@ export function registerOperatorApi(app: App, s: Services, guard: DashboardGuard
   app.onStart(() => history.start());
   app.onStop(() => history.stop());
 
-  const operator = (request: Request, set: { headers: Record<string, unknown> }) => {
+  const operator = async (request: Request, set: { headers: Record<string, unknown> }) => {
     dashboardHeaders(set);
-    guard.session(request, "operator");
+    await guard.session(request, "operator");
   };
 
-  app.get("/dashboard/api/operator/accounts", ({ request, set }) => (operator(request, set), admin.listAccounts()));
-  app.post("/dashboard/api/operator/accounts", ({ request, set, body }) => {
-    operator(request, set);
+  app.get("/dashboard/api/operator/accounts", async ({ request, set }) => (await operator(request, set), admin.listAccounts()));
+  app.post("/dashboard/api/operator/accounts", async ({ request, set, body }) => {
+    await operator(request, set);
     set.status = 201;
     return admin.createAccount(body);
   });
-  app.patch("/dashboard/api/operator/accounts/:id", ({ request, set, params, body }) => (operator(request, set), admin.patchAccount(params.id, body)));
-  app.post("/dashboard/api/operator/accounts/:id/credits", ({ request, set, params, body }) => (operator(request, set), admin.adjustCredits(params.id, body)));
-  app.get("/dashboard/api/operator/accounts/:id/ledger", ({ request, set, params }) => (operator(request, set), admin.ledger(params.id, LEDGER_ROWS)));
-  app.get("/dashboard/api/operator/accounts/:id/keys", ({ request, set, params }) => (operator(request, set), admin.listKeys(params.id)));
-  app.post("/dashboard/api/operator/accounts/:id/keys", ({ request, set, params, body }) => {
-    operator(request, set);
+  app.patch("/dashboard/api/operator/accounts/:id", async ({ request, set, params, body }) => (await operator(request, set), admin.patchAccount(params.id, body)));
+  app.post("/dashboard/api/operator/accounts/:id/credits", async ({ request, set, params, body }) => (await operator(request, set), admin.adjustCredits(params.id, body)));
+  app.get("/dashboard/api/operator/accounts/:id/ledger", async ({ request, set, params }) => (await operator(request, set), admin.ledger(params.id, LEDGER_ROWS)));
+  app.get("/dashboard/api/operator/accounts/:id/keys", async ({ request, set, params }) => (await operator(request, set), admin.listKeys(params.id)));
+  app.post("/dashboard/api/operator/accounts/:id/keys", async ({ request, set, params, body }) => {
+    await operator(request, set);
     set.status = 201;
     return admin.createKey(params.id, body ?? {});
   });
-  app.delete("/dashboard/api/operator/keys/:id", ({ request, set, params }) => {
-    operator(request, set);
-    const revoked = admin.revokeKey(params.id);
+  app.delete("/dashboard/api/operator/keys/:id", async ({ request, set, params }) => {
+    await operator(request, set);
+    const revoked = await admin.revokeKey(params.id);
     guard.sessions.destroyForKey(params.id);
     return revoked;
   });
 
-  app.get("/dashboard/api/operator/service", ({ request, set }) => {
-    operator(request, set);
+  app.get("/dashboard/api/operator/service", async ({ request, set }) => {
+    await operator(request, set);
     return { ...serviceState(s), history: history.points() };
   });
 }

@@ -22,7 +22,7 @@ type PlaygroundKind = keyof typeof ENDPOINTS;
 
 export function registerPlayground(app: App, _s: Services, guard: DashboardGuard): void {
   app.post("/dashboard/api/account/playground/:kind", async ({ request, set, params, body }) => {
-    const session = guard.session(request, "account");
+    const session = await guard.session(request, "account");
     dashboardHeaders(set);
     if (!(params.kind in ENDPOINTS)) {
       throw notFound(`No playground '${params.kind}': use chat, speech or embeddings.`);

@@ -60,19 +60,19 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
   });
 
   // Signed out is an ordinary answer here (the page asks on every load), not an error.
-  app.get("/dashboard/api/session", ({ request, set }) => {
+  app.get("/dashboard/api/session", async ({ request, set }) => {
     dashboardHeaders(set);
     const session = sessions.get(cookieValue(request.headers.get("cookie")));
     if (!session) return { kind: null };
     try {
-      return view(guard.session(request, session.kind));
+      return view(await guard.session(request, session.kind));
     } catch (e) {
       if (e instanceof DomainError && e.kind === "authentication") return { kind: null, reason: e.message };
       throw e;
     }
   });
 
-  app.post("/dashboard/api/session", ({ request, body, set }) => {
+  app.post("/dashboard/api/session", async ({ request, body, set }) => {
     dashboardHeaders(set);
     assertSameOriginWrite(request);
     const b = validate(SignInBody, body);
@@ -85,7 +85,7 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     let session: Session;
     if (b.kind === "account") {
       const key = b.secret.trim();
-      const owner = s.keys.authenticate(key);
+      const owner = await s.keys.authenticate(key);
       if (!owner) {
         s.authThrottle.failure(source);
         throw new DomainError("authentication", "invalid_api_key", "That API key is not valid: it is unknown or was revoked. Keys start with sy- and are shown once, when created.", "secret");
@@ -104,10 +104,10 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     return view(session);
   });
 
-  app.delete("/dashboard/api/session", ({ request, set }) => {
+  app.delete("/dashboard/api/session", async ({ request, set }) => {
     dashboardHeaders(set);
     const session = sessions.get(cookieValue(request.headers.get("cookie")));
-    if (session) guard.session(request, session.kind); // a sign-out needs the CSRF token too
+    if (session) await guard.session(request, session.kind); // a sign-out needs the CSRF token too
     if (session) sessions.destroy(session.id);
     set.headers["set-cookie"] = clearedCookie(isHttps(request));
     return { signed_out: true };

@@ -15,7 +15,9 @@ export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void
   docs.add({ method: "POST", path: "/v1/chat/completions", summary: "Chat completion (OpenAI protocol), plain or streamed.", auth: "key", body: ChatCompletionRequest, public: true });
 
   app.post("/v1/chat/completions", async ({ body, bearer, request, set, server }) => {
-    const caller = authenticate(s, request, bearer, set);
+    const admitted = authenticate(s, request, bearer, set);
+    // Synchronous unless the store had to be asked (PostgreSQL, a key not cached): no await then.
+    const caller = admitted instanceof Promise ? await admitted : admitted;
     assertModelEndpoint(s, body, "chat");
     const req = parseChatRequest(body);
     const resolved = resolveModel(s, req.model, "chat", wantsPriority(req));

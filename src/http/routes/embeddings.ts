@@ -52,7 +52,9 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
   docs.add({ method: "POST", path: "/v1/embeddings", summary: "Text embeddings (embedding-300m), micro-batched in-process.", auth: "key", body: EmbeddingsRequest, public: true });
 
   app.post("/v1/embeddings", async ({ body, bearer, request, set }) => {
-    const caller = authenticate(s, request, bearer, set);
+    const admitted = authenticate(s, request, bearer, set);
+    // Synchronous unless the store had to be asked (PostgreSQL, a key not cached): no await then.
+    const caller = admitted instanceof Promise ? await admitted : admitted;
     assertModelEndpoint(s, body, "embedding");
     const req = validate(EmbeddingsRequest, body);
     const resolved = resolveModel(s, req.model, "embedding");

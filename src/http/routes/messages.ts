@@ -31,8 +31,8 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
   docs.add({ method: "POST", path: "/v1/messages", summary: "Anthropic Messages protocol on the chat models, plain or streamed.", auth: "key", body: MessagesRequest, public: true });
   docs.add({ method: "POST", path: "/v1/messages/count_tokens", summary: "Estimated input tokens of a Messages request; free, no model call.", auth: "key", body: CountTokensRequest });
 
-  app.post("/v1/messages/count_tokens", ({ body, bearer, request, set }) => {
-    identify(s, request, bearer, set);
+  app.post("/v1/messages/count_tokens", async ({ body, bearer, request, set }) => {
+    await identify(s, request, bearer, set);
     assertModelEndpoint(s, body, "chat");
     const req = parseCountTokensRequest(body);
     const messages = toChatMessages(req);
@@ -41,7 +41,9 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
   });
 
   app.post("/v1/messages", async ({ body, bearer, request, set, server }) => {
-    const caller = authenticate(s, request, bearer, set);
+    const admitted = authenticate(s, request, bearer, set);
+    // Synchronous unless the store had to be asked (PostgreSQL, a key not cached): no await then.
+    const caller = admitted instanceof Promise ? await admitted : admitted;
     assertModelEndpoint(s, body, "chat");
     const req = parseMessagesRequest(body);
     const chatRequest = toChatRequest(req);

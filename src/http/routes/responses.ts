@@ -17,7 +17,6 @@ import { SSE_DONE, sseEvent } from "../../protocols/sse";
 import { completeForRoute, streamForRoute } from "../chat-relay";
 import type { StoredResponseRecord } from "../../billing/ledger-store";
 import { newId } from "../../accounts/ids";
-import { ResponseStore } from "../../store/responses";
 import { ResponsesRequest, normalizeInput, parseResponsesRequest, toChatRequest, wantsPriorityTier } from "../../protocols/responses/request";
 import { responsesTools } from "../../protocols/responses/tools";
 import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignored-tools";
@@ -32,23 +31,27 @@ const responseNotFound = (id: string, param: string | null = null) =>
   new DomainError("not_found", "not_found", `Response with id '${id}' not found.`, param);
 
 export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs): void {
-  const store = new ResponseStore(s.db);
+  const store = s.responses;
   docs.add({ method: "POST", path: "/v1/responses", summary: "OpenAI Responses protocol on the chat models, plain or streamed; stored by default.", auth: "key", body: ResponsesRequest, public: true });
   docs.add({ method: "GET", path: "/v1/responses/:id", summary: "A stored response of this account.", auth: "key" });
   docs.add({ method: "DELETE", path: "/v1/responses/:id", summary: "Deletes a stored response of this account.", auth: "key" });
   docs.add({ method: "GET", path: "/v1/responses/:id/input_items", summary: "The input items of a stored response (cursor list).", auth: "key" });
 
   app.post("/v1/responses", async ({ body, bearer, request, set, server }) => {
-    const caller = authenticate(s, request, bearer, set);
+    const admitted = authenticate(s, request, bearer, set);
+    // Synchronous unless the store had to be asked (PostgreSQL, a key not cached): no await then.
+    const caller = admitted instanceof Promise ? await admitted : admitted;
     assertModelEndpoint(s, body, "chat");
     const req = parseResponsesRequest(body);
     let history: Json[] = [];
     if (req.previous_response_id) {
-      const conversation = store.conversation(req.previous_response_id, caller.accountId);
+      const conversation = await store.conversation(req.previous_response_id, caller.accountId);
       if (!conversation) throw responseNotFound(req.previous_response_id, "previous_response_id");
       history = conversation;
     }
-    const input = normalizeInput(req.input, itemId, (id) => store.item(id, caller.accountId));
+    // Every item_reference resolved in one lookup before the input is normalised.
+    const referenced = await store.items(referencedItemIds(req.input), caller.accountId);
+    const input = normalizeInput(req.input, itemId, (id) => referenced.get(id) ?? null);
     const tools = responsesTools(req.tools as Json[] | null | undefined);
     const chatRequest = toChatRequest(req, history, input, tools);
     const resolved = resolveModel(s, req.model, "chat", wantsPriorityTier(req));
@@ -87,25 +90,35 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     });
   });
 
-  app.get("/v1/responses/:id", ({ params, bearer, request, set }) => {
-    const caller = identify(s, request, bearer, set);
-    const stored = store.get(params.id, caller.accountId);
+  app.get("/v1/responses/:id", async ({ params, bearer, request, set }) => {
+    const caller = await identify(s, request, bearer, set);
+    const stored = await store.get(params.id, caller.accountId);
     if (!stored) throw responseNotFound(params.id);
     return stored.response;
   });
 
-  app.delete("/v1/responses/:id", ({ params, bearer, request, set }) => {
-    const caller = identify(s, request, bearer, set);
-    if (!store.delete(params.id, caller.accountId)) throw responseNotFound(params.id);
+  app.delete("/v1/responses/:id", async ({ params, bearer, request, set }) => {
+    const caller = await identify(s, request, bearer, set);
+    if (!(await store.delete(params.id, caller.accountId))) throw responseNotFound(params.id);
     return { id: params.id, object: "response", deleted: true };
   });
 
-  app.get("/v1/responses/:id/input_items", ({ params, query, bearer, request, set }) => {
-    const caller = identify(s, request, bearer, set);
-    const stored = store.get(params.id, caller.accountId);
+  app.get("/v1/responses/:id/input_items", async ({ params, query, bearer, request, set }) => {
+    const caller = await identify(s, request, bearer, set);
+    const stored = await store.get(params.id, caller.accountId);
     if (!stored) throw responseNotFound(params.id);
     return inputItemsPage(stored.inputItems, query as Record<string, string | undefined>);
   });
+}
+
+/** The ids named by item_reference inputs (checked again, with named errors, by normalizeInput). */
+function referencedItemIds(input: unknown): string[] {
+  if (!Array.isArray(input)) return [];
+  const ids: string[] = [];
+  for (const item of input as Json[]) {
+    if (item?.type === "item_reference" && typeof item.id === "string" && item.id !== "") ids.push(item.id);
+  }
+  return ids;
 }
 
 /** OpenAI's cursor list: `order` (desc by default), `limit` 1–100 (20), `after` an item id. */

@@ -18,12 +18,12 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
   docs.add({ method: "GET", path: "/v1/credits", summary: "Credits added and spent, all time, shaped like OpenRouter's GET /api/v1/credits.", auth: "key", public: true });
   docs.add({ method: "GET", path: "/v1/generation", summary: "One of your requests by id (query id=req_…): model, endpoint, time, latency, tokens or characters, tier, cost, status.", auth: "key", public: true });
 
-  app.get("/v1/key", ({ bearer, request, set }) => {
-    const caller = identify(s, request, bearer, set);
+  app.get("/v1/key", async ({ bearer, request, set }) => {
+    const caller = await identify(s, request, bearer, set);
     noQuery(request.url, "/v1/key");
-    const money = mustMoney(s, caller.accountId);
-    const key = s.keys.listForAccount(caller.accountId).find((k) => k.id === caller.keyId);
-    const account = accountView(s.accounts.mustGet(caller.accountId), s.config);
+    const money = await mustMoney(s, caller.accountId);
+    const key = (await s.keys.listForAccount(caller.accountId)).find((k) => k.id === caller.keyId);
+    const account = accountView(await s.accounts.mustGet(caller.accountId), s.config);
     return {
       data: {
         label: key?.name || `${key?.prefix ?? ""}…`,
@@ -49,29 +49,29 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
     };
   });
 
-  app.get("/v1/credits", ({ bearer, request, set }) => {
-    const caller = identify(s, request, bearer, set);
+  app.get("/v1/credits", async ({ bearer, request, set }) => {
+    const caller = await identify(s, request, bearer, set);
     noQuery(request.url, "/v1/credits");
-    const money = mustMoney(s, caller.accountId);
+    const money = await mustMoney(s, caller.accountId);
     return { data: { total_credits: money.credited, total_usage: money.spend.total } };
   });
 
-  app.get("/v1/generation", ({ bearer, request, set }) => {
-    const caller = identify(s, request, bearer, set);
+  app.get("/v1/generation", async ({ bearer, request, set }) => {
+    const caller = await identify(s, request, bearer, set);
     const params = new URL(request.url).searchParams;
     for (const name of params.keys()) if (name !== "id") throw invalidField(name, "is not a query parameter of /v1/generation (use id)");
     const ids = params.getAll("id");
     if (ids.length === 0 || ids[0]!.trim() === "") throw missingField("id");
     if (ids.length > 1) throw invalidField("id", "may be given once");
     const id = ids[0]!.trim();
-    const record = s.generations.get(caller.accountId, id);
+    const record = await s.generations.get(caller.accountId, id);
     if (!record) throw new DomainError("not_found", "not_found", `No generation with id '${id}' for this account. Ids are the x-request-id of your own requests.`, "id");
     return { data: record };
   });
 }
 
-function mustMoney(s: Services, accountId: string) {
-  const money = accountMoney(s.db, accountId);
+async function mustMoney(s: Services, accountId: string) {
+  const money = await accountMoney(s.store.usage, accountId);
   if (!money) throw notFound("The account of this key no longer exists.");
   return money;
 }

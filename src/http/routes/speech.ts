@@ -56,7 +56,9 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
   });
 
   app.post(ENDPOINT, async ({ body, bearer, request, set, server }) => {
-    const caller = authenticate(s, request, bearer, set);
+    const admitted = authenticate(s, request, bearer, set);
+    // Synchronous unless the store had to be asked (PostgreSQL, a key not cached): no await then.
+    const caller = admitted instanceof Promise ? await admitted : admitted;
     assertModelEndpoint(s, body, "speech");
     const req = validate(SpeechRequest, body);
     const resolved = resolveModel(s, req.model, "speech", wantsPriority(req));

@@ -15,10 +15,10 @@ export function registerUsageRoutes(app: App, s: Services, docs: RouteDocs): voi
     auth: "key",
     public: true,
   });
-  app.get("/v1/usage", ({ bearer, request, set }) => {
-    const caller = identify(s, request, bearer, set);
+  app.get("/v1/usage", async ({ bearer, request, set }) => {
+    const caller = await identify(s, request, bearer, set);
     const q = parseUsageQuery(singleValuedQuery(request.url));
-    return usageReport(s.db, caller.accountId, q);
+    return usageReport(s.store.usage, caller.accountId, q);
   });
 }
 

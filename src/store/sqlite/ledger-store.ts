@@ -20,7 +20,7 @@ import {
 import { DomainError } from "../../errors";
 import { formatUsd, MAX_BALANCE } from "../../billing/money";
 import { GroupCommit, type GroupCommitOptions } from "./group-commit";
-import { StoredResponseWriter } from "../responses";
+import { StoredResponseWriter } from "./responses";
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 

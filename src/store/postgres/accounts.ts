@@ -1,0 +1,99 @@
+/**
+ * Accounts and API keys in PostgreSQL. Every instance reads the same rows; a change to a key or to
+ * an account's `disabled` flag or limits notifies every instance (migration 002's triggers), which
+ * then drop their cached key owners (changes.ts → ApiKeys.forget()).
+ */
+import type { PgDatabase } from "./database";
+import { int } from "./database";
+import type { AccountPatch, AccountRecords, AccountRow } from "../../accounts/accounts";
+import type { ApiKeyListing, ApiKeyRow, KeyOwnerRow, KeyRecords } from "../../accounts/api-keys";
+
+type Row = Record<string, unknown>;
+
+function accountRow(r: Row): AccountRow {
+  return {
+    id: r.id as string,
+    name: r.name as string,
+    balance: int(r.balance),
+    reserved: int(r.reserved),
+    disabled: int(r.disabled),
+    rate_limit_rpm: r.rate_limit_rpm === null ? null : int(r.rate_limit_rpm),
+    concurrency_limit: r.concurrency_limit === null ? null : int(r.concurrency_limit),
+    created_at: int(r.created_at),
+  };
+}
+
+function keyListing(r: Row): ApiKeyListing {
+  return {
+    id: r.id as string,
+    account_id: r.account_id as string,
+    name: (r.name as string | null) ?? null,
+    prefix: r.prefix as string,
+    created_at: int(r.created_at),
+    revoked_at: r.revoked_at === null ? null : int(r.revoked_at),
+  };
+}
+
+export class PgAccountRecords implements AccountRecords {
+  constructor(private readonly db: PgDatabase) {}
+
+  async get(id: string): Promise<AccountRow | null> {
+    const rows = (await this.db.ask((sql) => sql`SELECT * FROM accounts WHERE id = ${id}`)) as Row[];
+    return rows[0] ? accountRow(rows[0]) : null;
+  }
+
+  async list(): Promise<AccountRow[]> {
+    const rows = (await this.db.ask((sql) => sql`SELECT * FROM accounts ORDER BY created_at, id`)) as Row[];
+    return rows.map(accountRow);
+  }
+
+  /** One statement: each field is set only when the patch names it. */
+  async update(id: string, p: AccountPatch): Promise<boolean> {
+    const rows = (await this.db.ask((sql) => sql`
+      UPDATE accounts SET
+        name = CASE WHEN ${p.name !== undefined} THEN ${p.name ?? null}::text ELSE name END,
+        disabled = CASE WHEN ${p.disabled !== undefined} THEN ${p.disabled ? 1 : 0}::smallint ELSE disabled END,
+        rate_limit_rpm = CASE WHEN ${p.rate_limit_rpm !== undefined} THEN ${p.rate_limit_rpm ?? null}::integer ELSE rate_limit_rpm END,
+        concurrency_limit = CASE WHEN ${p.concurrency_limit !== undefined} THEN ${p.concurrency_limit ?? null}::integer ELSE concurrency_limit END
+      WHERE id = ${id} RETURNING id`)) as Row[];
+    return rows.length > 0;
+  }
+}
+
+export class PgKeyRecords implements KeyRecords {
+  constructor(private readonly db: PgDatabase) {}
+
+  async insert(k: ApiKeyRow): Promise<void> {
+    await this.db.ask((sql) => sql`
+      INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at)
+      VALUES (${k.id}, ${k.account_id}, ${k.name}, ${k.prefix}, ${k.hash}, ${k.created_at})`);
+  }
+
+  async revoke(id: string, at: number): Promise<boolean> {
+    const rows = (await this.db.ask((sql) => sql`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${at}) WHERE id = ${id} RETURNING id`)) as Row[];
+    return rows.length > 0;
+  }
+
+  async listForAccount(accountId: string): Promise<ApiKeyListing[]> {
+    const rows = (await this.db.ask((sql) => sql`
+      SELECT id, account_id, name, prefix, created_at, revoked_at FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at, seq`)) as Row[];
+    return rows.map(keyListing);
+  }
+
+  async ownerByHash(hash: string): Promise<KeyOwnerRow | null> {
+    const rows = (await this.db.ask((sql) => sql`
+      SELECT k.id, k.account_id, k.hash, k.revoked_at, a.disabled, a.rate_limit_rpm, a.concurrency_limit
+        FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ${hash}`)) as Row[];
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      id: r.id as string,
+      account_id: r.account_id as string,
+      hash: r.hash as string,
+      revoked_at: r.revoked_at === null ? null : int(r.revoked_at),
+      disabled: int(r.disabled),
+      rate_limit_rpm: r.rate_limit_rpm === null ? null : int(r.rate_limit_rpm),
+      concurrency_limit: r.concurrency_limit === null ? null : int(r.concurrency_limit),
+    };
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * Ordered PostgreSQL migrations, the counterpart of src/store/migrations for SQLite. Append only:
+ * a released migration is never edited (functions change through a later CREATE OR REPLACE).
+ */
+import { core } from "./001-core";
+import { scaleOut } from "./002-scale-out";
+import { ledgerFunctions } from "./003-ledger-functions";
+import { limitFunctions } from "./004-limit-functions";
+
+export interface PgMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions];

@@ -1,0 +1,65 @@
+/**
+ * Start-up on PostgreSQL: migrate, register, release what the previous run of the same instance
+ * (same data directory) left behind at once, listen for changes; an unreachable database is a
+ * configuration error naming the variable, never the password.
+ */
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig, ConfigError } from "../../config";
+import { MAX_BALANCE } from "../../billing/ledger";
+import { openPostgres } from "./open";
+import { testDatabase } from "../../../test/support/postgres";
+
+setDefaultTimeout(30_000);
+
+let url: string;
+const dataDir = mkdtempSync(join(tmpdir(), "switchyard-pg-open-"));
+beforeAll(async () => {
+  url = await testDatabase();
+}, 60_000);
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+const hooks = { onChange: () => {} };
+
+test("a restarted instance releases its previous run's holds and slots at once", async () => {
+  const config = loadConfig({ SWITCHYARD_DATABASE_URL: url, SWITCHYARD_DATA_DIR: dataDir });
+  const first = await openPostgres(config, MAX_BALANCE, hooks);
+  await first.db.sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_open', 'o', 0)`;
+  await first.ledger.adjust("acct_open", 1000, "test");
+  expect((await first.limiter.admit("acct_open", { rateLimitRpm: 100, concurrencyLimit: 10 })).ok).toBe(true);
+  expect(await first.ledger.reserve({ requestId: "open_1", accountId: "acct_open", amount: 400, endpoint: "e", model: "m" })).toEqual({ ok: true });
+  // Killed: no clean release.
+  first.registry!.halt();
+  await first.db.close();
+
+  const second = await openPostgres(config, MAX_BALANCE, hooks);
+  try {
+    expect(second.registry!.name).toBe(first.registry!.name);
+    expect(second.releasedAtStart).toEqual({ holdsVoided: 1, slotsReleased: 1 });
+    const [row] = (await second.db.sql`SELECT reserved::int AS reserved FROM accounts WHERE id = 'acct_open'`) as [{ reserved: number }];
+    expect(row.reserved).toBe(0);
+    expect(await second.limiter.inFlight("acct_open")).toBe(0);
+  } finally {
+    await second.close();
+  }
+  // A clean close released the run: nothing left for a survivor.
+  const third = await openPostgres(config, MAX_BALANCE, hooks);
+  try {
+    const [inst] = (await third.db.sql`
+      SELECT count(*)::int AS n FROM instances WHERE name = ${first.registry!.name} AND released_at IS NULL`) as [{ n: number }];
+    expect(inst.n).toBe(1); // only the run just opened
+    expect(third.releasedAtStart).toEqual({ holdsVoided: 0, slotsReleased: 0 });
+  } finally {
+    await third.close();
+  }
+});
+
+test("an unreachable database is a configuration error naming SWITCHYARD_DATABASE_URL, without the password", async () => {
+  const config = loadConfig({ SWITCHYARD_DATABASE_URL: "postgres://u:hunter2secret@127.0.0.1:1/x", SWITCHYARD_DATA_DIR: dataDir });
+  const e = await openPostgres(config, MAX_BALANCE, hooks).catch((err) => err);
+  expect(e).toBeInstanceOf(ConfigError);
+  expect(e.message).toContain("SWITCHYARD_DATABASE_URL");
+  expect(e.message).not.toContain("hunter2secret");
+});

@@ -1,0 +1,137 @@
+/**
+ * Opens the PostgreSQL store, in start-up order: the pool, the migrations (advisory-locked, so N
+ * instances starting together migrate once), and — for a server — this instance's registration,
+ * the release of whatever its previous run left behind, heartbeats with survivor passes, and the
+ * change feed. close() undoes it in reverse, releasing this run so nobody waits for its timeout.
+ * A CLI command opens the pool and migrates only: it takes no holds or slots.
+ *
+ * The instance's name is kept in its data directory (`instance-name`), so a restart finds the
+ * holds and slots of its previous run by name and releases them at once. One server per data
+ * directory (the serve lock) is what makes that name unique among live instances.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { ConfigError, type Config } from "../../config";
+import { StoreUnavailable } from "../../billing/ledger-store";
+import type { DataStore } from "../data-store";
+import { OutcomeUnknown, PgDatabase } from "./database";
+import { migratePostgres } from "./migrate";
+import { InstanceRegistry, type InstanceIdentity, type Released } from "./instances";
+import { PostgresLedgerStore } from "./ledger-store";
+import { PostgresLimiter } from "./limiter";
+import { listenForChanges, type Change, type ChangeFeed } from "./changes";
+import { PgAccountRecords, PgKeyRecords } from "./accounts";
+import { PgResponseRecords } from "./responses";
+import { PgOutcomeRecords } from "./outcomes";
+import { PgUsageRecords } from "./usage";
+
+export interface PostgresDataStore extends DataStore {
+  readonly engine: "postgres";
+  readonly db: PgDatabase;
+  readonly ledger: PostgresLedgerStore;
+  readonly limiter: PostgresLimiter;
+  /** Null for a CLI command (it is no instance). */
+  readonly registry: InstanceRegistry | null;
+  /** Holds and slots of this instance's previous run, released at start. */
+  readonly releasedAtStart: { holdsVoided: number; slotsReleased: number };
+}
+
+export interface OpenHooks {
+  /** A key, an account's disabled flag or limits changed somewhere ("*": anything may have). */
+  onChange(c: Change): void;
+  onReleasedOther?(r: Released): void;
+  onReregistered?(oldId: string, newId: string): void;
+  onBeatError?(e: unknown): void;
+}
+
+export interface OpenOptions {
+  /** `serve`: an instance (registers, heartbeats, listens); `cli`: a command beside the instances. */
+  mode?: "serve" | "cli";
+}
+
+/** This instance's stable name, kept in its data directory. */
+export function instanceName(dataDir: string): string {
+  const file = join(dataDir, "instance-name");
+  try {
+    const name = readFileSync(file, "utf8").trim();
+    if (/^[A-Za-z0-9._-]{1,100}$/.test(name)) return name;
+  } catch {
+    // first start in this directory
+  }
+  const host = hostname().replace(/[^A-Za-z0-9.-]/g, "-").slice(0, 60) || "host";
+  const name = `${host}-${randomBytes(4).toString("hex")}`;
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(file, name + "\n");
+  return name;
+}
+
+/** A CLI command credits, creates and revokes, but never holds: it needs no registered instance. */
+const CLI_IDENTITY: InstanceIdentity = { id: "cli", name: "cli" };
+
+export async function openPostgres(config: Config, maxBalance: number, hooks: OpenHooks, options: OpenOptions = {}): Promise<PostgresDataStore> {
+  if (!config.databaseUrl) throw new Error("openPostgres without SWITCHYARD_DATABASE_URL");
+  const serve = (options.mode ?? "serve") === "serve";
+  const db = new PgDatabase({ url: config.databaseUrl, pool: serve ? config.databasePool : 2, applicationName: serve ? "switchyard" : "switchyard-cli" });
+  let changes: ChangeFeed | null = null;
+  let registry: InstanceRegistry | null = null;
+  try {
+    await migratePostgres(db.sql);
+    let ledger: PostgresLedgerStore | null = null;
+    let releasedAtStart = { holdsVoided: 0, slotsReleased: 0 };
+    if (serve) {
+      registry = new InstanceRegistry(db, {
+        name: instanceName(config.dataDir),
+        timeoutMs: config.instanceTimeoutMs,
+        onReleasedOther: hooks.onReleasedOther,
+        onReregistered: hooks.onReregistered,
+        onError: (e) => {
+          // The database refused the connection itself: new holds are refused at once (503),
+          // not after each request has found out. A slow answer is no such proof.
+          if (e instanceof StoreUnavailable && !(e instanceof OutcomeUnknown) && e.reason === "unreachable") ledger?.reportFailure(e);
+          hooks.onBeatError?.(e);
+        },
+      });
+      await registry.register();
+      releasedAtStart = await registry.releasePrevious();
+    }
+    const identity = registry ?? CLI_IDENTITY;
+    ledger = new PostgresLedgerStore(db, identity, { maxBalance });
+    const limiter = new PostgresLimiter(db, identity);
+    if (registry) {
+      registry.start();
+      changes = await listenForChanges(db, hooks.onChange);
+    }
+    const reg = registry;
+    const feed = changes;
+    const ledgerStore = ledger;
+    return {
+      engine: "postgres",
+      db,
+      registry: reg,
+      ledger: ledgerStore,
+      limiter,
+      releasedAtStart,
+      accounts: new PgAccountRecords(db),
+      keys: new PgKeyRecords(db),
+      responses: new PgResponseRecords(db),
+      outcomes: new PgOutcomeRecords(db),
+      usage: new PgUsageRecords(db),
+      async close() {
+        await feed?.close().catch(() => {});
+        await ledgerStore.flush().catch(() => {});
+        await limiter.flush().catch(() => {});
+        await reg?.stop().catch(() => {});
+        await db.close().catch(() => {});
+      },
+    };
+  } catch (e) {
+    registry?.halt();
+    await changes?.close().catch(() => {});
+    await db.close().catch(() => {});
+    const why = (e as { errno?: string }).errno ?? (e as { code?: string }).code ?? (e as Error).constructor?.name ?? "error";
+    // Never the URL itself: it holds a password.
+    throw new ConfigError("SWITCHYARD_DATABASE_URL", `cannot open the PostgreSQL database (postgres ${why})`);
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Usage sums and charge lookups over the ledger in PostgreSQL: the same figures as
+ * store/sqlite/usage.ts (days are UTC dates of the entries' unix-second times).
+ */
+import type { PgDatabase } from "./database";
+import { int } from "./database";
+import type { SumRow, UsageRecords } from "../../billing/usage-report";
+import type { Grouping } from "../../billing/usage-query";
+import type { ChargeRecords, ChargeRow } from "../../generations/records";
+
+type Row = Record<string, unknown>;
+
+const COLUMN: Record<Grouping, string> = {
+  day: "to_char(to_timestamp(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day",
+  model: "model",
+  endpoint: "endpoint",
+};
+
+/** Only fixed column names from GROUPINGS reach the text; values are parameters. */
+function sumsSql(groupBy: Grouping[]): string {
+  const cols = groupBy.map((g) => COLUMN[g] + ",").join(" ");
+  const group = groupBy.length ? `GROUP BY ${groupBy.join(", ")} ORDER BY ${groupBy.join(", ")}` : "";
+  return `SELECT ${cols} COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0) AS input_tokens,
+      COALESCE(SUM(output_tokens), 0) AS output_tokens, COALESCE(SUM(characters), 0) AS characters,
+      COALESCE(-SUM(amount), 0) AS cost_units
+    FROM ledger_entries
+    WHERE account_id = $1 AND kind = 'charge' AND created_at >= $2 AND created_at < $3
+    ${group}`;
+}
+
+function charge(r: Row): ChargeRow {
+  return {
+    request_id: r.request_id as string,
+    endpoint: (r.endpoint as string | null) ?? null,
+    model: (r.model as string | null) ?? null,
+    service_tier: (r.service_tier as string | null) ?? null,
+    amount: int(r.amount),
+    input_tokens: int(r.input_tokens),
+    output_tokens: int(r.output_tokens),
+    characters: int(r.characters),
+    reason: (r.reason as string | null) ?? null,
+    created_at: int(r.created_at),
+  };
+}
+
+export class PgUsageRecords implements UsageRecords, ChargeRecords {
+  constructor(private readonly db: PgDatabase) {}
+
+  async balance(accountId: string): Promise<{ balance: number; reserved: number } | null> {
+    const rows = (await this.db.ask((sql) => sql`SELECT balance, reserved FROM accounts WHERE id = ${accountId}`)) as Row[];
+    return rows[0] ? { balance: int(rows[0].balance), reserved: int(rows[0].reserved) } : null;
+  }
+
+  async sums(accountId: string, fromSeconds: number, toSeconds: number, groupBy: Grouping[]): Promise<SumRow[]> {
+    const rows = (await this.db.ask((sql) => sql.unsafe(sumsSql(groupBy), [accountId, fromSeconds, toSeconds]))) as Row[];
+    return rows.map((r) => ({
+      ...(r.day !== undefined ? { day: r.day as string } : {}),
+      ...(r.model !== undefined ? { model: (r.model as string | null) ?? null } : {}),
+      ...(r.endpoint !== undefined ? { endpoint: (r.endpoint as string | null) ?? null } : {}),
+      requests: int(r.requests),
+      input_tokens: int(r.input_tokens),
+      output_tokens: int(r.output_tokens),
+      characters: int(r.characters),
+      cost_units: int(r.cost_units),
+    }));
+  }
+
+  async credited(accountId: string): Promise<number> {
+    const rows = (await this.db.ask((sql) => sql`
+      SELECT COALESCE(SUM(amount), 0) AS units FROM ledger_entries WHERE account_id = ${accountId} AND kind IN ('credit', 'debit')`)) as Row[];
+    return int(rows[0]?.units);
+  }
+
+  async charge(requestId: string, accountId: string): Promise<ChargeRow | null> {
+    const rows = (await this.db.ask((sql) => sql`
+      SELECT request_id, endpoint, model, service_tier, amount, input_tokens, output_tokens, characters, reason, created_at
+        FROM ledger_entries WHERE request_id = ${requestId} AND kind = 'charge' AND account_id = ${accountId}`)) as Row[];
+    return rows[0] ? charge(rows[0]) : null;
+  }
+
+  async recent(accountId: string, limit: number): Promise<ChargeRow[]> {
+    const rows = (await this.db.ask((sql) => sql`
+      SELECT request_id, endpoint, model, service_tier, amount, input_tokens, output_tokens, characters, reason, created_at
+        FROM ledger_entries WHERE account_id = ${accountId} AND kind = 'charge' ORDER BY created_at DESC, id DESC LIMIT ${limit}`)) as Row[];
+    return rows.map(charge);
+  }
+}

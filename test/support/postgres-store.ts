@@ -1,0 +1,86 @@
+/**
+ * The PostgreSQL stores wired as an instance wires them (database pool, registered instance,
+ * ledger store, limiter), on a fresh database of the shared test server — for store-level tests.
+ * `instance()` adds another instance on the same database, to test what they share.
+ */
+import { randomBytes } from "node:crypto";
+import { PgDatabase } from "../../src/store/postgres/database";
+import { migratePostgres } from "../../src/store/postgres/migrate";
+import { InstanceRegistry, type RegistryOptions } from "../../src/store/postgres/instances";
+import { PostgresLedgerStore, type PostgresLedgerOptions } from "../../src/store/postgres/ledger-store";
+import { PostgresLimiter } from "../../src/store/postgres/limiter";
+import { MAX_BALANCE } from "../../src/billing/ledger";
+import { testDatabase } from "./postgres";
+
+export interface PgInstance {
+  db: PgDatabase;
+  registry: InstanceRegistry;
+  ledger: PostgresLedgerStore;
+  limiter: PostgresLimiter;
+  close(): Promise<void>;
+}
+
+export interface PgFixture {
+  url: string;
+  /** The first instance. */
+  a: PgInstance;
+  /** Another instance on the same database (registered, not started). */
+  instance(opts?: Partial<RegistryOptions> & { ledger?: Partial<PostgresLedgerOptions>; pool?: number }): Promise<PgInstance>;
+  /** A new account with `credits` nano-USD, written through the ledger (one credit entry). */
+  account(credits?: number): Promise<string>;
+  /** The account's columns as numbers. */
+  balances(accountId: string): Promise<{ balance: number; reserved: number }>;
+  /** Σ ledger entry amounts of the account. */
+  ledgerSum(accountId: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function pgFixture(url?: string): Promise<PgFixture> {
+  const dbUrl = url ?? (await testDatabase());
+  const admin = new PgDatabase({ url: dbUrl, pool: 2 });
+  await migratePostgres(admin.sql);
+  const instances: PgInstance[] = [];
+  const instance: PgFixture["instance"] = async (opts = {}) => {
+    const db = new PgDatabase({ url: dbUrl, pool: opts.pool ?? 4 });
+    const registry = new InstanceRegistry(db, { name: opts.name ?? `test-${randomBytes(3).toString("hex")}`, timeoutMs: opts.timeoutMs ?? 15_000, ...opts });
+    await registry.register();
+    const ledger = new PostgresLedgerStore(db, registry, { maxBalance: MAX_BALANCE, ...opts.ledger });
+    const limiter = new PostgresLimiter(db, registry);
+    const inst: PgInstance = {
+      db, registry, ledger, limiter,
+      async close() {
+        registry.halt();
+        await ledger.flush().catch(() => {});
+        await limiter.flush().catch(() => {});
+        await db.close().catch(() => {});
+      },
+    };
+    instances.push(inst);
+    return inst;
+  };
+  const a = await instance();
+  let n = 0;
+  return {
+    url: dbUrl,
+    a,
+    instance,
+    async account(credits = 0) {
+      const id = `acct_t${++n}_${randomBytes(4).toString("hex")}`;
+      await admin.sql`INSERT INTO accounts (id, name, created_at) VALUES (${id}, 'test', 0)`;
+      if (credits > 0) await a.ledger.adjust(id, credits, "test credits");
+      return id;
+    },
+    async balances(accountId) {
+      const [r] = (await admin.sql`SELECT balance, reserved FROM accounts WHERE id = ${accountId}`) as { balance: string; reserved: string }[];
+      return { balance: Number(r!.balance), reserved: Number(r!.reserved) };
+    },
+    async ledgerSum(accountId) {
+      const [r] = (await admin.sql`SELECT COALESCE(SUM(amount), 0)::text AS s FROM ledger_entries WHERE account_id = ${accountId}`) as { s: string }[];
+      return Number(r!.s);
+    },
+    async close() {
+      for (const i of instances) await i.close();
+      await admin.close();
+    },
+  };
+}
