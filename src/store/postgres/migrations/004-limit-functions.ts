@@ -134,7 +134,7 @@ DECLARE
   r RECORD;
 BEGIN
   FOR inst IN
-    SELECT i.id FROM instances i
+    SELECT i.id, i.released_at FROM instances i
      WHERE i.id <> p_me
        AND ((i.released_at IS NULL AND i.heartbeat_at < clock_timestamp() - i.timeout_ms * INTERVAL '1 millisecond'
              -- A database that was itself down lately stopped every heartbeat: give live
@@ -146,7 +146,12 @@ BEGIN
      FOR UPDATE SKIP LOCKED
   LOOP
     SELECT * INTO r FROM switchyard_release_instance(inst.id, p_now);
-    RETURN QUERY SELECT inst.id, r.holds_voided, r.slots_released;
+    -- A row locked by another survivor's pass is re-checked on its newest version, but the
+    -- EXISTS subqueries still see the older snapshot: a pass that finds the instance already
+    -- released and nothing left to release says nothing, so each release is reported once.
+    IF inst.released_at IS NULL OR r.holds_voided > 0 OR r.slots_released > 0 THEN
+      RETURN QUERY SELECT inst.id, r.holds_voided, r.slots_released;
+    END IF;
   END LOOP;
   DELETE FROM instances i
    WHERE i.released_at < clock_timestamp() - INTERVAL '1 day'
