@@ -14,6 +14,7 @@ import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
 import { MetricsRegistry } from "./metrics/registry";
 import { AccountLimiter } from "./limits/limiter";
+import { TokenCounter } from "./chat/token-counter";
 
 export interface Services {
   config: Config;
@@ -27,6 +28,8 @@ export interface Services {
   metrics: MetricsRegistry;
   /** Per-account rate and concurrency limits (contract §8). */
   limits: AccountLimiter;
+  /** Chat token counting, off the event loop for long texts. */
+  tokens: TokenCounter;
   log: Log;
   isLive(entry: ModelEntry): boolean;
   close(): void;
@@ -57,9 +60,11 @@ export function createServices(config: Config, overrides: ServiceOverrides = {})
     engines,
     metrics: new MetricsRegistry(),
     limits: new AccountLimiter(),
+    tokens: new TokenCounter((msg) => s.log.warn(msg)),
     log: new Log(config.logLevel),
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     close() {
+      s.tokens.close();
       s.ledger.flush();
       db.close();
     },

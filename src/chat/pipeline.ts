@@ -7,13 +7,13 @@ import type { Services } from "../services";
 import type { ResolvedModel } from "../catalog/catalog";
 import { chatCost } from "../billing/prices";
 import { formatUsd } from "../billing/money";
-import { insufficientCredits, upstreamError } from "../errors";
+import { clientGone, insufficientCredits, upstreamError } from "../errors";
+import { CountAborted } from "./token-counter";
 import { dispatchChat } from "../upstream/dispatch";
 import { abortWith, readAllText } from "../upstream/timeouts";
-import { tokenBudget, type ChatRequest, type TokenBudget } from "./request";
+import { contextWindowExceeded, mayExceedContext, promptExtras, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
-import { countTextTokens, promptTokenCount } from "./tokens";
 import { ChatStream } from "./stream";
 import { timeEngine } from "../metrics/engine-time";
 import { prepareChatImages } from "./images";
@@ -63,11 +63,41 @@ export function upstreamBody(req: ChatRequest, stream: boolean): Record<string, 
   return body;
 }
 
-export function estimateInput(req: ChatRequest): number {
-  return promptTokenCount(req.messages, [req.tools, req.functions, req.response_format]);
+const inputEstimates = new WeakMap<ChatRequest, Promise<number>>();
+
+/**
+ * The prompt's estimated tokens, counted once per request (the context check, a Messages stream's
+ * message_start and a usage fallback all ask) and off the event loop when long. Counting stops
+ * once past the context window: exact for every prompt that fits, "more" for the others.
+ */
+export function estimateInput(s: Services, call: Pick<ChatCall, "request" | "resolved" | "signal">): Promise<number> {
+  let estimate = inputEstimates.get(call.request);
+  if (!estimate) {
+    const req = call.request;
+    estimate = s.tokens.prompt(req.messages, promptExtras(req), { limit: call.resolved.entry.contextWindow, signal: call.signal });
+    inputEstimates.set(req, estimate);
+    // A count abandoned with its client is not remembered: a later caller counts afresh.
+    estimate.catch(() => inputEstimates.delete(req));
+  }
+  return estimate;
+}
+
+/** 400 context_length_exceeded when the prompt cannot fit; tokenizes only when the cheap bound says it might not. */
+export async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
+  if (!mayExceedContext(call.request, call.resolved.entry)) return;
+  let count: number;
+  try {
+    count = await estimateInput(s, call);
+  } catch (err) {
+    if (err instanceof CountAborted) throw clientGone();
+    throw err;
+  }
+  const err = contextWindowExceeded(call.request, call.resolved.entry, count);
+  if (err) throw err;
 }
 
 export async function completeChat(s: Services, call: ChatCall): Promise<{ body: ChatObject; result: ChatResult }> {
+  await checkContextWindow(s, call);
   await prepareChatImages(s, call);
   reserveChat(s, call);
   let settled = false;
@@ -82,8 +112,8 @@ export async function completeChat(s: Services, call: ChatCall): Promise<{ body:
     // Checked before the charge: nothing after settle() may fail on the upstream's shape.
     if (!isWellFormedCompletion(json)) throw upstreamError();
     const usage = readUsage(json) ?? {
-      prompt: estimateInput(call.request),
-      completion: (json.choices as { message?: ChatObject }[]).reduce((n, c) => n + countTextTokens(deliveredText(c.message)), 0),
+      prompt: await estimateInput(s, call),
+      completion: await s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message))),
     };
     const cost = chatCost(call.resolved.entry, call.resolved.multiplier, { inputTokens: usage.prompt, outputTokens: usage.completion });
     const settlement = await s.ledger.settle({
@@ -101,6 +131,7 @@ export async function completeChat(s: Services, call: ChatCall): Promise<{ body:
 
 /** Opens a relayed stream; resolves once an upstream accepted the request (errors before that throw). */
 export async function openChatStream(s: Services, call: ChatCall): Promise<ChatStream> {
+  await checkContextWindow(s, call);
   await prepareChatImages(s, call);
   reserveChat(s, call);
   try {

@@ -11,7 +11,6 @@ import { SseParser } from "../protocols/sse";
 import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
-import { countTextTokens } from "./tokens";
 import { timeEngine } from "../metrics/engine-time";
 import { requestMetrics } from "../metrics/request-metrics";
 import { completionId, estimateInput, type ChatCall, type ChatResult } from "./pipeline";
@@ -109,8 +108,7 @@ export class ChatStream implements AsyncIterable<ChatObject> {
   complete(): Promise<ChatResult | null> {
     if (!this.settlement) {
       this.finished = true;
-      const usage = this.usage ?? { prompt: estimateInput(this.call.request), completion: countTextTokens(this.delivered) };
-      this.settlement = this.settle(usage.prompt, usage.completion);
+      this.settlement = this.measure(this.delivered).then((usage) => this.settle(usage.prompt, usage.completion));
     }
     return this.settlement;
   }
@@ -124,8 +122,8 @@ export class ChatStream implements AsyncIterable<ChatObject> {
         this.s.ledger.release(this.call.requestId);
         this.settlement = Promise.resolve(null);
       } else {
-        const input = this.usage?.prompt ?? estimateInput(this.call.request);
-        this.settlement = this.settle(input, countTextTokens(this.delivered));
+        const delivered = this.delivered;
+        this.settlement = this.measure(delivered, true).then((usage) => this.settle(usage.prompt, usage.completion));
       }
     }
     return this.settlement;
@@ -147,6 +145,16 @@ export class ChatStream implements AsyncIterable<ChatObject> {
     this.upstream.abort();
     this.s.ledger.release(this.call.requestId);
     this.settlement = Promise.resolve(null);
+  }
+
+  /**
+   * The usage to bill: the upstream's, or our count (off the event loop when long). A cut-short
+   * stream pays its input and the output delivered, counted from the text.
+   */
+  private async measure(delivered: string, cutShort = false): Promise<{ prompt: number; completion: number }> {
+    const prompt = this.usage?.prompt ?? (await estimateInput(this.s, { ...this.call, signal: new AbortController().signal }));
+    const completion = this.usage && !cutShort ? this.usage.completion : await this.s.tokens.text(delivered);
+    return { prompt, completion };
   }
 
   private async settle(inputTokens: number, outputTokens: number): Promise<ChatResult> {

@@ -8,10 +8,11 @@ import type { App } from "../app";
 import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticate, identify } from "../auth";
+import { authenticate } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { estimateInput, type ChatCall } from "../../chat/pipeline";
-import { promptTokenCount } from "../../chat/tokens";
+import { CountAborted } from "../../chat/token-counter";
+import { clientGone } from "../../errors";
 import { sseEvent } from "../../protocols/sse";
 import { completeForRoute, MID_STREAM_FAILURE, streamForRoute } from "../chat-relay";
 import { newId } from "../../accounts/ids";
@@ -27,13 +28,18 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
   docs.add({ method: "POST", path: "/v1/messages", summary: "Anthropic Messages protocol on the chat models, plain or streamed.", auth: "key", body: MessagesRequest, public: true });
   docs.add({ method: "POST", path: "/v1/messages/count_tokens", summary: "Estimated input tokens of a Messages request; free, no model call.", auth: "key", body: CountTokensRequest });
 
-  app.post("/v1/messages/count_tokens", ({ body, bearer, request, set }) => {
-    identify(s, request, bearer, set);
+  // Free of charge, but admitted like every model endpoint: counting costs CPU.
+  app.post("/v1/messages/count_tokens", async ({ body, bearer, request, set }) => {
+    authenticate(s, request, bearer, set);
     assertModelEndpoint(s, body, "chat");
     const req = parseCountTokensRequest(body);
     const messages = toChatMessages(req);
     resolveModel(s, req.model, "chat");
-    return { input_tokens: promptTokenCount(messages, countExtras(req)) };
+    try {
+      return { input_tokens: await s.tokens.prompt(messages, countExtras(req), { signal: request.signal }) };
+    } catch (err) {
+      throw err instanceof CountAborted ? clientGone() : err;
+    }
   });
 
   app.post("/v1/messages", async ({ body, bearer, request, set, server }) => {
@@ -54,7 +60,10 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
         toAnthropicMessage(chat, { id, model: resolved.requestedId, result, stopSequences, toolId }));
     }
 
-    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: estimateInput(chatRequest), stopSequences, toolId });
+    const inputTokens = await estimateInput(s, call).catch((err) => {
+      throw err instanceof CountAborted ? clientGone() : err;
+    });
+    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens, stopSequences, toolId });
     const frames = (events: AnthropicEvent[]) => events.map((e) => sseEvent(e.event, e.data));
     return streamForRoute(s, call, { request, server, set }, {
       start: () => frames(translator.start()),
