@@ -7,6 +7,7 @@ import type { Services } from "../services";
 import { DomainError } from "../errors";
 import { admitRequest, attachRateHeaders } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
+import { contextOf } from "./request-context";
 
 export interface Caller {
   accountId: string;
@@ -33,9 +34,35 @@ export function presentedKey(request: Request, bearer: string | undefined): stri
  * ends, on every path. Every model endpoint calls this once, first.
  */
 export function authenticate(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller {
+  const ctx = contextOf(request);
+  // Admitted already, before its body was read (admitBeforeBody): never twice.
+  if (ctx?.caller) return ctx.caller;
   const caller = callerOf(s, request, bearer);
   admitRequest(s, request, set, caller.accountId, caller.limits);
+  if (ctx) ctx.caller = caller;
   return caller;
+}
+
+/**
+ * The POST endpoints whose caller is authenticated and admitted before the body is read, so a
+ * client without a valid key, or over its limits, never makes the server read and parse a body
+ * of up to SWITCHYARD_MAX_BODY_BYTES. Each of them calls authenticate() first.
+ */
+export const ADMITTED_BEFORE_BODY: ReadonlySet<string> = new Set([
+  "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/v1/audio/speech", "/v1/embeddings",
+]);
+
+/** Called by the app's body parser before it reads a body: 401/403/429 come first, bodies unread. */
+export function admitBeforeBody(s: Services, request: Request, path: string, set: { headers: Record<string, unknown> }): void {
+  if (request.method !== "POST" || !ADMITTED_BEFORE_BODY.has(path)) return;
+  authenticate(s, request, bearerOf(request), set);
+}
+
+/** The bearer token as @elysiajs/bearer reads it (derived only after the body is parsed). */
+export function bearerOf(request: Request): string | undefined {
+  const authorization = request.headers.get("authorization");
+  if (authorization?.startsWith("Bearer")) return authorization.slice("Bearer".length + 1);
+  return new URL(request.url).searchParams.get("access_token") ?? undefined;
 }
 
 /**
