@@ -13,7 +13,7 @@ import { isWellFormedChunk } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { timeEngine } from "../metrics/engine-time";
 import { requestMetrics } from "../metrics/request-metrics";
-import { completionId, estimateInput, type ChatCall, type ChatResult } from "./pipeline";
+import { completionId, countUsage, type ChatCall, type ChatResult } from "./pipeline";
 
 type ChatObject = Record<string, unknown>;
 
@@ -152,9 +152,8 @@ export class ChatStream implements AsyncIterable<ChatObject> {
    * stream pays its input and the output delivered, counted from the text.
    */
   private async measure(delivered: string, cutShort = false): Promise<{ prompt: number; completion: number }> {
-    const prompt = this.usage?.prompt ?? (await estimateInput(this.s, { ...this.call, signal: new AbortController().signal }));
-    const completion = this.usage && !cutShort ? this.usage.completion : await this.s.tokens.text(delivered);
-    return { prompt, completion };
+    if (!this.usage) return countUsage(this.s, this.call, [delivered]);
+    return { prompt: this.usage.prompt, completion: cutShort ? await this.s.tokens.text(delivered) : this.usage.completion };
   }
 
   private async settle(inputTokens: number, outputTokens: number): Promise<ChatResult> {

@@ -1,32 +1,40 @@
 /**
  * Token counting off the event loop. Counting runs at ~20 MB/s, so a long prompt or a long relayed
  * output would stall every other request for as long as it takes (an 8 MB prompt: about half a
- * second). Texts short enough to count in well under a millisecond are counted inline; longer
- * ones go to one worker thread, started on first use, one job at a time in arrival order. A job
- * whose caller has gone (its signal aborted) before its turn is dropped unrun.
+ * second), and the tokenizer's tables would make every full garbage collection of the serving
+ * thread slower. So all counting happens in worker threads, started on first use, in two lanes:
+ * short texts (a chat turn) in one, long ones in another, so that neither a long count nor the
+ * garbage collections its megabytes of text cause in that thread can delay a short count. The long
+ * lane counts in steps, one job after another (see token-worker.ts). A job whose caller has gone
+ * (its signal aborted) is dropped.
+ *
+ * If no worker can start, counting falls back to the calling thread, with a warning.
  */
 import { countTexts, promptOverhead, promptTexts, textLength } from "./tokens";
 import type { TokenJob, TokenReply } from "./token-worker";
 
-/** Up to this many characters are counted on the calling thread (≲ 1 ms even for hostile text). */
-export const INLINE_MAX_CHARS = 4_096;
-
 type Message = Parameters<typeof promptTexts>[0][number];
+
+/** Jobs up to this many characters go to the short lane (counted in well under a millisecond). */
+export const SHORT_JOB_CHARS = 16 * 1024;
 
 export interface CountOptions {
   /** Counting may stop once the count exceeds this (the result is then above it). */
   limit?: number;
-  /** The caller no longer needs the count: a job still waiting is dropped. */
+  /** The caller no longer needs the count: the job is dropped and the promise rejects. */
   signal?: AbortSignal;
 }
 
-/** The count was not needed any more (its signal aborted while it waited). */
-export class CountAborted extends Error {}
+/** The count was not needed any more (its signal aborted first). */
+export class CountAborted extends Error {
+  constructor() {
+    super("the count is no longer needed");
+  }
+}
 
 interface Job {
   texts: string[];
   limit: number | null;
-  signal?: AbortSignal;
   resolve(n: number): void;
   reject(e: Error): void;
 }
@@ -42,37 +50,24 @@ function workerSpecs(): string[] {
 }
 
 export class TokenCounter {
-  private worker: Worker | null = null;
-  private readonly queue: Job[] = [];
-  private running: (Job & { id: number }) | null = null;
-  private nextId = 1;
+  private readonly short = new Lane(this, false);
+  /** Long counts run at a lower CPU priority than the serving thread (see token-worker.ts). */
+  private readonly long = new Lane(this, true);
+  /** @internal Which of workerSpecs() to start; moves on when a worker dies before it loaded. */
+  specIndex = 0;
   private closed = false;
   /** Set when no worker could be started: counting then stays on the calling thread. */
   private inlineOnly = false;
-  /** Which of workerSpecs() to start; moves on when a worker dies before it loaded. */
-  private specIndex = 0;
-  private workerStarted = false;
 
-  constructor(
-    private readonly onWarning: (message: string) => void = () => {},
-    private readonly inlineMaxChars = INLINE_MAX_CHARS,
-  ) {}
+  constructor(private readonly onWarning: (message: string) => void = () => {}) {}
 
   /** The sum of the texts' tokens. */
   count(texts: string[], opts: CountOptions = {}): Promise<number> {
     if (opts.signal?.aborted) return Promise.reject(new CountAborted());
     const limit = opts.limit ?? Infinity;
-    if (this.inlineOnly || this.closed || textLength(texts) <= this.inlineMaxChars) {
-      try {
-        return Promise.resolve(countTexts(texts, limit));
-      } catch (e) {
-        return Promise.reject(e);
-      }
-    }
-    return new Promise((resolve, reject) => {
-      this.queue.push({ texts, limit: Number.isFinite(limit) ? limit : null, signal: opts.signal, resolve, reject });
-      this.pump();
-    });
+    if (this.inlineOnly || this.closed) return countInline(texts, limit);
+    const lane = textLength(texts) <= SHORT_JOB_CHARS ? this.short : this.long;
+    return lane.count(texts, Number.isFinite(limit) ? limit : null, opts.signal);
   }
 
   /** The tokens of one text. */
@@ -87,90 +82,120 @@ export class TokenCounter {
     return overhead + (await this.count(p.texts, { ...opts, limit: opts.limit === undefined ? undefined : opts.limit - overhead }));
   }
 
-  /** Stops the worker; counts asked for afterwards run inline. */
+  /** Stops the workers; counts in flight fail, later ones run on the calling thread. */
   close(): void {
     this.closed = true;
-    const err = new Error("token counter closed");
-    this.running?.reject(err);
-    this.running = null;
-    for (const job of this.queue.splice(0)) job.reject(err);
-    this.worker?.terminate();
-    this.worker = null;
+    this.short.close();
+    this.long.close();
   }
 
-  private pump(): void {
-    if (this.running) return;
-    let job: Job | undefined;
-    while ((job = this.queue.shift())) {
-      if (!job.signal?.aborted) break;
-      job.reject(new CountAborted());
-    }
-    if (!job) return;
-    const worker = this.ensureWorker();
-    if (!worker) {
-      // No worker can run here: count inline rather than fail the request.
-      try {
-        job.resolve(countTexts(job.texts, job.limit ?? Infinity));
-      } catch (e) {
-        job.reject(e as Error);
-      }
-      return this.pump();
-    }
-    const id = this.nextId++;
-    this.running = { ...job, id };
-    const message: TokenJob = { id, texts: job.texts, limit: job.limit };
-    worker.postMessage(message);
-  }
-
-  private ensureWorker(): Worker | null {
-    if (this.worker) return this.worker;
+  /** @internal A new worker, or null (counting inline from now on) when none can start. */
+  startWorker(lane: Lane): Worker | null {
     const specs = workerSpecs();
-    while (this.specIndex < specs.length) {
+    while (!this.inlineOnly && this.specIndex < specs.length) {
       try {
         const worker = new Worker(specs[this.specIndex]!);
-        worker.onmessage = (e: MessageEvent<TokenReply>) => this.receive(worker, e.data);
-        worker.onerror = (e) => this.crashed(worker, new Error(`token worker failed: ${e.message}`));
-        worker.addEventListener("close", () => this.crashed(worker, new Error("token worker exited")));
+        lane.attach(worker);
         // An idle worker must not keep a CLI command (or a test) alive.
         (worker as Worker & { unref?(): void }).unref?.();
-        this.worker = worker;
-        this.workerStarted = false;
         return worker;
       } catch {
         this.specIndex++;
       }
     }
+    if (!this.inlineOnly) this.onWarning("token counting runs on the main thread: its worker could not start");
     this.inlineOnly = true;
-    this.onWarning("token counting runs on the main thread: its worker could not start");
     return null;
   }
 
-  private receive(worker: Worker, r: TokenReply): void {
-    if ("ready" in r) {
-      if (worker === this.worker) this.workerStarted = true;
-      return;
-    }
-    const job = this.running;
-    if (!job || job.id !== r.id) return;
-    this.running = null;
-    if ("count" in r) job.resolve(r.count);
-    else job.reject(new Error(r.error));
-    this.pump();
+  /** @internal Jobs of a worker that never started: counted again, elsewhere. */
+  retry(job: Job): void {
+    this.count(job.texts, { limit: job.limit ?? undefined }).then(job.resolve, job.reject);
+  }
+}
+
+/** One worker thread and the jobs sent to it. */
+class Lane {
+  private worker: Worker | null = null;
+  private started = false;
+  private readonly pending = new Map<number, Job>();
+  private nextId = 1;
+
+  constructor(
+    private readonly counter: TokenCounter,
+    private readonly background: boolean,
+  ) {}
+
+  count(texts: string[], limit: number | null, signal?: AbortSignal): Promise<number> {
+    const worker = this.worker ?? (this.worker = this.counter.startWorker(this));
+    if (!worker) return countInline(texts, limit ?? Infinity);
+    const id = this.nextId++;
+    return new Promise<number>((resolve, reject) => {
+      const onAbort = () => {
+        if (!this.pending.delete(id)) return;
+        this.worker?.postMessage({ cancel: id } satisfies TokenJob);
+        reject(new CountAborted());
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const done = () => signal?.removeEventListener("abort", onAbort);
+      this.pending.set(id, { texts, limit, resolve: (n) => (done(), resolve(n)), reject: (e) => (done(), reject(e)) });
+      worker.postMessage({ id, texts, limit } satisfies TokenJob);
+    });
   }
 
-  /** The job in flight fails; the next one starts a fresh worker. */
+  attach(worker: Worker): void {
+    this.started = false;
+    if (this.background) worker.postMessage({ background: true } satisfies TokenJob);
+    worker.onmessage = (e: MessageEvent<TokenReply>) => this.receive(worker, e.data);
+    worker.onerror = (e) => this.crashed(worker, new Error(`token worker failed: ${e.message}`));
+    worker.addEventListener("close", () => this.crashed(worker, new Error("token worker exited")));
+  }
+
+  close(): void {
+    const err = new Error("token counter closed");
+    for (const job of this.pending.values()) job.reject(err);
+    this.pending.clear();
+    this.worker?.terminate();
+    this.worker = null;
+  }
+
+  private receive(worker: Worker, r: TokenReply): void {
+    if (worker !== this.worker) return;
+    if ("ready" in r) {
+      this.started = true;
+      return;
+    }
+    const job = this.pending.get(r.id);
+    if (!job) return;
+    this.pending.delete(r.id);
+    if ("count" in r) job.resolve(r.count);
+    else job.reject(new Error(r.error));
+  }
+
+  /**
+   * The worker died. If it never started (its file is not where this build looked), its jobs are
+   * not at fault: they are counted again with the next address, or inline. Otherwise they fail,
+   * and the next count starts a fresh worker.
+   */
   private crashed(worker: Worker, err: Error): void {
     if (this.worker !== worker) return;
     this.worker = null;
     worker.terminate();
-    const job = this.running;
-    this.running = null;
-    if (!this.workerStarted && job) {
-      // It never started (its file is not where this build looked): try the next address, or
-      // count inline; the job itself is not at fault.
-      this.specIndex++;
-      this.queue.unshift(job);
-    } else job?.reject(err);
-    if (!this.closed) this.pump();
+    const jobs = [...this.pending.values()];
+    this.pending.clear();
+    if (this.started) {
+      for (const job of jobs) job.reject(err);
+      return;
+    }
+    this.counter.specIndex++;
+    for (const job of jobs) this.counter.retry(job);
+  }
+}
+
+function countInline(texts: string[], limit: number): Promise<number> {
+  try {
+    return Promise.resolve(countTexts(texts, limit));
+  } catch (e) {
+    return Promise.reject(e);
   }
 }

@@ -11,10 +11,15 @@
  * (no natural text has such pre-tokens; the parts' sum stays within a few per cent of the
  * whole's BPE), and everything else is counted in segments cut at pre-token
  * boundaries, so normal text gets exactly gpt-tokenizer's count. Counting still takes ~50 ns
- * per character: callers with long text use the worker (see token-counter.ts).
+ * per character, so the server counts in a worker thread (see token-counter.ts), in steps.
+ *
+ * The tokenizer's tables are loaded on first use: ~100 MB that the serving thread never loads
+ * (every full garbage collection there would have to walk them).
  */
-import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
+
+type CountTokens = typeof import("gpt-tokenizer/encoding/o200k_base").countTokens;
+let countTokens: CountTokens | null = null;
 
 /** Chat templates add role markers and separators around each message. */
 export const PER_MESSAGE_OVERHEAD = 8;
@@ -35,7 +40,10 @@ const MEMO_LIMIT = 4_096;
 const PRE_TOKENS = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, "gu");
 /** Special-token markup ("<|endoftext|>") in client text is plain text, never an error. */
 const AS_PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
-const bpe = (text: string): number => countTokens(text, AS_PLAIN_TEXT);
+const bpe = (text: string): number => {
+  countTokens ??= (require("gpt-tokenizer/encoding/o200k_base") as { countTokens: CountTokens }).countTokens;
+  return countTokens(text, AS_PLAIN_TEXT);
+};
 
 type Part = { type?: unknown; text?: unknown; image_url?: unknown };
 type Message = { role?: unknown; content?: unknown; name?: unknown; tool_calls?: unknown };
@@ -45,6 +53,31 @@ type Message = { role?: unknown; content?: unknown; name?: unknown; tool_calls?:
  * is then some number above the limit (exact whenever it is at most the limit).
  */
 export function countTextTokens(text: string, limit = Infinity): number {
+  return finish(countTextSteps(text, limit));
+}
+
+/** The sum of the texts' tokens, stopping early (above `limit`) like countTextTokens. */
+export function countTexts(texts: string[], limit = Infinity): number {
+  return finish(countTextsSteps(texts, limit));
+}
+
+/**
+ * countTexts in steps: yields after each stretch of about STEP_CHARS characters, so a caller
+ * (the worker) can answer other requests between them. Returns the count.
+ */
+export function* countTextsSteps(texts: string[], limit = Infinity): Generator<void, number> {
+  let n = 0;
+  for (const t of texts) {
+    n += yield* countTextSteps(t, limit - n);
+    if (n > limit) break;
+  }
+  return n;
+}
+
+/** About this many characters are counted between two yields of countTextsSteps. */
+export const STEP_CHARS = 64 * 1024;
+
+function* countTextSteps(text: string, limit: number): Generator<void, number> {
   if (!text) return 0;
   if (text.length <= LONG_PIECE) return bpe(text);
   // Text built by concatenation (a relayed stream's output) is a rope: reading one character
@@ -52,6 +85,7 @@ export function countTextTokens(text: string, limit = Infinity): number {
   text.charCodeAt(0);
   let count = 0;
   let segmentStart = 0;
+  let stepStart = 0;
   let memo: Map<string, number> | null = null;
   for (const match of text.matchAll(PRE_TOKENS)) {
     const piece = match[0];
@@ -63,13 +97,24 @@ export function countTextTokens(text: string, limit = Infinity): number {
       segmentStart = end;
     } else {
       if (start > segmentStart) count += bpe(text.slice(segmentStart, start));
-      count += countLongPiece(piece, (memo ??= new Map()));
+      count += yield* countLongPiece(piece, (memo ??= new Map()), limit - count);
       segmentStart = start + piece.length;
     }
     if (count > limit) return count;
+    if (segmentStart - stepStart >= STEP_CHARS) {
+      stepStart = segmentStart;
+      yield;
+    }
   }
   if (segmentStart < text.length) count += bpe(text.slice(segmentStart));
   return count;
+}
+
+function finish(steps: Generator<void, number>): number {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
 }
 
 /**
@@ -78,10 +123,16 @@ export function countTextTokens(text: string, limit = Infinity): number {
  * PART characters. A surrogate pair is never cut. Runs repeat their part, so the memo makes them
  * nearly free; mixed parts cost O(PART²) each, which keeps hostile text at a few MB/s.
  */
-function countLongPiece(piece: string, memo: Map<string, number>): number {
+function* countLongPiece(piece: string, memo: Map<string, number>, limit: number): Generator<void, number> {
   piece.charCodeAt(0); // a long match is a substring view: flatten it once, as above
   let count = 0;
+  let stepStart = 0;
   for (let i = 0; i < piece.length; ) {
+    if (i - stepStart >= STEP_CHARS) {
+      if (count > limit) return count;
+      stepStart = i;
+      yield;
+    }
     const first = piece.charCodeAt(i);
     let end = i + 1;
     while (end < piece.length && end - i < RUN_PART && piece.charCodeAt(end) === first) end++;
@@ -133,16 +184,6 @@ export function promptTexts(messages: Message[], extra: unknown[] = []): PromptT
 export function textLength(texts: string[]): number {
   let n = 0;
   for (const t of texts) n += t.length;
-  return n;
-}
-
-/** The sum of the texts' tokens, stopping early (above `limit`) like countTextTokens. */
-export function countTexts(texts: string[], limit = Infinity): number {
-  let n = 0;
-  for (const t of texts) {
-    n += countTextTokens(t, limit - n);
-    if (n > limit) break;
-  }
   return n;
 }
 
