@@ -3,21 +3,23 @@
  * thread, while timers keep firing; short counts overtake long ones; a count whose caller left
  * is dropped.
  */
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { CountAborted, TokenCounter } from "./token-counter";
 import { countTexts, promptTokenCount } from "./tokens";
 
+// Long counts run at background priority: on a loaded machine they take a while.
+setDefaultTimeout(60_000);
 const counter = new TokenCounter();
 afterAll(() => counter.close());
 
-const LONG = "the quick brown fox jumps over the lazy dog, 123 times! ".repeat(80_000); // 4.5 MB
+const LONG = "the quick brown fox jumps over the lazy dog, 123 times! ".repeat(20_000); // 1.1 MB
 
 test("short and long texts get the same count as on this thread", async () => {
   expect(await counter.text("Hello, world!")).toBe(countTexts(["Hello, world!"]));
   expect(await counter.count([LONG, "a".repeat(100_000)])).toBe(countTexts([LONG, "a".repeat(100_000)]));
   const messages = [{ role: "user", content: LONG }, { role: "assistant", content: "ok" }];
   expect(await counter.prompt(messages, [[{ type: "function" }]])).toBe(promptTokenCount(messages, [[{ type: "function" }]]));
-}, 30_000);
+});
 
 test("a long count leaves the event loop free", async () => {
   await counter.text(LONG); // the worker is started and warm
@@ -27,7 +29,7 @@ test("a long count leaves the event loop free", async () => {
   const n = await counter.text(LONG + " once more");
   const elapsed = performance.now() - started;
   clearInterval(ticker);
-  expect(n).toBeGreaterThan(900_000);
+  expect(n).toBeGreaterThan(200_000);
   // Counted inline, the loop would not tick at all until the count returned. Generous: the
   // timer fires at least once per 20 ms of the count on a loaded machine.
   expect(ticks).toBeGreaterThanOrEqual(Math.floor(elapsed / 20));

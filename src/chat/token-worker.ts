@@ -13,6 +13,8 @@ declare const self: Worker;
 
 /** Jobs up to this many characters are counted at once, ahead of long ones (≲ 1 ms). */
 const SHORT_JOB_CHARS = 16 * 1024;
+/** The long lane's niceness: about a tenth of the CPU a busy serving thread gets, when both want it. */
+const BACKGROUND_NICE = 10;
 /** A long job gives way to messages after this much counting. */
 const SLICE_MS = 4;
 
@@ -42,15 +44,15 @@ self.onmessage = (e: MessageEvent<TokenJob>) => {
 };
 
 /**
- * Makes this thread yield the CPU to the serving thread when both want it (Linux: nice 19 for the
- * calling thread only). Long counts are background work: a busy machine should slow them, not
+ * Makes this thread yield the CPU to the serving thread when both want it (Linux: a niceness for the
+ * calling thread only; not 19, which would starve it on a busy machine). Long counts are background work: a busy machine should slow them, not
  * the requests the serving thread is answering. Where this is not possible, nothing changes.
  */
 function lowerPriority(): void {
   try {
     const { dlopen, FFIType } = require("bun:ffi") as typeof import("bun:ffi");
     const libc = dlopen("libc.so.6", { setpriority: { args: [FFIType.i32, FFIType.u32, FFIType.i32], returns: FFIType.i32 } });
-    libc.symbols.setpriority(0 /* PRIO_PROCESS */, 0 /* this thread */, 19);
+    libc.symbols.setpriority(0 /* PRIO_PROCESS */, 0 /* this thread */, BACKGROUND_NICE);
     libc.close();
   } catch {
     // not Linux with glibc: counting keeps the default priority
