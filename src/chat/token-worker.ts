@@ -44,9 +44,10 @@ self.onmessage = (e: MessageEvent<TokenJob>) => {
 };
 
 /**
- * Makes this thread yield the CPU to the serving thread when both want it (Linux: a niceness for the
- * calling thread only; not 19, which would starve it on a busy machine). Long counts are background work: a busy machine should slow them, not
- * the requests the serving thread is answering. Where this is not possible, nothing changes.
+ * Makes this thread yield the CPU to the serving thread when both want it (Linux: setpriority on
+ * the calling thread only; 10 rather than 19, which would starve it on a busy machine). Long
+ * counts are background work: a busy machine should slow them, not the requests the serving
+ * thread is answering. Where this is not possible, nothing changes.
  */
 function lowerPriority(): void {
   try {
