@@ -83,8 +83,8 @@ export function estimateInput(s: Services, call: Pick<ChatCall, "request" | "res
 }
 
 /** Our own count of a request's usage, for an upstream that reported none: both counts at once. */
-export async function countUsage(s: Services, call: ChatCall, output: string[]): Promise<{ prompt: number; completion: number }> {
-  const [prompt, completion] = await Promise.all([estimateInput(s, { ...call, signal: new AbortController().signal }), s.tokens.count(output)]);
+export async function countUsage(s: Services, call: ChatCall, output: Promise<number>): Promise<{ prompt: number; completion: number }> {
+  const [prompt, completion] = await Promise.all([estimateInput(s, { ...call, signal: new AbortController().signal }), output]);
   return { prompt, completion };
 }
 
@@ -117,7 +117,7 @@ export async function completeChat(s: Services, call: ChatCall): Promise<{ body:
     }
     // Checked before the charge: nothing after settle() may fail on the upstream's shape.
     if (!isWellFormedCompletion(json)) throw upstreamError();
-    const usage = readUsage(json) ?? (await countUsage(s, call, (json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message))));
+    const usage = readUsage(json) ?? (await countUsage(s, call, s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message)))));
     const cost = chatCost(call.resolved.entry, call.resolved.multiplier, { inputTokens: usage.prompt, outputTokens: usage.completion });
     const settlement = await s.ledger.settle({
       requestId: call.requestId, amount: cost, serviceTier: call.resolved.tier, inputTokens: usage.prompt, outputTokens: usage.completion,

@@ -14,6 +14,7 @@ import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { timeEngine } from "../metrics/engine-time";
 import { requestMetrics } from "../metrics/request-metrics";
 import { completionId, countUsage, type ChatCall, type ChatResult } from "./pipeline";
+import { TokenTally } from "./token-tally";
 
 type ChatObject = Record<string, unknown>;
 
@@ -22,7 +23,8 @@ export class StreamFailure extends Error {}
 
 export class ChatStream implements AsyncIterable<ChatObject> {
   private usage: { prompt: number; completion: number } | null = null;
-  private delivered = "";
+  /** The output relayed so far, counted as it goes (see token-tally.ts). */
+  private readonly delivered: TokenTally;
   private deliveredChunks = 0;
   private finished = false;
   private settlement: Promise<ChatResult | null> | null = null;
@@ -33,7 +35,9 @@ export class ChatStream implements AsyncIterable<ChatObject> {
     private readonly call: ChatCall,
     private readonly response: UpstreamReply,
     private readonly upstream: AbortController,
-  ) {}
+  ) {
+    this.delivered = new TokenTally(s.tokens);
+  }
 
   /** Chunks with content, rewritten; usage-only chunks are held back (we send our own). */
   async *[Symbol.asyncIterator](): AsyncIterator<ChatObject> {
@@ -87,13 +91,15 @@ export class ChatStream implements AsyncIterable<ChatObject> {
           if (!Array.isArray(choices) || choices.length === 0) continue;
           delete obj.usage;
           for (const c of choices) {
-            this.delivered += deliveredText(c.delta);
+            this.delivered.add(deliveredText(c.delta));
             if (c.finish_reason) this.sawFinish = true;
           }
           this.deliveredChunks++;
           batch.push(rewriteChatObject(obj, rewrite));
         }
         if (batch.length > 0) yield batch;
+        // A long output is counted as it goes; its count sets the pace (see token-tally.ts).
+        await this.delivered.caughtUp();
         if (failure) throw failure;
         if (read.done) break;
       }
@@ -108,22 +114,30 @@ export class ChatStream implements AsyncIterable<ChatObject> {
   complete(): Promise<ChatResult | null> {
     if (!this.settlement) {
       this.finished = true;
-      this.settlement = this.measure(this.delivered).then((usage) => this.settle(usage.prompt, usage.completion));
+      this.settlement = this.measure(null).then((usage) => this.settle(usage.prompt, usage.completion));
     }
     return this.settlement;
   }
 
-  /** The client went away: stop the upstream and bill what was delivered. */
-  cancel(): Promise<ChatResult | null> {
+  /** The route's idle timeout: how long a relay waits for a client that stopped reading. */
+  get idleTimeoutMs(): number {
+    return this.response.idleTimeoutMs;
+  }
+
+  /**
+   * The client went away: stop the upstream and bill what was delivered — all the output relayed
+   * except its last `notTaken` characters, which were still queued for the client when the relay
+   * knows it.
+   */
+  cancel(notTaken = 0): Promise<ChatResult | null> {
     this.upstream.abort();
     if (!this.settlement) {
       this.finished = true;
-      if (this.deliveredChunks === 0 || this.delivered === "") {
+      if (this.deliveredChunks === 0 || this.delivered.length - notTaken <= 0) {
         this.s.ledger.release(this.call.requestId);
         this.settlement = Promise.resolve(null);
       } else {
-        const delivered = this.delivered;
-        this.settlement = this.measure(delivered, true).then((usage) => this.settle(usage.prompt, usage.completion));
+        this.settlement = this.measure(notTaken).then((usage) => this.settle(usage.prompt, usage.completion));
       }
     }
     return this.settlement;
@@ -148,12 +162,12 @@ export class ChatStream implements AsyncIterable<ChatObject> {
   }
 
   /**
-   * The usage to bill: the upstream's, or our count (off the event loop when long). A cut-short
-   * stream pays its input and the output delivered, counted from the text.
+   * The usage to bill: the upstream's, or our count (off the event loop). A stream cut short
+   * (`notTaken` is then a number) pays its input and the output delivered, counted from the text.
    */
-  private async measure(delivered: string, cutShort = false): Promise<{ prompt: number; completion: number }> {
-    if (!this.usage) return countUsage(this.s, this.call, [delivered]);
-    return { prompt: this.usage.prompt, completion: cutShort ? await this.s.tokens.text(delivered) : this.usage.completion };
+  private async measure(notTaken: number | null): Promise<{ prompt: number; completion: number }> {
+    if (!this.usage) return countUsage(this.s, this.call, this.delivered.total(notTaken ?? 0));
+    return { prompt: this.usage.prompt, completion: notTaken !== null ? await this.delivered.total(notTaken) : this.usage.completion };
   }
 
   private async settle(inputTokens: number, outputTokens: number): Promise<ChatResult> {

@@ -12,7 +12,8 @@ import { formatUsd } from "../billing/money";
 import { ClientGone } from "../upstream/dispatch";
 import { SSE_HEADERS } from "../protocols/sse";
 import { clientGone } from "../errors";
-import { producerStream } from "./streaming";
+import { producerStream, type StreamWriter } from "./streaming";
+import { deliveredText } from "../chat/rewrite";
 
 export const STREAM_HEARTBEAT_MS = 15_000;
 
@@ -60,14 +61,28 @@ export async function streamForRoute(
   const stream = await openChatStream(s, call);
   // Long quiet streams must outlive Bun's idle timeout; heartbeats keep proxies happy too.
   ctx.server?.timeout(ctx.request, 0);
+  const untaken = new UntakenText();
+  let writer: StreamWriter | null = null;
   const body = producerStream({
     heartbeatMs: STREAM_HEARTBEAT_MS,
-    onCancel: () => void stream.cancel(),
+    // A client that stops reading gets as long as the upstream would, then is cut off.
+    stallTimeoutMs: stream.idleTimeoutMs,
+    // Gone or cut off: billed for the text its connection took, not what was still queued.
+    onCancel: (reason) => {
+      const taken = writer?.taken ?? 0;
+      if (reason === "stalled") s.log.warn("stream cut off: the client stopped reading", { request_id: call.requestId, idle_ms: stream.idleTimeoutMs, bytes_sent: taken });
+      void stream.cancel(untaken.after(taken));
+    },
     produce: async (w) => {
+      writer = w;
+      let written = 0;
       // Frames produced together go out as one write: one enqueue, one socket write.
-      const send = (frames: Uint8Array[]) => {
-        if (frames.length === 1) w.write(frames[0]!);
-        else if (frames.length > 1) w.write(Buffer.concat(frames));
+      const send = (frames: Uint8Array[], text = "") => {
+        const bytes = frames.length === 1 ? frames[0]! : frames.length > 1 ? Buffer.concat(frames) : null;
+        if (!bytes) return;
+        w.write(bytes);
+        written += bytes.byteLength;
+        untaken.add(written, text);
       };
       if (framing.start) send(framing.start());
       try {
@@ -75,7 +90,10 @@ export async function streamForRoute(
           if (w.closed) break;
           const frames: Uint8Array[] = [];
           for (const chunk of batch) for (const f of framing.push(chunk)) frames.push(f);
-          send(frames);
+          send(frames, textOf(batch));
+          // Backpressure: the upstream is read again only once the client took most of this.
+          await w.ready();
+          untaken.settleUpTo(w.taken);
         }
       } catch (err) {
         // An upstream failure released the hold already; anything else (a framing bug) must too.
@@ -101,4 +119,41 @@ export async function streamForRoute(
     },
   });
   return new Response(body, { headers: { ...SSE_HEADERS, ...(ctx.set.headers as Record<string, string>) } });
+}
+
+/** The delivered text (content, reasoning, tool calls) of a batch of rewritten chat chunks. */
+function textOf(batch: Json[]): string {
+  let text = "";
+  for (const chunk of batch) {
+    const choices = chunk.choices as { delta?: Json }[] | undefined;
+    if (Array.isArray(choices)) for (const c of choices) text += deliveredText(c?.delta);
+  }
+  return text;
+}
+
+/**
+ * How much of the relayed text the client's connection has not taken: each write's text length
+ * with the byte offset where the write ends, kept until the write is taken (so at most the
+ * writer's high-water mark, plus one write).
+ */
+class UntakenText {
+  private readonly pending: { end: number; chars: number }[] = [];
+  private chars = 0;
+
+  add(end: number, text: string): void {
+    if (!text) return;
+    this.pending.push({ end, chars: text.length });
+    this.chars += text.length;
+  }
+
+  /** Forgets the writes the connection took (up to byte `taken`). */
+  settleUpTo(taken: number): void {
+    while (this.pending.length > 0 && this.pending[0]!.end <= taken) this.chars -= this.pending.shift()!.chars;
+  }
+
+  /** Characters of text written after byte `taken`. */
+  after(taken: number): number {
+    this.settleUpTo(taken);
+    return this.chars;
+  }
 }

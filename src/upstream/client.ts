@@ -57,6 +57,8 @@ export interface UpstreamReply {
   status: number;
   /** Guarded by the idle deadline between chunks. */
   body: BodyReader;
+  /** That deadline: the route's idle timeout (a relay gives a client that stops reading as long). */
+  idleTimeoutMs: number;
 }
 
 /**
@@ -118,7 +120,7 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
         if (!signal.aborted) call.onMidStreamFailure?.();
       },
     });
-    return { status: res.status, body: guarded };
+    return { status: res.status, body: guarded, idleTimeoutMs: upstream.idleTimeoutMs };
   } catch (err) {
     throw failed(err);
   } finally {

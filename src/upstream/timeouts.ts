@@ -72,7 +72,14 @@ export interface BodyReader {
 }
 
 /**
- * A body reader that returns `first` (already read) and then relays `reader`, rejecting with
+ * The most one read hands out. After a pause the socket may return megabytes at once; a relay
+ * that waits for its client between reads then holds at most this much (and its parsed chunks).
+ */
+export const MAX_READ_BYTES = 16 * 1024;
+
+/**
+ * A body reader that returns `first` (already read) and then relays `reader` in pieces of at
+ * most MAX_READ_BYTES, rejecting with
  * IdleTimeout when a read waits longer than `idleMs` (`onIdle` stops the upstream request);
  * `onBroken` hears of any other read error. Cancelling it cancels the upstream body at once.
  *
@@ -85,7 +92,18 @@ export function idleGuardedReader(
   idleMs: number,
   hooks: { onIdle(): void; onBroken(): void },
 ): BodyReader {
+  /** Bytes read from the upstream and not yet handed out. */
   let pending: Uint8Array | null = first;
+  /** Hands out at most MAX_READ_BYTES of `pending`, keeping the rest for the next read. */
+  const take = (): Uint8Array => {
+    const all = pending!;
+    if (all.byteLength <= MAX_READ_BYTES) {
+      pending = null;
+      return all;
+    }
+    pending = all.subarray(MAX_READ_BYTES);
+    return all.subarray(0, MAX_READ_BYTES);
+  };
   /** Rejects the read now waiting; null when none waits (the timer is then ignored). */
   let waiting: ((err: unknown) => void) | null = null;
   /** Set once the body stalled: the stalled read's eventual result must be dropped. */
@@ -107,11 +125,7 @@ export function idleGuardedReader(
   };
   return {
     read() {
-      if (pending) {
-        const value = pending;
-        pending = null;
-        return Promise.resolve({ done: false, value });
-      }
+      if (pending) return Promise.resolve({ done: false, value: take() });
       if (stalled) return Promise.reject(new IdleTimeout(`no data for ${idleMs} ms`));
       return new Promise((resolve, reject) => {
         waiting = reject;
@@ -124,7 +138,10 @@ export function idleGuardedReader(
             if (r.done) {
               disarm();
               resolve({ done: true });
-            } else resolve({ done: false, value: r.value });
+            } else {
+              pending = r.value;
+              resolve({ done: false, value: take() });
+            }
           },
           (err) => {
             if (stalled) return;
