@@ -108,7 +108,7 @@ export async function completeChat(s: Services, call: ChatCall): Promise<{ body:
   reserveChat(s, call);
   let settled = false;
   try {
-    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId));
+    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId, call.accountId));
     let json: ChatObject;
     try {
       json = JSON.parse(await timeEngine(call.requestId, readAllText(response.body))) as ChatObject;
@@ -141,7 +141,7 @@ export async function openChatStream(s: Services, call: ChatCall): Promise<ChatS
     // Aborted by the client going away or by the stream's own cancel/failure.
     const upstream = new AbortController();
     abortWith(call.signal, upstream);
-    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), upstream.signal, call.requestId));
+    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), upstream.signal, call.requestId, call.accountId));
     return new ChatStream(s, call, response, upstream);
   } catch (err) {
     s.ledger.release(call.requestId);

@@ -35,6 +35,11 @@ export class UpstreamFailure extends Error {
   get routeFault(): boolean {
     return this.kind !== "aborted" && this.retryable;
   }
+
+  /** A 5xx answer: the request's own content may have caused it (see breaker.ts). */
+  get mayBeContent(): boolean {
+    return this.kind === "status" && this.status !== null && this.status >= 500;
+  }
 }
 
 /** Parsed once per base URL: the connect probe's bookkeeping needs only the origin. */
