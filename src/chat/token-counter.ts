@@ -17,6 +17,12 @@ type Message = Parameters<typeof promptTexts>[0][number];
 
 /** Jobs up to this many characters go to the short lane (counted in well under a millisecond). */
 export const SHORT_JOB_CHARS = 16 * 1024;
+/**
+ * Longer jobs are handed to the worker in parts of about this size, one per turn of the event
+ * loop: copying megabytes into one message would hold the serving thread for milliseconds.
+ */
+const PART_CHARS = 128 * 1024;
+const LETTER = /\p{L}/u;
 
 export interface CountOptions {
   /** Counting may stop once the count exceeds this (the result is then above it). */
@@ -139,8 +145,23 @@ class Lane {
       signal?.addEventListener("abort", onAbort, { once: true });
       const done = () => signal?.removeEventListener("abort", onAbort);
       this.pending.set(id, { texts, limit, resolve: (n) => (done(), resolve(n)), reject: (e) => (done(), reject(e)) });
-      worker.postMessage({ id, texts, limit } satisfies TokenJob);
+      if (textLength(texts) <= PART_CHARS * 2) worker.postMessage({ id, texts, limit } satisfies TokenJob);
+      else void this.sendInParts(worker, id, texts, limit);
     });
+  }
+
+  private async sendInParts(worker: Worker, id: number, texts: string[], limit: number | null): Promise<void> {
+    let last: string | null = null;
+    for (const part of parts(texts)) {
+      if (last !== null) {
+        worker.postMessage({ id, part: last, more: true, limit } satisfies TokenJob);
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        // Dropped meanwhile (its caller left, the worker died): the worker forgets the parts.
+        if (!this.pending.has(id) || this.worker !== worker) return;
+      }
+      last = part;
+    }
+    worker.postMessage({ id, part: last ?? "", more: false, limit } satisfies TokenJob);
   }
 
   attach(worker: Worker): void {
@@ -189,6 +210,31 @@ class Lane {
     }
     this.counter.specIndex++;
     for (const job of jobs) this.counter.retry(job);
+  }
+}
+
+/**
+ * The texts in parts of at most about PART_CHARS, each cut before a space that precedes a letter
+ * (where o200k's pre-tokenizer starts a new piece anyway, so the parts' counts add up to the
+ * text's), or, with no such point in the second half of a part, at its end.
+ */
+function* parts(texts: string[]): Generator<string> {
+  for (const text of texts) {
+    let start = 0;
+    while (text.length - start > PART_CHARS) {
+      let cut = start + PART_CHARS;
+      for (let i = cut; i > start + PART_CHARS / 2; i--) {
+        if (text.charCodeAt(i) === 32 && LETTER.test(text[i + 1] ?? "")) {
+          cut = i;
+          break;
+        }
+      }
+      const c = text.charCodeAt(cut - 1);
+      if (cut === start + PART_CHARS && c >= 0xd800 && c <= 0xdbff) cut--;
+      yield text.slice(start, cut);
+      start = cut;
+    }
+    yield text.slice(start);
   }
 }
 

@@ -6,7 +6,12 @@
  */
 import { countTexts, countTextsSteps, textLength } from "./tokens";
 
-export type TokenJob = { id: number; texts: string[]; limit: number | null } | { cancel: number } | { background: true };
+export type TokenJob =
+  | { id: number; texts: string[]; limit: number | null }
+  /** A long job sent in parts (each cut where counting it apart changes nothing): `more` until the last. */
+  | { id: number; part: string; more: boolean; limit: number | null }
+  | { cancel: number }
+  | { background: true };
 export type TokenReply = { ready: true } | { id: number; count: number } | { id: number; error: string };
 
 declare const self: Worker;
@@ -21,15 +26,28 @@ const SLICE_MS = 4;
 const reply = (r: TokenReply) => self.postMessage(r);
 const waiting: { id: number; texts: string[]; limit: number }[] = [];
 const cancelled = new Set<number>();
+/** The parts so far of jobs sent in parts. */
+const partial = new Map<number, string[]>();
 let running = false;
 
 self.onmessage = (e: MessageEvent<TokenJob>) => {
   const job = e.data;
   if ("cancel" in job) {
-    cancelled.add(job.cancel);
+    if (!partial.delete(job.cancel)) cancelled.add(job.cancel);
     return;
   }
   if ("background" in job) return lowerPriority();
+  if ("part" in job) {
+    const texts = partial.get(job.id) ?? [];
+    texts.push(job.part);
+    if (job.more) partial.set(job.id, texts);
+    else {
+      partial.delete(job.id);
+      waiting.push({ id: job.id, texts, limit: job.limit ?? Infinity });
+      if (!running) void countLongJobs();
+    }
+    return;
+  }
   const limit = job.limit ?? Infinity;
   if (textLength(job.texts) <= SHORT_JOB_CHARS) {
     try {
