@@ -71,7 +71,7 @@ export async function streamForRoute(
     onCancel: (reason) => {
       const taken = writer?.taken ?? 0;
       if (reason === "stalled") s.log.warn("stream cut off: the client stopped reading", { request_id: call.requestId, idle_ms: stream.idleTimeoutMs, bytes_sent: taken });
-      void stream.cancel(untaken.after(taken));
+      stream.cancel(untaken.after(taken)).catch((err) => s.log.error("stream settlement failed", { request_id: call.requestId, error: String((err as Error)?.message ?? err) }));
     },
     produce: async (w) => {
       writer = w;
