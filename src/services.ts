@@ -29,6 +29,7 @@ import { AuthThrottle } from "./limits/auth-throttle";
 import { RequestOutcomes } from "./generations/outcomes";
 import { GenerationRecords } from "./generations/records";
 import { ResponseStore } from "./store/responses";
+import { TokenCounter } from "./chat/token-counter";
 
 export interface Services {
   config: Config;
@@ -53,6 +54,8 @@ export interface Services {
   outcomes: RequestOutcomes;
   /** Generation records: ledger charge + outcome, per account (GET /v1/generation, dashboard). */
   generations: GenerationRecords;
+  /** Chat token counting, in worker threads (never on the event loop). */
+  tokens: TokenCounter;
   log: Log;
   isLive(entry: ModelEntry): boolean;
   /** Writes what is queued and closes the store (SQLite: done before it returns). */
@@ -168,11 +171,13 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     metrics: new MetricsRegistry(),
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
+    tokens: new TokenCounter((msg) => s.log.warn(msg)),
     outcomes,
     generations: new GenerationRecords(store.usage, outcomes),
     log,
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     async close() {
+      s.tokens.close();
       await s.outcomes.close();
       s.ledger.close();
       await store.close();

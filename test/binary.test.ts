@@ -18,6 +18,7 @@ import { loadSharp } from "../src/images/sharp";
 import { buildOnnxModel } from "./support/onnx-builder";
 import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
 import { expectedChatCost } from "./support/expected-cost";
+import { countTextTokens } from "../src/chat/tokens";
 
 const SKIP = process.env.SWITCHYARD_SKIP_BINARY_TEST === "1";
 if (SKIP) console.warn("test/binary.test.ts: compiled-binary tests SKIPPED because SWITCHYARD_SKIP_BINARY_TEST=1");
@@ -151,6 +152,7 @@ describe.skipIf(SKIP)("compiled binary", () => {
     let upstream: FakeUpstream;
     let server: Subprocess;
     let base: string;
+    let stderr = "";
 
     beforeAll(async () => {
       upstream = startFakeUpstream();
@@ -173,6 +175,10 @@ describe.skipIf(SKIP)("compiled binary", () => {
         if (Date.now() > deadline) throw new Error("binary did not start listening within 20 s");
         await Bun.sleep(50);
       }
+      void (async () => {
+        const dec = new TextDecoder();
+        for await (const chunk of server.stderr as ReadableStream<Uint8Array>) stderr += dec.decode(chunk, { stream: true });
+      })();
     }, 30_000);
 
     afterAll(async () => {
@@ -237,6 +243,23 @@ describe.skipIf(SKIP)("compiled binary", () => {
       });
       expect(signIn.status).toBe(200);
       expect(signIn.headers.get("set-cookie")).toContain("HttpOnly; SameSite=Strict");
+    });
+
+    test("long texts are counted in the token worker, which the binary carries", async () => {
+      const admin = (method: string, path: string, body?: unknown) =>
+        fetch(base + path, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const acct = (await (await admin("POST", "/admin/accounts", { name: "counter", credits: 1 })).json()) as { id: string };
+      const key = (await (await admin("POST", `/admin/accounts/${acct.id}/keys`, { name: "k" })).json()) as { key: string };
+      const text = "count me please ".repeat(10_000);
+      const res = await fetch(`${base}/v1/messages/count_tokens`, {
+        method: "POST",
+        headers: { "x-api-key": key.key, "content-type": "application/json" },
+        body: JSON.stringify({ model: "kimi-k2-instruct", messages: [{ role: "user", content: text }] }),
+      });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { input_tokens: number }).input_tokens).toBe(8 + countTextTokens(text));
+      await Bun.sleep(100);
+      expect(stderr).not.toContain("worker could not start");
     });
 
     test("Elysia hooks see the matched route in the bundled code (metrics are labelled by endpoint)", async () => {

@@ -203,7 +203,8 @@ describe("operator API", () => {
 
   test("service state: breakers open after failures, requests in flight, and the request history", async () => {
     fake.behave({ failStatus: 500 });
-    for (let i = 0; i < 5; i++) expect((await chat(h, alice.key, { model: "minimax-m2" })).status).toBe(502);
+    // 5xx open a breaker only when several accounts get them (one tenant cannot take a route).
+    for (let i = 0; i < 5; i++) expect((await chat(h, (i % 2 ? bob : alice).key, { model: "minimax-m2" })).status).toBe(502);
     fake.behave({ words: ["a", "b", "c", "d"], chunkDelayMs: 300 });
     const slow = await chat(h, alice.key, { model: "glm-4.6", stream: true });
     const { reader } = await readUntil(slow, (t) => t.includes('"a"'));

@@ -77,6 +77,24 @@ describeEachStore("per-account limits", (store) => {
       expect((await chat(h, b.key)).status).toBe(200);
     });
 
+    // Reproduces issue 10's "count_tokens consumes no rate limit (50 of 50 passed at 5 rpm)".
+    test("count_tokens is admitted like every model endpoint: it spends rate (but no money)", async () => {
+      const a = await h.account(5);
+      await setLimits(h, a.id, { rate_limit_rpm: 5 });
+      const count = () => post(h, "/v1/messages/count_tokens", a.key, { model: "glm-4.6", messages: [{ role: "user", content: "hi" }] });
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) statuses.push((await count()).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+      const refused = await count();
+      expect(((await refused.json()) as any).error.type).toBe("rate_limit_error");
+      expect(refused.headers.get("retry-after")).not.toBeNull();
+      // The chat that follows shares the same meter.
+      expect((await chat(h, a.key)).status).toBe(429);
+      // Nothing was charged or held.
+      expect(await h.probe.balance(a.id)).toMatchObject({ balance: 5_000_000_000, reserved: 0 });
+      expect(await drained(a.id)).toBe(0);
+    });
+
     test("a per-account override takes effect at once and null restores the default", async () => {
       const a = await h.account(5);
       expect((await setLimits(h, a.id, { rate_limit_rpm: 7 })).rate_limit_rpm).toBe(7);
@@ -170,6 +188,55 @@ describeEachStore("per-account limits", (store) => {
       const res = await chat(h, "sk-not-a-key");
       expect(res.status).toBe(401);
       expect(res.headers.get("x-ratelimit-limit-requests")).toBeNull();
+    });
+  });
+
+  describe("admission comes before the body", () => {
+    /**
+     * Sends the headers of a POST declaring a body of `length` bytes, plus only its first byte,
+     * and returns the status line if the server answers within `waitMs` (null if it waits for the
+     * rest of the body, as it must for a request it admitted).
+     */
+    async function answerBeforeBody(path: string, headers: Record<string, string>, length = 8_000_000, waitMs = 1_500): Promise<string | null> {
+      const url = new URL(h.base);
+      let received = "";
+      let resolve!: (line: string | null) => void;
+      const answered = new Promise<string | null>((r) => (resolve = r));
+      const socket = await Bun.connect({
+        hostname: url.hostname,
+        port: Number(url.port),
+        socket: {
+          data(_s, chunk) {
+            received += new TextDecoder().decode(chunk);
+            if (received.includes("\r\n")) resolve(received.slice(0, received.indexOf("\r\n")));
+          },
+          close() {
+            resolve(received ? received.slice(0, received.indexOf("\r\n")) : null);
+          },
+        },
+      });
+      const head = [`POST ${path} HTTP/1.1`, `host: ${url.host}`, "content-type: application/json", `content-length: ${length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+      socket.write(head.join("\r\n") + "\r\n\r\n{");
+      const timer = setTimeout(() => resolve(null), waitMs);
+      const line = await answered;
+      clearTimeout(timer);
+      socket.end();
+      return line;
+    }
+
+    test("a bad key, or an account over its limits, is refused without its 8 MB body being read", async () => {
+      for (const path of ["/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/v1/embeddings", "/v1/audio/speech"]) {
+        expect(await answerBeforeBody(path, { authorization: "Bearer sk-not-a-key" })).toBe("HTTP/1.1 401 Unauthorized");
+      }
+      const a = await h.account(5);
+      await setLimits(h, a.id, { rate_limit_rpm: 1 });
+      expect((await chat(h, a.key)).status).toBe(200);
+      expect(await answerBeforeBody("/v1/chat/completions", { authorization: `Bearer ${a.key}` })).toBe("HTTP/1.1 429 Too Many Requests");
+      expect(await answerBeforeBody("/v1/messages", { "x-api-key": a.key })).toBe("HTTP/1.1 429 Too Many Requests");
+      // An admitted request waits for its body, as it must.
+      const b = await h.account(5);
+      expect(await answerBeforeBody("/v1/chat/completions", { authorization: `Bearer ${b.key}` }, 8_000_000, 300)).toBeNull();
+      expect(await drained(b.id)).toBe(0);
     });
   });
 });

@@ -57,7 +57,8 @@ test("metrics cover requests, latency, overhead, tokens, credits, holds, rejecti
   expect(metricValue(text, `switchyard_requests_total{${ep},model="glm-4.6",status="200"}`)).toBe(5);
   expect(metricValue(text, `switchyard_requests_total{${ep},model="unknown",status="404"}`)).toBe(1);
   expect(metricValue(text, `switchyard_requests_total{${ep},model="glm-4.6",status="502"}`)).toBe(1);
-  expect(metricValue(text, `switchyard_requests_total{${ep},model="glm-4.6",status="429"}`)).toBe(1);
+  // Refused before its body was read (limits come first): its model is not known.
+  expect(metricValue(text, `switchyard_requests_total{${ep},model="none",status="429"}`)).toBe(1);
   expect(metricValue(text, `switchyard_request_duration_seconds_count{${ep}}`)).toBe(8);
   expect(metricValue(text, `switchyard_gateway_overhead_seconds_count{${ep}}`)).toBe(8);
   // Overhead excludes upstream time, so it is below total latency.

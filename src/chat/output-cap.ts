@@ -4,17 +4,25 @@
  * not be relayed past it. The relay stops reading the upstream at the cap and ends the stream as
  * `length` (see chat/stream.ts); the charge is clamped to the hold anyway (billing/hold.ts).
  *
- * Counting is cheap and linear: UTF-8 bytes bound o200k tokens from above (a byte-level BPE token
- * covers at least one byte), so no tokenizer runs while the bytes delivered stay within the cap.
- * Past that, the text delivered so far is counted once and each later piece is counted alone and
- * added — an upper bound, since splitting text only adds token boundaries.
+ * Counting is cheap, linear, bounded in memory and never on the event loop: UTF-8 bytes bound o200k
+ * tokens from above (a byte-level BPE token covers at least one byte), so while the tokens counted
+ * so far plus the bytes not yet counted stay within the cap no chunk waits. Text not yet counted
+ * is sent to the token worker in the background once it reaches FLUSH_CHARS (so a long stream
+ * keeps at most that much of it); only when the bound no longer proves a chunk fits does the chunk
+ * wait for the uncounted text and itself to be counted. Counts of separate pieces are added — an
+ * upper bound, since splitting text only adds token boundaries. Each exact count leaves headroom
+ * for a good part of the remaining cap in bytes, so a stream waits a few dozen times at most on its
+ * way to the cap, and an output that ends well below it never waits.
  *
  * Our o200k count estimates the upstream's own tokenizer, which may count the same text a little
  * differently; the relay therefore allows a margin (a quarter of the cap plus 16 tokens) before it
  * cuts a stream, so an honest upstream that stops at max_tokens is never cut short. Whatever the
  * margin lets through is not billed beyond the hold.
  */
-import { countTextTokens } from "./tokens";
+import type { TokenCounter } from "./token-counter";
+
+/** Uncounted text past this many characters is counted in the background. */
+const FLUSH_CHARS = 16 * 1024;
 
 /** The most output tokens (by our count) a stream may deliver for an output budget of `maxOutput`. */
 export function relayCap(maxOutput: number): number {
@@ -22,32 +30,69 @@ export function relayCap(maxOutput: number): number {
 }
 
 export class OutputMeter {
-  private bytes = 0;
-  /** Tokens counted so far, once the bytes passed the cap; -1 while bytes alone bound them. */
-  private tokens = -1;
+  /** Tokens counted so far (an upper bound of the text they cover). */
+  private tokens = 0;
+  /** Bytes of the text being counted in the background (its bound until the count arrives). */
+  private countingBytes = 0;
+  private counting: Promise<void> | null = null;
+  /** Text admitted and not yet sent to be counted, and its UTF-8 bytes. */
+  private uncounted = "";
+  private uncountedBytes = 0;
   private chunks = 0;
 
-  constructor(readonly cap: number) {}
+  constructor(readonly cap: number, private readonly counter: TokenCounter) {}
 
   /**
-   * Whether a chunk delivering `text` still fits under the cap; counts it when it does.
-   * `deliveredBefore` is everything delivered so far (counted once, when bytes stop bounding it).
-   * Chunks are capped too, so an upstream streaming empty deltas forever is stopped as well.
+   * Whether a chunk delivering `text` still fits under the cap; it is then counted as delivered.
+   * A promise only when the byte bound cannot tell and the token worker must count. Chunks are
+   * capped too, so an upstream streaming empty deltas forever is stopped as well.
    */
-  admit(text: string, deliveredBefore: string): boolean {
+  admit(text: string): boolean | Promise<boolean> {
     if (++this.chunks > 2 * this.cap + 64) return false;
     if (text === "") return true;
-    if (this.tokens < 0) {
-      const bytes = Buffer.byteLength(text, "utf8");
-      if (this.bytes + bytes <= this.cap) {
-        this.bytes += bytes;
-        return true;
-      }
-      this.tokens = countTextTokens(deliveredBefore);
+    const bytes = Buffer.byteLength(text, "utf8");
+    if (this.tokens + this.countingBytes + this.uncountedBytes + bytes <= this.cap) {
+      this.uncounted += text;
+      this.uncountedBytes += bytes;
+      if (this.uncounted.length >= FLUSH_CHARS && !this.counting) this.countInBackground();
+      return true;
     }
-    const more = countTextTokens(text);
-    if (this.tokens + more > this.cap) return false;
-    this.tokens += more;
-    return true;
+    return this.admitCounted(text);
+  }
+
+  private async admitCounted(text: string): Promise<boolean> {
+    try {
+      while (this.counting) await this.counting;
+      const more = await this.counter.count([this.uncounted, text]);
+      if (this.tokens + more > this.cap) return false;
+      this.tokens += more;
+      this.uncounted = "";
+      this.uncountedBytes = 0;
+      return true;
+    } catch {
+      // Without a count nothing proves the chunk fits: the stream ends at the cap (the charge is
+      // clamped to the hold either way).
+      return false;
+    }
+  }
+
+  private countInBackground(): void {
+    const part = this.uncounted;
+    const partBytes = this.uncountedBytes;
+    this.uncounted = "";
+    this.uncountedBytes = 0;
+    this.countingBytes = partBytes;
+    this.counting = this.counter.text(part).then(
+      (n) => {
+        this.tokens += n;
+      },
+      // Uncounted, its bytes stay its bound.
+      () => {
+        this.tokens += partBytes;
+      },
+    ).finally(() => {
+      this.countingBytes = 0;
+      this.counting = null;
+    });
   }
 }

@@ -7,15 +7,15 @@ import type { Services } from "../services";
 import type { ResolvedModel } from "../catalog/catalog";
 import { chatCost } from "../billing/prices";
 import { formatUsd } from "../billing/money";
-import { upstreamError } from "../errors";
+import { clientGone, upstreamError } from "../errors";
 import type { Hold } from "../billing/hold";
 import type { Consumption, StoredResponseRecord } from "../billing/ledger-store";
+import { CountAborted } from "./token-counter";
 import { dispatchChat } from "../upstream/dispatch";
 import { abortWith, readAllText } from "../upstream/timeouts";
-import { tokenBudget, type ChatRequest, type TokenBudget } from "./request";
+import { contextWindowExceeded, mayExceedContext, promptExtras, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, usageDetails } from "./rewrite";
-import { countTextTokens, promptTokenCount } from "./tokens";
 import { ChatStream } from "./stream";
 import { timeEngine } from "../metrics/engine-time";
 import { prepareChatImages } from "./images";
@@ -89,8 +89,43 @@ export function upstreamBody(req: ChatRequest, stream: boolean): Record<string, 
   return body;
 }
 
-export function estimateInput(req: ChatRequest): number {
-  return promptTokenCount(req.messages, [req.tools, req.functions, req.response_format]);
+const inputEstimates = new WeakMap<ChatRequest, Promise<number>>();
+
+/**
+ * The prompt's estimated tokens, counted once per request (the context check, a Messages stream's
+ * message_start and a usage fallback all ask) and off the event loop when long. Counting stops
+ * once past the context window: exact for every prompt that fits, "more" for the others.
+ */
+export function estimateInput(s: Services, call: Pick<ChatCall, "request" | "resolved" | "signal">): Promise<number> {
+  let estimate = inputEstimates.get(call.request);
+  if (!estimate) {
+    const req = call.request;
+    estimate = s.tokens.prompt(req.messages, promptExtras(req), { limit: call.resolved.entry.contextWindow, signal: call.signal });
+    inputEstimates.set(req, estimate);
+    // A count abandoned with its client is not remembered: a later caller counts afresh.
+    estimate.catch(() => inputEstimates.delete(req));
+  }
+  return estimate;
+}
+
+/** Our own count of a request's usage, for an upstream that reported none: both counts at once. */
+export async function countUsage(s: Services, call: ChatCall, output: Promise<number>): Promise<{ prompt: number; completion: number }> {
+  const [prompt, completion] = await Promise.all([estimateInput(s, { ...call, signal: new AbortController().signal }), output]);
+  return { prompt, completion };
+}
+
+/** 400 context_length_exceeded when the prompt cannot fit; tokenizes only when the cheap bound says it might not. */
+export async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
+  if (!mayExceedContext(call.request, call.resolved.entry)) return;
+  let count: number;
+  try {
+    count = await estimateInput(s, call);
+  } catch (err) {
+    if (err instanceof CountAborted) throw clientGone();
+    throw err;
+  }
+  const err = contextWindowExceeded(call.request, call.resolved.entry, count);
+  if (err) throw err;
 }
 
 /**
@@ -103,10 +138,11 @@ export async function completeChat<T>(
   call: ChatCall,
   present: (chat: ChatObject, result: ChatResult) => { value: T; storedResponse?: StoredResponseRecord },
 ): Promise<{ value: T; result: ChatResult }> {
+  await checkContextWindow(s, call);
   await prepareChatImages(s, call);
   const { hold } = await reserveChat(s, call);
   try {
-    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId));
+    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId, call.accountId));
     let json: ChatObject;
     try {
       json = JSON.parse(await timeEngine(call.requestId, readAllText(response.body))) as ChatObject;
@@ -115,12 +151,10 @@ export async function completeChat<T>(
     }
     // Checked before the charge: nothing after settle() may fail on the upstream's shape.
     if (!isWellFormedCompletion(json)) throw upstreamError();
-    const reported = readUsage(json) ?? {
-      prompt: estimateInput(call.request),
-      completion: (json.choices as { message?: ChatObject }[]).reduce((n, c) => n + countTextTokens(deliveredText(c.message)), 0),
-    };
+    const upstreamUsage = readUsage(json);
+    const reported = upstreamUsage ?? (await countUsage(s, call, s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message)))));
     // A complete body cannot be cut any more: usage beyond the hold is clamped to it (and logged).
-    const usage: Consumption = { inputTokens: reported.prompt, outputTokens: reported.completion, ...usageDetails(readUsage(json)) };
+    const usage: Consumption = { inputTokens: reported.prompt, outputTokens: reported.completion, ...usageDetails(upstreamUsage) };
     const result = chatResult(hold, usage, call.resolved.tier);
     rewriteChatObject(json, { id: completionId(call.requestId), model: call.resolved.requestedId, serviceTier: call.resolved.tier });
     json.usage = usageObject(json.usage, result);
@@ -134,15 +168,16 @@ export async function completeChat<T>(
 
 /** Opens a relayed stream; resolves once an upstream accepted the request (errors before that throw). */
 export async function openChatStream(s: Services, call: ChatCall): Promise<ChatStream> {
+  await checkContextWindow(s, call);
   await prepareChatImages(s, call);
   const { hold, budget } = await reserveChat(s, call);
   try {
     // Aborted by the client going away or by the stream's own cancel/failure.
     const upstream = new AbortController();
     abortWith(call.signal, upstream);
-    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), upstream.signal, call.requestId));
+    const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), upstream.signal, call.requestId, call.accountId));
     // From here on the stream owns the hold.
-    return new ChatStream(call, response, upstream, hold, budget);
+    return new ChatStream(s, call, response, upstream, hold, budget);
   } catch (err) {
     await hold.release();
     throw err;

@@ -6,7 +6,7 @@ import { Type, type Static } from "@sinclair/typebox";
 import { validate } from "../validate";
 import { DomainError, invalidField } from "../errors";
 import { OUTPUT_CEILING, type ModelEntry } from "../catalog/catalog";
-import { promptTokenBound, promptTokenCount } from "./tokens";
+import { promptTokenBound } from "./tokens";
 
 /** OpenAI's own bound on `n`. */
 export const MAX_CHOICES = 128;
@@ -66,33 +66,61 @@ export interface TokenBudget {
 }
 
 /**
- * Enforces the output ceiling and the context window and returns what the hold must cover.
- * Tokenizing only happens when the cheap bound says the prompt might not fit.
+ * Enforces the output ceiling and returns what the hold must cover. The context window is
+ * checked before (contextWindowExceeded), since that may need tokenizing.
  */
 export function tokenBudget(req: ChatRequest, entry: ModelEntry): TokenBudget {
-  const field = req.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
-  const asked = req.max_completion_tokens ?? req.max_tokens ?? null;
+  const { asked, ceiling } = checkOutputCeiling(req, entry);
+  const bound = promptTokenBound(req.messages, promptExtras(req));
+  const reserveOutput = asked ?? ceiling;
+  // Every generated sequence (n choices, or best_of candidates) can produce the full output.
+  const sequences = Math.max(1, req.n ?? 1, req.best_of ?? 1);
+  return { inputBound: Math.min(bound, entry.contextWindow), maxOutput: Math.min(reserveOutput, entry.contextWindow) * sequences };
+}
+
+/** The request fields besides messages that reach the model's prompt. */
+export function promptExtras(req: ChatRequest): unknown[] {
+  return [req.tools, req.functions, req.response_format];
+}
+
+/** 400 naming the field when the output asked for is above the model's ceiling. */
+export function checkOutputCeiling(req: ChatRequest, entry: ModelEntry): { asked: number | null; ceiling: number } {
+  const { field, asked } = outputAsked(req);
   const ceiling = Math.min(entry.maxOutputTokens, OUTPUT_CEILING);
   if (asked !== null && asked > ceiling) {
     throw invalidField(field, `must be at most ${ceiling} (the output ceiling of this API), got ${asked}`);
   }
-  const extra = [req.tools, req.functions, req.response_format];
-  const bound = promptTokenBound(req.messages, extra);
-  const reserveOutput = asked ?? ceiling;
-  if (bound + (asked ?? 0) > entry.contextWindow) {
-    const count = promptTokenCount(req.messages, extra);
-    if (count + (asked ?? 0) > entry.contextWindow) {
-      throw new DomainError(
-        "invalid_request",
-        "context_length_exceeded",
-        `This model's maximum context length is ${entry.contextWindow} tokens. However, your messages resulted in about ${count} tokens` +
-          (asked ? ` and ${field} asks for ${asked} more` : "") +
-          ". Please reduce the length of the messages" + (asked ? ` or ${field}.` : "."),
-        "messages",
-      );
-    }
-  }
-  // Every generated sequence (n choices, or best_of candidates) can produce the full output.
-  const sequences = Math.max(1, req.n ?? 1, req.best_of ?? 1);
-  return { inputBound: Math.min(bound, entry.contextWindow), maxOutput: Math.min(reserveOutput, entry.contextWindow) * sequences };
+  return { asked, ceiling };
+}
+
+function outputAsked(req: ChatRequest): { field: string; asked: number | null } {
+  const field = req.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
+  return { field, asked: req.max_completion_tokens ?? req.max_tokens ?? null };
+}
+
+/**
+ * Whether the prompt might not fit the context window by its cheap upper bound (UTF-8 bytes);
+ * only then is it worth tokenizing. An output above the ceiling is refused first, as such.
+ */
+export function mayExceedContext(req: ChatRequest, entry: ModelEntry): boolean {
+  checkOutputCeiling(req, entry);
+  return promptTokenBound(req.messages, promptExtras(req)) + (outputAsked(req).asked ?? 0) > entry.contextWindow;
+}
+
+/**
+ * The 400 for a prompt of `count` tokens that, with the output asked for, cannot fit; null when it
+ * fits. The count may have stopped early once over the window, so the message gives no total.
+ */
+export function contextWindowExceeded(req: ChatRequest, entry: ModelEntry, count: number): DomainError | null {
+  const { field, asked } = outputAsked(req);
+  const room = entry.contextWindow - (asked ?? 0);
+  if (count <= room) return null;
+  return new DomainError(
+    "invalid_request",
+    "context_length_exceeded",
+    `This model's maximum context length is ${entry.contextWindow} tokens. However, your messages resulted in more than ${Math.max(0, room)} tokens` +
+      (asked ? ` and ${field} asks for ${asked} more` : "") +
+      ". Please reduce the length of the messages" + (asked ? ` or ${field}.` : "."),
+    "messages",
+  );
 }

@@ -6,17 +6,18 @@
  *   upstream failed    → nothing (the relay's finally releases the hold);
  *   client went away   → input plus the output delivered so far, or nothing if none was.
  */
+import type { Services } from "../services";
 import type { Consumption } from "../billing/ledger-store";
 import type { Hold } from "../billing/hold";
 import { SseParser } from "../protocols/sse";
 import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, usageDetails, type UpstreamUsage } from "./rewrite";
-import { countTextTokens } from "./tokens";
 import type { TokenBudget } from "./request";
 import { OutputMeter, relayCap } from "./output-cap";
 import { timeEngine } from "../metrics/engine-time";
-import { completionId, estimateInput, type ChatCall } from "./pipeline";
+import { completionId, countUsage, type ChatCall } from "./pipeline";
+import { TokenTally } from "./token-tally";
 
 type ChatObject = Record<string, unknown>;
 
@@ -25,7 +26,8 @@ export class StreamFailure extends Error {}
 
 export class ChatStream {
   private usage: UpstreamUsage | null = null;
-  private delivered = "";
+  /** The output relayed so far, counted as it goes (see token-tally.ts). */
+  private readonly delivered: TokenTally;
   private deliveredChunks = 0;
   private clientLeft = false;
   /** The relay stopped the upstream at the output cap. */
@@ -33,6 +35,7 @@ export class ChatStream {
   private readonly meter: OutputMeter;
 
   constructor(
+    private readonly s: Services,
     private readonly call: ChatCall,
     private readonly response: UpstreamReply,
     private readonly upstream: AbortController,
@@ -40,7 +43,13 @@ export class ChatStream {
     readonly hold: Hold,
     budget: TokenBudget,
   ) {
-    this.meter = new OutputMeter(relayCap(budget.maxOutput));
+    this.meter = new OutputMeter(relayCap(budget.maxOutput), s.tokens);
+    this.delivered = new TokenTally(s.tokens);
+  }
+
+  /** The route's idle timeout: how long a relay waits for a client that stopped reading. */
+  get idleTimeoutMs(): number {
+    return this.response.idleTimeoutMs;
   }
 
   /**
@@ -97,7 +106,10 @@ export class ChatStream {
           delete obj.usage;
           let text = "";
           for (const c of choices) text += deliveredText(c.delta);
-          if (!this.meter.admit(text, this.delivered)) {
+          let fits = this.meter.admit(text);
+          // Only near the cap does the meter ask the token worker; the chunk waits for its answer.
+          if (fits instanceof Promise) fits = await fits;
+          if (!fits) {
             this.capped = true;
             break;
           }
@@ -109,7 +121,7 @@ export class ChatStream {
             } else unfinished.add(index);
           }
           if (typeof obj.created === "number") created = obj.created;
-          this.delivered += text;
+          this.delivered.add(text);
           this.deliveredChunks++;
           batch.push(rewriteChatObject(obj, rewrite));
         }
@@ -122,6 +134,8 @@ export class ChatStream {
           return;
         }
         if (batch.length > 0) yield batch;
+        // A long output is counted as it goes; its count sets the pace (see token-tally.ts).
+        await this.delivered.caughtUp();
         if (failure) throw failure;
         if (read.done) break;
       }
@@ -141,16 +155,30 @@ export class ChatStream {
     return this.clientLeft;
   }
 
-  /** What a stream that ran to its end consumed: the upstream's usage, or our count without it. */
-  finalUsage(): Consumption {
+  /**
+   * What a stream that ran to its end consumed: the upstream's usage, or our count without it
+   * (counted off the event loop).
+   */
+  async finalUsage(): Promise<Consumption> {
     if (this.usage && !this.capped) return { inputTokens: this.usage.prompt, outputTokens: this.usage.completion, ...usageDetails(this.usage) };
     // Cut at the cap, the upstream's count (if any came) is not what was delivered.
-    return { inputTokens: this.usage?.prompt ?? estimateInput(this.call.request), outputTokens: countTextTokens(this.delivered) };
+    return this.counted(0);
   }
 
-  /** What a client that went away consumed: input plus the output delivered, or null when none was. */
-  deliveredUsage(): Consumption | null {
-    if (this.deliveredChunks === 0 || this.delivered === "") return null;
-    return { inputTokens: this.usage?.prompt ?? estimateInput(this.call.request), outputTokens: countTextTokens(this.delivered) };
+  /**
+   * What a client that went away consumed: input plus the output its connection took — all the
+   * output relayed except its last `notTaken` characters, still queued for it — or null when none was.
+   */
+  async deliveredUsage(notTaken = 0): Promise<Consumption | null> {
+    if (this.deliveredChunks === 0 || this.delivered.length - notTaken <= 0) return null;
+    return this.counted(notTaken);
+  }
+
+  /** Input (the upstream's count, else ours) and the output delivered but its last `dropLast` characters. */
+  private async counted(dropLast: number): Promise<Consumption> {
+    const output = this.delivered.total(dropLast);
+    if (this.usage) return { inputTokens: this.usage.prompt, outputTokens: await output };
+    const u = await countUsage(this.s, this.call, output);
+    return { inputTokens: u.prompt, outputTokens: u.completion };
   }
 }

@@ -5,12 +5,14 @@
 import { Elysia } from "elysia";
 import { bearer } from "@elysiajs/bearer";
 import type { Services } from "../services";
-import { DomainError, InternalError } from "../errors";
+import { DomainError, InternalError, clientGone } from "../errors";
+import { TakeTurns } from "../limits/turns";
 import { dialectForPath, errorBody, errorHeaders, publicError, statusOf } from "./errors";
 import { RouteDocs } from "./route-docs";
 import { readBodyCapped, tooLarge } from "./body";
+import { admitBeforeBody } from "./auth";
 import { endFailedRequest, installRequestLifecycle } from "./request-lifecycle";
-import { newRequestId } from "./request-context";
+import { contextOf, newRequestId } from "./request-context";
 import { registerRootRoutes } from "./routes/root";
 import { registerModelRoutes } from "./routes/models";
 import { registerAdminRoutes } from "./routes/admin";
@@ -41,9 +43,13 @@ function pathOf(url: string): string {
   return q < 0 ? url.slice(start) : url.slice(start, q);
 }
 
+/** Bodies above this (or of unknown length) take their account's turn to be read and parsed. */
+export const LARGE_BODY_BYTES = 1024 * 1024;
+
 export function createApp(s: Services): { app: App; docs: RouteDocs } {
   const docs = new RouteDocs();
   const maxBody = s.config.maxBodyBytes;
+  const bodyTurns = new TakeTurns();
   const app = baseApp()
     .onRequest(({ request, set }) => {
       set.headers["x-request-id"] = newRequestId();
@@ -52,13 +58,27 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
         throw tooLarge(maxBody, length);
       }
     })
-    .onParse(async ({ request }) => {
-      const text = await readBodyCapped(request, maxBody);
-      if (text.trim() === "") return null;
+    .onParse(async ({ request, set }) => {
+      const admitting = admitBeforeBody(s, request, pathOf(request.url), set as { headers: Record<string, unknown> });
+      if (admitting) await admitting;
+      // An account's large bodies are read and parsed one after another (see limits/turns.ts).
+      const account = contextOf(request)?.caller?.accountId;
+      const declared = request.headers.get("content-length");
+      const release = account && (declared === null || Number(declared) > LARGE_BODY_BYTES)
+        ? await bodyTurns.take(account, request.signal).catch(() => {
+            throw clientGone();
+          })
+        : null;
       try {
-        return JSON.parse(text);
-      } catch (e) {
-        throw new DomainError("invalid_request", "invalid_json", `The request body is not valid JSON: ${(e as Error).message}.`);
+        const text = await readBodyCapped(request, maxBody);
+        if (text.trim() === "") return null;
+        try {
+          return JSON.parse(text);
+        } catch (e) {
+          throw new DomainError("invalid_request", "invalid_json", `The request body is not valid JSON: ${(e as Error).message}.`);
+        }
+      } finally {
+        release?.();
       }
     })
     // Destructured on purpose: Elysia fills only the context fields a hook's source names.

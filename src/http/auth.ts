@@ -8,6 +8,7 @@ import { DomainError } from "../errors";
 import { admitRequest, attachRateHeaders, storeRefused } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
 import type { KeyOwner } from "../accounts/api-keys";
+import { contextOf } from "./request-context";
 
 export interface Caller {
   accountId: string;
@@ -38,14 +39,48 @@ export function presentedKey(request: Request, bearer: string | undefined): stri
  * limits). A store that cannot answer makes it 503 service_unavailable, before any upstream call.
  */
 export function authenticate(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller | Promise<Caller> {
+  const ctx = contextOf(request);
+  // Admitted already, before its body was read (admitBeforeBody): never twice.
+  if (ctx?.caller) return ctx.caller;
   const found = callerOf(s, request, bearer);
   if (found instanceof Promise) return found.then((caller) => admitted(s, request, set, caller));
   return admitted(s, request, set, found);
 }
 
 function admitted(s: Services, request: Request, set: { headers: Record<string, unknown> }, caller: Caller): Caller | Promise<Caller> {
+  const remember = (): Caller => {
+    const ctx = contextOf(request);
+    if (ctx) ctx.caller = caller;
+    return caller;
+  };
   const admission = admitRequest(s, request, set, caller.accountId, caller.limits);
-  return admission instanceof Promise ? admission.then(() => caller) : caller;
+  return admission instanceof Promise ? admission.then(remember) : remember();
+}
+
+/**
+ * The POST endpoints whose caller is authenticated and admitted before the body is read, so a
+ * client without a valid key, or over its limits, never makes the server read and parse a body
+ * of up to SWITCHYARD_MAX_BODY_BYTES. Each of them calls authenticate() first.
+ */
+export const ADMITTED_BEFORE_BODY: ReadonlySet<string> = new Set([
+  "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/v1/audio/speech", "/v1/embeddings",
+]);
+
+/**
+ * Called by the app's body parser before it reads a body: 401/403/429 (and 503 when the store
+ * cannot answer) come first, bodies unread. A promise when the store must be asked.
+ */
+export function admitBeforeBody(s: Services, request: Request, path: string, set: { headers: Record<string, unknown> }): void | Promise<unknown> {
+  if (request.method !== "POST" || !ADMITTED_BEFORE_BODY.has(path)) return;
+  const admitted = authenticate(s, request, bearerOf(request), set);
+  if (admitted instanceof Promise) return admitted;
+}
+
+/** The bearer token as @elysiajs/bearer reads it (derived only after the body is parsed). */
+export function bearerOf(request: Request): string | undefined {
+  const authorization = request.headers.get("authorization");
+  if (authorization?.startsWith("Bearer")) return authorization.slice("Bearer".length + 1);
+  return new URL(request.url).searchParams.get("access_token") ?? undefined;
 }
 
 /**

@@ -1,9 +1,10 @@
 /**
  * How a protocol route (chat completions, Messages, Responses) drives the shared chat pipeline:
  * a plain call returns the translated body with an x-request-cost header; a streamed call
- * relays chat chunks through the protocol's framing as SSE, with heartbeats, the client's
- * disconnect cancelling (and billing) the stream, and a failure framed as the protocol's error
- * event. Routes supply only the translation.
+ * relays chat chunks through the protocol's framing as SSE, with heartbeats, backpressure (the
+ * upstream is read only as fast as the client takes bytes), the client's disconnect — or a client
+ * that stops reading for the route's idle timeout — cancelling (and billing) the stream, and a
+ * failure framed as the protocol's error event. Routes supply only the translation.
  *
  * A stream's hold has one owner (the ChatStream) and one release: the relay's finally. Every
  * billing decision is taken inside the relay, in order, after the iteration ended — so no path
@@ -20,6 +21,7 @@ import { SSE_HEADERS } from "../protocols/sse";
 import { DomainError, chargeNotRecorded, clientGone, midStreamFailure } from "../errors";
 import { requestMetrics } from "../metrics/request-metrics";
 import { producerStream, type StreamWriter } from "./streaming";
+import { deliveredText } from "../chat/rewrite";
 
 export const STREAM_HEARTBEAT_MS = 15_000;
 
@@ -78,10 +80,17 @@ export async function streamForRoute(
   const stream = await openChatStream(s, call);
   // Long quiet streams must outlive Bun's idle timeout; heartbeats keep proxies happy too.
   ctx.server?.timeout(ctx.request, 0);
+  let writer: StreamWriter | null = null;
   const body = producerStream({
     heartbeatMs: STREAM_HEARTBEAT_MS,
-    onCancel: () => stream.cancel(),
+    // A client that stops reading gets as long as the upstream would, then is cut off.
+    stallTimeoutMs: stream.idleTimeoutMs,
+    onCancel: (reason) => {
+      if (reason === "stalled") s.log.warn("stream cut off: the client stopped reading", { request_id: call.requestId, idle_ms: stream.idleTimeoutMs, bytes_sent: writer?.taken ?? 0 });
+      stream.cancel();
+    },
     produce: async (w) => {
+      writer = w;
       try {
         await relay(s, call, stream, framing, w);
       } catch (err) {
@@ -97,27 +106,40 @@ export async function streamForRoute(
 
 async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: StreamFraming, w: StreamWriter): Promise<void> {
   // Frames produced together go out as one write: one enqueue, one socket write.
-  const send = (frames: Uint8Array[]) => {
-    if (frames.length === 1) w.write(frames[0]!);
-    else if (frames.length > 1) w.write(Buffer.concat(frames));
+  const untaken = new UntakenText();
+  let written = 0;
+  const send = (frames: Uint8Array[], text = "") => {
+    const bytes = frames.length === 1 ? frames[0]! : frames.length > 1 ? Buffer.concat(frames) : null;
+    if (!bytes) return;
+    w.write(bytes);
+    written += bytes.byteLength;
+    untaken.add(written, text);
   };
   const tier = call.resolved.tier;
   if (framing.start) send(framing.start());
   let failure: unknown = null;
   try {
     for await (const batch of stream.batches()) {
-      if (w.closed) break;
+      if (w.closed) {
+        // Read from the upstream, never written: not delivered.
+        untaken.add(Infinity, textOf(batch));
+        break;
+      }
       const frames: Uint8Array[] = [];
       for (const chunk of batch) for (const f of framing.push(chunk)) frames.push(f);
-      send(frames);
+      send(frames, textOf(batch));
+      // Backpressure: the upstream is read again only once the client took most of this.
+      await w.ready();
+      untaken.settleUpTo(w.taken);
     }
   } catch (err) {
     failure = err;
   }
 
   if (w.closed || stream.clientGone) {
-    // The client went away: input plus the output it was sent, or nothing when none was.
-    const usage = stream.deliveredUsage();
+    // The client went away (or was cut off): input plus the output its connection took — not
+    // what was still queued for it — or nothing when none was.
+    const usage = await stream.deliveredUsage(untaken.after(w.taken));
     if (usage) {
       await stream.hold.settle({ ...usage, serviceTier: tier }).catch((err) => {
         s.log.error("charge of a disconnected stream failed; not billed", { request_id: call.requestId, error: String((err as Error)?.message ?? err) });
@@ -135,7 +157,7 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     return;
   }
 
-  const usage = stream.finalUsage();
+  const usage = await stream.finalUsage();
   const ending = framing.finish(chatResult(stream.hold, usage, tier));
   try {
     // Durable before the last frame: a client that saw the end was charged.
@@ -148,4 +170,42 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     return;
   }
   send(ending.frames);
+}
+
+/** The delivered text (content, reasoning, tool calls) of a batch of rewritten chat chunks. */
+function textOf(batch: Json[]): string {
+  let text = "";
+  for (const chunk of batch) {
+    const choices = chunk.choices as { delta?: Json }[] | undefined;
+    if (Array.isArray(choices)) for (const c of choices) text += deliveredText(c?.delta);
+  }
+  return text;
+}
+
+/**
+ * How much of the relayed text the client's connection has not taken: each write's text length
+ * with the byte offset where the write ends, kept until the write is taken (so at most the
+ * writer's high-water mark, plus one write).
+ */
+class UntakenText {
+  private readonly pending: { end: number; chars: number }[] = [];
+  private chars = 0;
+
+  /** Text written up to byte `end` (Infinity: never written). */
+  add(end: number, text: string): void {
+    if (!text) return;
+    this.pending.push({ end, chars: text.length });
+    this.chars += text.length;
+  }
+
+  /** Forgets the writes the connection took (up to byte `taken`). */
+  settleUpTo(taken: number): void {
+    while (this.pending.length > 0 && this.pending[0]!.end <= taken) this.chars -= this.pending.shift()!.chars;
+  }
+
+  /** Characters of text written after byte `taken`. */
+  after(taken: number): number {
+    this.settleUpTo(taken);
+    return this.chars;
+  }
 }

@@ -4,6 +4,7 @@
  * the caller's account and its concurrency slot.
  */
 import type { Slot } from "../limits/limiter";
+import type { Caller } from "./auth";
 import { closeEngineClock, openEngineClock, type EngineClock } from "../metrics/engine-time";
 
 export interface RequestContext extends EngineClock {
@@ -11,6 +12,8 @@ export interface RequestContext extends EngineClock {
   /** performance.now() at arrival. */
   startedAt: number;
   accountId: string | null;
+  /** Set once the caller was authenticated and admitted (see auth.ts). */
+  caller?: Caller;
   slot: Slot | null;
   /** The response body is a stream; the request ends when the stream does. */
   streamed: boolean;

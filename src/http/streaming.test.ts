@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { producerStream, watchProducerEnd, type StreamEnd } from "./streaming";
+import { producerStream, watchProducerEnd, type StreamEnd, type StreamWriter } from "./streaming";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -35,5 +35,80 @@ describe("watchProducerEnd", () => {
   test("any other stream is not watched (the caller wraps it)", () => {
     const other = new ReadableStream<Uint8Array>();
     expect(watchProducerEnd(other, () => {})).toBe(false);
+  });
+});
+
+describe("backpressure", () => {
+  const kb = (n: number) => new Uint8Array(n * 1024).fill(97);
+
+  test("ready() waits while the bytes queued for the client are above the high-water mark", async () => {
+    let writer!: StreamWriter;
+    const states: string[] = [];
+    const body = producerStream({
+      highWaterBytes: 8 * 1024,
+      onCancel() {},
+      async produce(w) {
+        writer = w;
+        for (let i = 0; i < 4; i++) {
+          w.write(kb(6));
+          await w.ready();
+          states.push(`wrote ${i + 1}, taken ${w.taken / 1024} KiB`);
+        }
+      },
+    });
+    await Bun.sleep(20);
+    // Nothing read yet: 6 KiB queued is below 8 KiB, 12 KiB is not; the producer waits there.
+    expect(states).toEqual(["wrote 1, taken 0 KiB"]);
+    const reader = body.getReader();
+    let read = 0;
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      read += r.value.byteLength;
+    }
+    expect(read).toBe(24 * 1024);
+    expect(writer.taken).toBe(24 * 1024);
+    expect(states.length).toBe(4);
+  });
+
+  test("a client that takes nothing for the stall timeout is cut off: the transfer fails and the producer hears it", async () => {
+    const reasons: string[] = [];
+    const outcomes: StreamEnd[] = [];
+    const body = producerStream({
+      stallTimeoutMs: 100,
+      onCancel: (reason) => reasons.push(reason),
+      async produce(w) {
+        w.write(kb(64));
+        w.write(kb(64));
+        await w.ready();
+      },
+    });
+    watchProducerEnd(body, (o) => outcomes.push(o));
+    const reader = body.getReader();
+    expect((await reader.read()).value!.byteLength).toBe(64 * 1024);
+    await Bun.sleep(300);
+    expect(reasons).toEqual(["stalled"]);
+    expect(outcomes).toEqual(["failed"]);
+    await expect(reader.read()).rejects.toBeDefined();
+  });
+
+  test("a client that goes away is reported as gone, with what it took", async () => {
+    let writer!: StreamWriter;
+    const reasons: string[] = [];
+    const body = producerStream({
+      onCancel: (reason) => reasons.push(reason),
+      async produce(w) {
+        writer = w;
+        w.write(kb(1));
+        w.write(kb(2));
+        await new Promise(() => {});
+      },
+    });
+    const reader = body.getReader();
+    await reader.read();
+    await reader.cancel();
+    expect(reasons).toEqual(["gone"]);
+    expect(writer.taken).toBe(1024);
+    expect(writer.closed).toBe(true);
   });
 });

@@ -1,19 +1,44 @@
 /**
- * A streamed HTTP response fed by an async producer: heartbeat comments keep quiet streams
- * (and any proxy in between) alive, and a client that goes away triggers `onCancel` at once.
+ * A streamed HTTP response fed by an async producer, with backpressure: the bytes written wait in
+ * a queue of their own, handed to the server one chunk per read it asks for (Bun asks only while
+ * the client's socket takes bytes), so the producer can see when the client falls behind and stop
+ * reading its own source (`ready()`), and can tell how many bytes the client's connection took
+ * (`taken`). Heartbeat comments keep quiet streams (and any proxy in between) alive, and a client
+ * that goes away triggers `onCancel` at once.
  */
 import { sseComment } from "../protocols/sse";
 
+/** Bytes queued for one client above which its producer should wait (see StreamWriter.ready). */
+export const STREAM_HIGH_WATER_BYTES = 32 * 1024;
+
 export interface StreamWriter {
+  /** Queues bytes for the client; never blocks (call ready() before producing more). */
   write(bytes: Uint8Array): void;
+  /**
+   * Resolves once the bytes queued for the client are below the high-water mark (at once if they
+   * are), or once the stream has ended (check `closed`).
+   */
+  ready(): Promise<void>;
   readonly closed: boolean;
+  /** Bytes the client's connection has taken so far (the rest are still queued here). */
+  readonly taken: number;
+  /** Ends the response as a failed transfer (the client sees it cut off, not complete). */
+  abort(): void;
 }
 
 export interface StreamOptions {
   produce(w: StreamWriter): Promise<void>;
-  onCancel(): void;
+  /** The client went away, or stopped reading for `stallTimeoutMs`: the producer should stop. */
+  onCancel(reason: "gone" | "stalled"): void;
+  /**
+   * A client that takes nothing of what is queued for it for this long is cut off (the response
+   * ends as a failed transfer, and onCancel is called).
+   */
+  stallTimeoutMs?: number;
   /** Send a comment line when nothing was written for this long (SSE only). */
   heartbeatMs?: number;
+  /** Default STREAM_HIGH_WATER_BYTES. */
+  highWaterBytes?: number;
 }
 
 export type StreamEnd = "completed" | "cancelled" | "failed";
@@ -34,8 +59,10 @@ export function watchProducerEnd(body: ReadableStream<Uint8Array>, done: (outcom
 }
 
 export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> {
+  const highWater = opts.highWaterBytes ?? STREAM_HIGH_WATER_BYTES;
   let closed = false;
   let timer: ReturnType<typeof setInterval> | null = null;
+  let stallTimer: ReturnType<typeof setInterval> | null = null;
   let lastWrite = Date.now();
   let ended: StreamEnd | null = null;
   let onEnd: ((outcome: StreamEnd) => void) | null = null;
@@ -44,42 +71,146 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
     ended = outcome;
     onEnd?.(outcome);
   };
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const w: StreamWriter = {
-        write(bytes) {
-          if (closed) return;
-          lastWrite = Date.now();
-          controller.enqueue(bytes);
-        },
-        get closed() {
-          return closed;
-        },
-      };
-      if (opts.heartbeatMs) {
-        timer = setInterval(() => {
-          if (!closed && Date.now() - lastWrite >= opts.heartbeatMs!) w.write(sseComment());
-        }, Math.min(opts.heartbeatMs, 5_000));
+
+  /** Written, not yet handed to the server. */
+  const queue: Uint8Array[] = [];
+  let queuedBytes = 0;
+  let taken = 0;
+  /** Since when bytes have been queued with nothing taken (null: the client is keeping up). */
+  let waitingSince: number | null = null;
+  /** The server's pending read, when the queue was empty as it asked. */
+  let pendingPull: (() => void) | null = null;
+  /** Producers waiting for the queue to drain below the high-water mark. */
+  let waiters: (() => void)[] = [];
+  /** Set once the producer is done: the stream closes when the queue is empty. */
+  let finished = false;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+
+  const wakeWaiters = () => {
+    if (waiters.length === 0 || (queuedBytes >= highWater && !closed)) return;
+    const woken = waiters;
+    waiters = [];
+    for (const w of woken) w();
+  };
+  const stopTimer = () => {
+    if (timer) clearInterval(timer);
+    if (stallTimer) clearInterval(stallTimer);
+    timer = stallTimer = null;
+  };
+  /** Hands the oldest queued chunk to the server's read. */
+  const handOver = () => {
+    const chunk = queue.shift()!;
+    queuedBytes -= chunk.byteLength;
+    taken += chunk.byteLength;
+    waitingSince = queue.length > 0 ? Date.now() : null;
+    controller.enqueue(chunk);
+    wakeWaiters();
+  };
+  const closeIfDone = () => {
+    if (!finished || closed || queue.length > 0) return;
+    closed = true;
+    stopTimer();
+    controller.close();
+    end("completed");
+    wakeWaiters();
+  };
+
+  const w: StreamWriter = {
+    write(bytes) {
+      if (closed || finished || bytes.byteLength === 0) return;
+      lastWrite = Date.now();
+      queue.push(bytes);
+      queuedBytes += bytes.byteLength;
+      waitingSince ??= Date.now();
+      if (pendingPull) {
+        const pull = pendingPull;
+        pendingPull = null;
+        handOver();
+        pull();
       }
-      opts
-        .produce(w)
-        .catch(() => {})
-        .finally(() => {
-          if (timer) clearInterval(timer);
-          if (!closed) {
-            closed = true;
-            controller.close();
-            end("completed");
-          }
-        });
     },
-    cancel() {
+    ready() {
+      if (closed || queuedBytes < highWater) return Promise.resolve();
+      return new Promise<void>((resolve) => waiters.push(resolve));
+    },
+    get closed() {
+      return closed;
+    },
+    get taken() {
+      return taken;
+    },
+    abort() {
+      if (closed) return;
       closed = true;
-      if (timer) clearInterval(timer);
-      opts.onCancel();
-      end("cancelled");
+      stopTimer();
+      queue.length = 0;
+      queuedBytes = 0;
+      controller.error(new Error("stream aborted"));
+      end("failed");
+      wakeWaiters();
     },
-  });
+  };
+  const stalled = () => {
+    if (closed) return;
+    w.abort();
+    opts.onCancel("stalled");
+  };
+
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+        if (opts.heartbeatMs) {
+          timer = setInterval(() => {
+            // A client that is not reading needs no heartbeat, and must not get one queued.
+            if (!closed && queue.length === 0 && Date.now() - lastWrite >= opts.heartbeatMs!) w.write(sseComment());
+          }, Math.min(opts.heartbeatMs, 5_000));
+        }
+        const stallMs = opts.stallTimeoutMs;
+        if (stallMs) {
+          stallTimer = setInterval(() => {
+            if (waitingSince !== null && Date.now() - waitingSince >= stallMs) stalled();
+          }, Math.max(10, Math.min(stallMs / 4, 5_000)));
+        }
+        opts
+          .produce(w)
+          .catch(() => {})
+          .finally(() => {
+            finished = true;
+            if (closed) return stopTimer();
+            if (pendingPull && queue.length === 0) {
+              const pull = pendingPull;
+              pendingPull = null;
+              closeIfDone();
+              pull();
+            } else closeIfDone();
+          });
+      },
+      // High-water mark 0: the server calls pull only when it wants bytes for the client.
+      pull() {
+        if (queue.length > 0) {
+          handOver();
+          closeIfDone();
+          return;
+        }
+        if (finished) return closeIfDone();
+        return new Promise<void>((resolve) => (pendingPull = resolve));
+      },
+      cancel() {
+        closed = true;
+        stopTimer();
+        queue.length = 0;
+        queuedBytes = 0;
+        const pull = pendingPull;
+        pendingPull = null;
+        pull?.();
+        opts.onCancel("gone");
+        end("cancelled");
+        wakeWaiters();
+      },
+    },
+    { highWaterMark: 0 },
+  );
   endWatchers.set(stream, (done) => {
     if (ended) done(ended);
     else onEnd = done;

@@ -3,11 +3,36 @@
  * for `cooldownMs`; then it is half-open and lets exactly one request through as a probe. The
  * probe's success closes it, its failure opens it for another cool-down. Time is passed in, so
  * the state machine is testable without waiting.
+ *
+ * One tenant must not be able to take a route from everyone: an upstream's 5xx may be caused by
+ * the request's own content (a prompt that crashes the engine), so such failures open the breaker
+ * only when they come from at least MIN_ACCOUNTS distinct accounts in the run of failures.
+ * Failures no request's content explains — no connection, a timeout, a stream that stalls or
+ * breaks, 429 and the like — open it on their own. (README, "Chat routing".)
  */
 export type BreakerState = "closed" | "open" | "half-open";
 
+/** Distinct accounts whose 5xx answers it takes to open a breaker. */
+export const MIN_ACCOUNTS = 2;
+
+export interface FailureCause {
+  /** The upstream answered 5xx: possibly caused by this request's content. */
+  answer: boolean;
+  /** The account whose request failed (null when unknown). */
+  account: string | null;
+}
+
+const ROUTE_FAULT: FailureCause = { answer: false, account: null };
+
 export class RouteHealth {
-  private consecutiveFailures = 0;
+  /** The failures since the last success (or since the breaker last opened)... */
+  private run = 0;
+  /** ...of which no request's content explains (no connection, timeouts, 429...)... */
+  private routeFaults = 0;
+  /** ...and the accounts whose requests got the others (5xx). */
+  private readonly accounts = new Set<string>();
+  /** Failures since the last success, whatever opened or not (what the operator view shows). */
+  private consecutive = 0;
   private openedAt: number | null = null;
   private probing = false;
 
@@ -20,7 +45,7 @@ export class RouteHealth {
 
   /** Failures since the last success (the operator view shows it beside the state). */
   get failures(): number {
-    return this.consecutiveFailures;
+    return this.consecutive;
   }
 
   /** Whether a request may be sent now; in half-open state only one probe at a time. */
@@ -39,19 +64,41 @@ export class RouteHealth {
   }
 
   success(): void {
-    this.consecutiveFailures = 0;
+    this.consecutive = 0;
+    this.forget();
     this.openedAt = null;
     this.probing = false;
   }
 
-  failure(now = Date.now()): void {
-    this.consecutiveFailures++;
-    if (this.probing || this.consecutiveFailures >= this.policy.failures) this.openedAt = now;
+  /**
+   * A failed request. Opens the breaker after `failures` in a row that are not down to one
+   * account's content: route faults alone, or a run whose 5xx came from several accounts. A
+   * failed probe re-opens it on the same terms.
+   */
+  failure(now = Date.now(), cause: FailureCause = ROUTE_FAULT): void {
+    this.consecutive++;
+    this.run++;
+    if (!cause.answer) this.routeFaults++;
+    else if (cause.account !== null) this.accounts.add(cause.account);
+    const wasProbe = this.probing;
     this.probing = false;
+    const severalAccounts = this.accounts.size >= MIN_ACCOUNTS;
+    const enough = this.routeFaults >= this.policy.failures || (this.run >= this.policy.failures && severalAccounts);
+    const probeFailed = wasProbe && (!cause.answer || severalAccounts);
+    if (enough || probeFailed) {
+      this.openedAt = now;
+      this.forget();
+    }
   }
 
   /** A request that ended without telling anything about the route's health (client left). */
   neutral(): void {
     this.probing = false;
+  }
+
+  private forget(): void {
+    this.run = 0;
+    this.routeFaults = 0;
+    this.accounts.clear();
   }
 }

@@ -35,6 +35,11 @@ export class UpstreamFailure extends Error {
   get routeFault(): boolean {
     return this.kind !== "aborted" && this.retryable;
   }
+
+  /** A 5xx answer: the request's own content may have caused it (see breaker.ts). */
+  get mayBeContent(): boolean {
+    return this.kind === "status" && this.status !== null && this.status >= 500;
+  }
 }
 
 /** Parsed once per base URL: the connect probe's bookkeeping needs only the origin. */
@@ -57,6 +62,8 @@ export interface UpstreamReply {
   status: number;
   /** Guarded by the idle deadline between chunks. */
   body: BodyReader;
+  /** That deadline: the route's idle timeout (a relay gives a client that stops reading as long). */
+  idleTimeoutMs: number;
 }
 
 /**
@@ -111,7 +118,7 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
         if (!signal.aborted) call.onMidStreamFailure?.();
       },
     });
-    return { status: res.status, body: guarded };
+    return { status: res.status, body: guarded, idleTimeoutMs: upstream.idleTimeoutMs };
   } catch (err) {
     clearTimeout(timer);
     throw classify(err, signal, why, upstream);

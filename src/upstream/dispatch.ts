@@ -3,7 +3,8 @@
  * order, skipping those whose circuit breaker is open. Before the first byte, a connect error,
  * timeout, 429 or 5xx moves on to the next route; nothing has been billed or relayed yet (the
  * hold is per request id and settles once, after dispatch), so a retry is invisible to the client
- * and never charges twice. Failures are mapped to the contract's error shapes; upstream names,
+ * and never charges twice. The route's circuit breaker hears each outcome (breaker.ts: one
+ * account's failures alone never open it). Failures are mapped to the contract's error shapes; upstream names,
  * hosts and error text go only to logs as route labels and kinds.
  */
 import type { Services } from "../services";
@@ -36,6 +37,8 @@ export async function dispatchChat(
   body: Record<string, unknown>,
   signal: AbortSignal,
   requestId: string,
+  /** Whose request it is: one account's failing requests alone never open a breaker. */
+  accountId: string | null = null,
 ): Promise<Dispatched> {
   const plan = s.routes.plan(publicId, tier);
   if (plan.length === 0) throw modelUnavailable(publicId);
@@ -61,7 +64,7 @@ export async function dispatchChat(
         throw new ClientGone();
       }
       attempts.inc({ route: route.label, outcome: err.kind === "status" ? `http_${err.status}` : err.kind });
-      if (err.routeFault) route.health.failure();
+      if (err.routeFault) route.health.failure(Date.now(), { answer: err.mayBeContent, account: accountId });
       else route.health.success();
       last = err;
       s.log.warn("upstream attempt failed", { request_id: requestId, route: route.label, kind: err.kind, status: err.status });

@@ -72,8 +72,14 @@ export interface BodyReader {
 }
 
 /**
- * A body reader that returns `first` (already read) and then relays `reader`, rejecting with
- * IdleTimeout when a read waits longer than `idleMs` (`onIdle` stops the upstream request);
+ * The most one read hands out. After a pause the socket may return megabytes at once; a relay
+ * that waits for its client between reads then holds at most this much (and its parsed chunks).
+ */
+export const MAX_READ_BYTES = 16 * 1024;
+
+/**
+ * A body reader that returns `first` (already read) and then relays `reader` in pieces of at
+ * most MAX_READ_BYTES, rejecting with IdleTimeout when a read waits longer than `idleMs` (`onIdle` stops the upstream request);
  * `onBroken` hears of any other read error. Cancelling it cancels the upstream body at once.
  *
  * One timer per body, re-armed (refresh) when a read starts waiting and ignored once it returns;
@@ -87,7 +93,18 @@ export function idleGuardedReader(
   idleMs: number,
   hooks: { onIdle(): void; onBroken(): void },
 ): BodyReader {
+  /** Bytes read from the upstream and not yet handed out. */
   let pending: Uint8Array | null = first;
+  /** Hands out at most MAX_READ_BYTES of `pending`, keeping the rest for the next read. */
+  const take = (): Uint8Array => {
+    const all = pending!;
+    if (all.byteLength <= MAX_READ_BYTES) {
+      pending = null;
+      return all;
+    }
+    pending = all.subarray(MAX_READ_BYTES);
+    return all.subarray(0, MAX_READ_BYTES);
+  };
   /** A read is waiting on the upstream (the timer only matters then). */
   let waiting = false;
   /** Set once the body stalled: every read from then on fails with IdleTimeout. */
@@ -112,7 +129,8 @@ export function idleGuardedReader(
       disarm();
       return { done: true };
     }
-    return r as { done: false; value: Uint8Array };
+    pending = r.value!;
+    return { done: false, value: take() };
   };
   const onError = (err: unknown): never => {
     waiting = false;
@@ -123,11 +141,7 @@ export function idleGuardedReader(
   };
   return {
     read() {
-      if (pending) {
-        const value = pending;
-        pending = null;
-        return Promise.resolve({ done: false, value });
-      }
+      if (pending) return Promise.resolve({ done: false, value: take() });
       if (stalled) return Promise.reject(idle());
       waiting = true;
       if (timer) timer.refresh();

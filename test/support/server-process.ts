@@ -56,6 +56,9 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 15_00
   try {
     const base = await Promise.race([listening, failed]);
     return { base, proc, logs, exited: proc.exited };
+  } catch (err) {
+    proc.kill("SIGKILL"); // a server that did not come up must not outlive the test
+    throw err;
   } finally {
     clearTimeout(timer);
   }

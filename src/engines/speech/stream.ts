@@ -20,7 +20,17 @@ export interface SpeechPlan {
   encoder: AudioEncoder;
   /** Wraps each wait on the engine (the request's engine-time accounting). */
   timed?: <T>(work: Promise<T>) => Promise<T>;
+  /** A client that takes none of its queued audio for this long is cut off (default 120 s). */
+  stallTimeoutMs?: number;
 }
+
+/**
+ * Encoded audio queued for a client above which synthesis of the next chunk waits: a client that
+ * stops reading stops the engine (one chunk is prefetched), instead of the whole text being
+ * synthesised into memory.
+ */
+export const SPEECH_HIGH_WATER_BYTES = 32 * 1024;
+const DEFAULT_STALL_TIMEOUT_MS = 120_000;
 
 /** The client disconnected before any audio was sent. */
 export class ClientGoneError extends Error {
@@ -80,7 +90,19 @@ export async function openSpeechStream(
     throw err;
   }
 
-  let delivered = 0;
+  /** Bytes enqueued so far, and where each chunk's audio ends in them (with its characters). */
+  let enqueued = 0;
+  const chunkEnds: { end: number; chars: number }[] = [];
+  /** Bytes the client's connection took, as of the last pull (never more than it did take). */
+  let taken = 0;
+  /** Characters whose audio the client took in full: what a client that leaves pays for. */
+  const deliveredChars = () => {
+    let chars = 0;
+    for (const c of chunkEnds) if (c.end <= taken) chars += c.chars;
+    return chars;
+  };
+  /** Wakes the synthesis loop when the client has taken enough of the queued audio. */
+  let onRoom: (() => void) | null = null;
   let cancelled = false;
   let settled = false;
   const end = async (outcome: SpeechOutcome) => {
@@ -91,10 +113,30 @@ export async function openSpeechStream(
     await finish(outcome);
   };
 
+  const stallMs = plan.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+  /** Resolves true once there is room in the client's queue, false if it stalled for stallMs. */
+  const room = (controller: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> => {
+    if (cancelled || (controller.desiredSize ?? 1) > 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        onRoom = null;
+        resolve(false);
+      }, stallMs);
+      onRoom = () => {
+        clearTimeout(timer);
+        onRoom = null;
+        resolve(true);
+      };
+    });
+  };
+
   const run = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
     const send = (bytes: Uint8Array) => {
-      if (!cancelled && bytes.length > 0) controller.enqueue(bytes);
+      if (cancelled || bytes.length === 0) return;
+      enqueued += bytes.length;
+      controller.enqueue(bytes);
     };
+    const chunkSent = (i: number) => chunkEnds.push({ end: enqueued, chars: plan.chunks[i]!.chars });
     const closeQuietly = () => {
       try {
         if (!cancelled) controller.close();
@@ -105,29 +147,43 @@ export async function openSpeechStream(
     try {
       send(plan.encoder.start());
       send(plan.encoder.encode(floatToInt16(first)));
-      delivered += plan.chunks[0]!.chars;
+      chunkSent(0);
       await new Promise<void>((resolve) => setImmediate(resolve));
+      let stalled = false;
       for (let i = 1; i < plan.chunks.length && !cancelled && !abort.signal.aborted; i++) {
+        // Backpressure: the next chunk is awaited (and the one after submitted) only once the
+        // client has taken most of the audio queued for it.
+        if (!(await room(controller))) {
+          stalled = true;
+          break;
+        }
         const wave = await timed(next!);
         next = submit(i + 1);
         send(plan.encoder.encode(floatToInt16(wave)));
-        delivered += plan.chunks[i]!.chars;
+        chunkSent(i);
         // When synthesis outpaces encoding, every wait above is already resolved; without a real
         // turn of the event loop the socket would only be written once the whole text is encoded.
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
+      if (stalled) {
+        // Cut off like a client that left: it pays for the audio it took.
+        abort.abort();
+        await end({ kind: "cancelled", deliveredChars: deliveredChars() });
+        cancelled = true;
+        return controller.error(new SpeechAbortedError());
+      }
       if (cancelled || abort.signal.aborted) {
-        await end({ kind: "cancelled", deliveredChars: delivered });
+        await end({ kind: "cancelled", deliveredChars: deliveredChars() });
         return closeQuietly();
       }
       send(plan.encoder.finish());
       // The charge is durable before the response completes.
-      await end({ kind: "completed", deliveredChars: delivered });
+      await end({ kind: "completed", deliveredChars: chunkEnds.reduce((n, c) => n + c.chars, 0) });
       closeQuietly();
     } catch (err) {
       abort.abort();
       if (cancelled || clientSignal?.aborted) {
-        await end({ kind: "cancelled", deliveredChars: delivered });
+        await end({ kind: "cancelled", deliveredChars: deliveredChars() });
         return closeQuietly();
       }
       await end({ kind: "failed", error: err });
@@ -137,14 +193,23 @@ export async function openSpeechStream(
     }
   };
 
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      // Not awaited: bytes flow to the client while later chunks are still being synthesised.
-      run(controller).catch(() => {});
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        // Not awaited: bytes flow to the client while later chunks are still being synthesised.
+        run(controller).catch(() => {});
+      },
+      // Called whenever the queue is below its high-water mark after the client took bytes.
+      pull(controller) {
+        taken = Math.max(taken, enqueued - (SPEECH_HIGH_WATER_BYTES - (controller.desiredSize ?? 0)));
+        onRoom?.();
+      },
+      cancel() {
+        cancelled = true;
+        abort.abort();
+        onRoom?.();
+      },
     },
-    cancel() {
-      cancelled = true;
-      abort.abort();
-    },
-  });
+    { highWaterMark: SPEECH_HIGH_WATER_BYTES, size: (chunk) => chunk?.byteLength ?? 0 },
+  );
 }

@@ -8,11 +8,12 @@ import type { App } from "../app";
 import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticate, identify } from "../auth";
+import { authenticate } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { estimateInput, type ChatCall } from "../../chat/pipeline";
-import { promptTokenCount } from "../../chat/tokens";
+import { CountAborted } from "../../chat/token-counter";
+import { clientGone } from "../../errors";
 import { sseEvent } from "../../protocols/sse";
 import { completeForRoute, streamForRoute } from "../chat-relay";
 import { errorBody } from "../errors";
@@ -31,13 +32,19 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
   docs.add({ method: "POST", path: "/v1/messages", summary: "Anthropic Messages protocol on the chat models, plain or streamed.", auth: "key", body: MessagesRequest, public: true });
   docs.add({ method: "POST", path: "/v1/messages/count_tokens", summary: "Estimated input tokens of a Messages request; free, no model call.", auth: "key", body: CountTokensRequest });
 
+  // Free of charge, but admitted like every model endpoint: counting costs CPU.
   app.post("/v1/messages/count_tokens", async ({ body, bearer, request, set }) => {
-    await identify(s, request, bearer, set);
+    const admitted = authenticate(s, request, bearer, set);
+    if (admitted instanceof Promise) await admitted;
     assertModelEndpoint(s, body, "chat");
     const req = parseCountTokensRequest(body);
     const messages = toChatMessages(req);
     resolveModel(s, req.model, "chat");
-    return { input_tokens: promptTokenCount(messages, countExtras(req)) };
+    try {
+      return { input_tokens: await s.tokens.prompt(messages, countExtras(req), { signal: request.signal }) };
+    } catch (err) {
+      throw err instanceof CountAborted ? clientGone() : err;
+    }
   });
 
   app.post("/v1/messages", async ({ body, bearer, request, set, server }) => {
@@ -67,7 +74,10 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
         toAnthropicMessage(chat, { id, model: resolved.requestedId, result, stopSequences, omitThinking, cacheAccounting, toolId }));
     }
 
-    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: estimateInput(chatRequest), stopSequences, omitThinking, cacheAccounting, toolId });
+    const inputTokens = await estimateInput(s, call).catch((err) => {
+      throw err instanceof CountAborted ? clientGone() : err;
+    });
+    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens, stopSequences, omitThinking, cacheAccounting, toolId });
     const frames = (events: AnthropicEvent[]) => events.map((e) => sseEvent(e.event, e.data));
     return streamForRoute(s, call, { request, server, set }, {
       start: () => frames(translator.start()),

@@ -1,0 +1,247 @@
+/**
+ * Token counting off the event loop. Counting runs at ~20 MB/s, so a long prompt or a long relayed
+ * output would stall every other request for as long as it takes (an 8 MB prompt: about half a
+ * second), and the tokenizer's tables would make every full garbage collection of the serving
+ * thread slower. So all counting happens in worker threads, started on first use, in two lanes:
+ * short texts (a chat turn) in one, long ones in another, so that neither a long count nor the
+ * garbage collections its megabytes of text cause in that thread can delay a short count. The long
+ * lane counts in steps, one job after another (see token-worker.ts). A job whose caller has gone
+ * (its signal aborted) is dropped.
+ *
+ * If no worker can start, counting falls back to the calling thread, with a warning.
+ */
+import { countTexts, promptOverhead, promptTexts, textLength } from "./tokens";
+import type { TokenJob, TokenReply } from "./token-worker";
+
+type Message = Parameters<typeof promptTexts>[0][number];
+
+/** Jobs up to this many characters go to the short lane (counted in well under a millisecond). */
+export const SHORT_JOB_CHARS = 16 * 1024;
+/**
+ * Longer jobs are handed to the worker in parts of about this size, one per turn of the event
+ * loop: copying megabytes into one message would hold the serving thread for milliseconds.
+ */
+const PART_CHARS = 128 * 1024;
+const LETTER = /\p{L}/u;
+
+export interface CountOptions {
+  /** Counting may stop once the count exceeds this (the result is then above it). */
+  limit?: number;
+  /** The caller no longer needs the count: the job is dropped and the promise rejects. */
+  signal?: AbortSignal;
+}
+
+/** The count was not needed any more (its signal aborted first). */
+export class CountAborted extends Error {
+  constructor() {
+    super("the count is no longer needed");
+  }
+}
+
+interface Job {
+  texts: string[];
+  limit: number | null;
+  resolve(n: number): void;
+  reject(e: Error): void;
+}
+
+/**
+ * Where the worker's code is: beside this file from source; in the compiled binary an extra entry
+ * point of build.ts, addressed from the bundle's root (src/ or the repository): both are tried.
+ */
+function workerSpecs(): string[] {
+  return import.meta.url.includes("$bunfs")
+    ? ["./chat/token-worker.ts", "./src/chat/token-worker.ts"]
+    : [new URL("./token-worker.ts", import.meta.url).href];
+}
+
+export class TokenCounter {
+  private readonly short = new Lane(this, false);
+  /** Long counts run at a lower CPU priority than the serving thread (see token-worker.ts). */
+  private readonly long = new Lane(this, true);
+  /** @internal Which of workerSpecs() to start; moves on when a worker dies before it loaded. */
+  specIndex = 0;
+  private closed = false;
+  /** Set when no worker could be started: counting then stays on the calling thread. */
+  private inlineOnly = false;
+
+  constructor(private readonly onWarning: (message: string) => void = () => {}) {}
+
+  /** The sum of the texts' tokens. */
+  count(texts: string[], opts: CountOptions = {}): Promise<number> {
+    if (opts.signal?.aborted) return Promise.reject(new CountAborted());
+    const limit = opts.limit ?? Infinity;
+    if (this.inlineOnly || this.closed) return countInline(texts, limit);
+    const lane = textLength(texts) <= SHORT_JOB_CHARS ? this.short : this.long;
+    return lane.count(texts, Number.isFinite(limit) ? limit : null, opts.signal);
+  }
+
+  /** The tokens of one text. */
+  text(text: string, opts: CountOptions = {}): Promise<number> {
+    return this.count([text], opts);
+  }
+
+  /** A chat prompt's estimated tokens: its texts' BPE count plus template overhead and images. */
+  async prompt(messages: Message[], extra: unknown[] = [], opts: CountOptions = {}): Promise<number> {
+    const p = promptTexts(messages, extra);
+    const overhead = promptOverhead(p);
+    return overhead + (await this.count(p.texts, { ...opts, limit: opts.limit === undefined ? undefined : opts.limit - overhead }));
+  }
+
+  /** Stops the workers; counts in flight fail, later ones run on the calling thread. */
+  close(): void {
+    this.closed = true;
+    this.short.close();
+    this.long.close();
+  }
+
+  /** @internal A new worker, or null (counting inline from now on) when none can start. */
+  startWorker(lane: Lane): Worker | null {
+    const specs = workerSpecs();
+    while (!this.inlineOnly && this.specIndex < specs.length) {
+      try {
+        const worker = new Worker(specs[this.specIndex]!);
+        lane.attach(worker);
+        // An idle worker must not keep a CLI command (or a test) alive.
+        (worker as Worker & { unref?(): void }).unref?.();
+        return worker;
+      } catch {
+        this.specIndex++;
+      }
+    }
+    if (!this.inlineOnly) this.onWarning("token counting runs on the main thread: its worker could not start");
+    this.inlineOnly = true;
+    return null;
+  }
+
+  /** @internal Jobs of a worker that never started: counted again, elsewhere. */
+  retry(job: Job): void {
+    this.count(job.texts, { limit: job.limit ?? undefined }).then(job.resolve, job.reject);
+  }
+}
+
+/** One worker thread and the jobs sent to it. */
+class Lane {
+  private worker: Worker | null = null;
+  private started = false;
+  private readonly pending = new Map<number, Job>();
+  private nextId = 1;
+
+  constructor(
+    private readonly counter: TokenCounter,
+    private readonly background: boolean,
+  ) {}
+
+  count(texts: string[], limit: number | null, signal?: AbortSignal): Promise<number> {
+    const worker = this.worker ?? (this.worker = this.counter.startWorker(this));
+    if (!worker) return countInline(texts, limit ?? Infinity);
+    const id = this.nextId++;
+    return new Promise<number>((resolve, reject) => {
+      const onAbort = () => {
+        if (!this.pending.delete(id)) return;
+        this.worker?.postMessage({ cancel: id } satisfies TokenJob);
+        reject(new CountAborted());
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const done = () => signal?.removeEventListener("abort", onAbort);
+      this.pending.set(id, { texts, limit, resolve: (n) => (done(), resolve(n)), reject: (e) => (done(), reject(e)) });
+      if (textLength(texts) <= PART_CHARS * 2) worker.postMessage({ id, texts, limit } satisfies TokenJob);
+      else void this.sendInParts(worker, id, texts, limit);
+    });
+  }
+
+  private async sendInParts(worker: Worker, id: number, texts: string[], limit: number | null): Promise<void> {
+    let last: string | null = null;
+    for (const part of parts(texts)) {
+      if (last !== null) {
+        worker.postMessage({ id, part: last, more: true, limit } satisfies TokenJob);
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        // Dropped meanwhile (its caller left, the worker died): the worker forgets the parts.
+        if (!this.pending.has(id) || this.worker !== worker) return;
+      }
+      last = part;
+    }
+    worker.postMessage({ id, part: last ?? "", more: false, limit } satisfies TokenJob);
+  }
+
+  attach(worker: Worker): void {
+    this.started = false;
+    if (this.background) worker.postMessage({ background: true } satisfies TokenJob);
+    worker.onmessage = (e: MessageEvent<TokenReply>) => this.receive(worker, e.data);
+    worker.onerror = (e) => this.crashed(worker, new Error(`token worker failed: ${e.message}`));
+    worker.addEventListener("close", () => this.crashed(worker, new Error("token worker exited")));
+  }
+
+  close(): void {
+    const err = new Error("token counter closed");
+    for (const job of this.pending.values()) job.reject(err);
+    this.pending.clear();
+    this.worker?.terminate();
+    this.worker = null;
+  }
+
+  private receive(worker: Worker, r: TokenReply): void {
+    if (worker !== this.worker) return;
+    if ("ready" in r) {
+      this.started = true;
+      return;
+    }
+    const job = this.pending.get(r.id);
+    if (!job) return;
+    this.pending.delete(r.id);
+    if ("count" in r) job.resolve(r.count);
+    else job.reject(new Error(r.error));
+  }
+
+  /**
+   * The worker died. If it never started (its file is not where this build looked), its jobs are
+   * not at fault: they are counted again with the next address, or inline. Otherwise they fail,
+   * and the next count starts a fresh worker.
+   */
+  private crashed(worker: Worker, err: Error): void {
+    if (this.worker !== worker) return;
+    this.worker = null;
+    worker.terminate();
+    const jobs = [...this.pending.values()];
+    this.pending.clear();
+    if (this.started) {
+      for (const job of jobs) job.reject(err);
+      return;
+    }
+    this.counter.specIndex++;
+    for (const job of jobs) this.counter.retry(job);
+  }
+}
+
+/**
+ * The texts in parts of at most about PART_CHARS, each cut before a space that precedes a letter
+ * (where o200k's pre-tokenizer starts a new piece anyway, so the parts' counts add up to the
+ * text's), or, with no such point in the second half of a part, at its end.
+ */
+function* parts(texts: string[]): Generator<string> {
+  for (const text of texts) {
+    let start = 0;
+    while (text.length - start > PART_CHARS) {
+      let cut = start + PART_CHARS;
+      for (let i = cut; i > start + PART_CHARS / 2; i--) {
+        if (text.charCodeAt(i) === 32 && LETTER.test(text[i + 1] ?? "")) {
+          cut = i;
+          break;
+        }
+      }
+      const c = text.charCodeAt(cut - 1);
+      if (cut === start + PART_CHARS && c >= 0xd800 && c <= 0xdbff) cut--;
+      yield text.slice(start, cut);
+      start = cut;
+    }
+    yield text.slice(start);
+  }
+}
+
+function countInline(texts: string[], limit: number): Promise<number> {
+  try {
+    return Promise.resolve(countTexts(texts, limit));
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}

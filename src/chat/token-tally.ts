@@ -1,0 +1,114 @@
+/**
+ * The tokens of a text that arrives in pieces (a relayed stream's output), counted as it grows
+ * instead of kept whole: a stream's output may be megabytes, and keeping it for one count at the
+ * end held all of it in memory for every open stream.
+ *
+ * Most outputs stay short and are never counted unless asked (the upstream reports usage). Past
+ * KEEP_CHARS + FLUSH_CHARS, the older text is counted in the worker, one part at a time (the
+ * producer can wait for it: caughtUp), cut where the tokenizer starts a new token anyway — a
+ * space before a letter: o200k's pre-tokenizer always begins a piece " word" there — so the sum
+ * is exactly the count of the whole text; text without such a point (a run of one letter, CJK)
+ * is cut after HARD_CUT_CHARS, a few tokens off at most. The newest KEEP_CHARS stay uncounted,
+ * so the count can leave out a last stretch that never reached the client (total(dropLast)).
+ */
+import type { TokenCounter } from "./token-counter";
+
+/** More than a relay can have written but not yet handed to its client: its queue's high-water
+ * mark plus one upstream read (http/streaming.ts, upstream/timeouts.ts). */
+const KEEP_CHARS = 48 * 1024;
+const FLUSH_CHARS = 16 * 1024;
+const HARD_CUT_CHARS = 256 * 1024;
+/** Cut points are remembered at most once per this many characters (a few hundred per tail). */
+const CUT_SPACING = 1024;
+const LETTER = /\p{L}/u;
+
+function isLetterAt(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 128) return (c | 32) >= 97 && (c | 32) <= 122;
+  return LETTER.test(text[i]!);
+}
+
+export class TokenTally {
+  private tail = "";
+  private chars = 0;
+  /** Exact cut points in the tail (space before a letter), oldest first, CUT_SPACING apart. */
+  private safe: number[] = [];
+  /** A space ending the tail: an exact cut if the next piece starts with a letter. */
+  private spaceAt = -1;
+  private done = 0;
+  private inFlight: Promise<void> | null = null;
+  private failure: unknown = null;
+
+  constructor(private readonly counter: TokenCounter) {}
+
+  /** Characters added so far. */
+  get length(): number {
+    return this.chars;
+  }
+
+  add(text: string): void {
+    if (!text) return;
+    const base = this.tail.length;
+    if (this.spaceAt > 0 && isLetterAt(text, 0)) this.remember(this.spaceAt);
+    this.spaceAt = -1;
+    for (let j = text.indexOf(" "); j >= 0; j = text.indexOf(" ", j + 1)) {
+      if (j + 1 === text.length) this.spaceAt = base + j;
+      else if (base + j > 0 && isLetterAt(text, j + 1)) this.remember(base + j);
+    }
+    this.chars += text.length;
+    this.tail += text;
+    this.countOlder();
+  }
+
+  private remember(cut: number): void {
+    const last = this.safe[this.safe.length - 1];
+    if (last === undefined || cut - last >= CUT_SPACING) this.safe.push(cut);
+  }
+
+  /** Resolves once no part is being counted (a producer waits here before adding more). */
+  caughtUp(): Promise<void> {
+    return this.inFlight ?? Promise.resolve();
+  }
+
+  /**
+   * The tokens of everything added, except its last `dropLast` characters (text that was relayed
+   * but never reached the client). Those must be among the newest KEEP_CHARS, else more than
+   * them is counted.
+   */
+  async total(dropLast = 0): Promise<number> {
+    while (this.inFlight) await this.inFlight;
+    const end = Math.max(0, this.tail.length - dropLast);
+    const rest = end > 0 ? await this.counter.text(this.tail.slice(0, end)) : 0;
+    if (this.failure) throw this.failure;
+    return this.done + rest;
+  }
+
+  /** Counts the part of the tail older than KEEP_CHARS, once it is long, one part at a time. */
+  private countOlder(): void {
+    if (this.inFlight || this.tail.length < KEEP_CHARS + FLUSH_CHARS) return;
+    const limit = this.tail.length - KEEP_CHARS;
+    let cut = -1;
+    for (const p of this.safe) if (p <= limit) cut = p;
+    if (cut <= 0) {
+      if (this.tail.length < KEEP_CHARS + HARD_CUT_CHARS) return;
+      cut = limit;
+      const last = this.tail.charCodeAt(cut - 1);
+      if (last >= 0xd800 && last <= 0xdbff) cut--;
+    }
+    const part = this.tail.slice(0, cut);
+    this.tail = this.tail.slice(cut);
+    this.safe = this.safe.filter((p) => p > cut).map((p) => p - cut);
+    this.spaceAt = this.spaceAt >= cut ? this.spaceAt - cut : -1;
+    this.inFlight = this.counter.text(part).then(
+      (n) => {
+        this.done += n;
+      },
+      (err) => {
+        this.failure ??= err;
+      },
+    ).finally(() => {
+      this.inFlight = null;
+      this.countOlder();
+    });
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * A hostile client as its own process (its work must not share an event loop with the client
+ * whose latency a test measures): it sends texts that are costly to tokenize — 120,000 identical
+ * characters and 8 MB bodies — to count_tokens, chat completions, Messages and Responses, with
+ * ATTACK_CONCURRENCY requests in flight. Driven by lines on stdin: "go" starts a burst, "stop"
+ * ends it (answered with `{"stopped":true}` once its requests in flight have been answered),
+ * "quit" prints `{"sent":…, "statuses":{…}}` and exits. It prints `{"ready":true}` once its
+ * bodies are built. ATTACK_MAX_REQUESTS bounds the whole run.
+ */
+export {};
+
+const base = process.env.ATTACK_BASE!;
+const key = process.env.ATTACK_KEY!;
+const model = process.env.ATTACK_MODEL ?? "glm-4.6";
+const maxRequests = Number(process.env.ATTACK_MAX_REQUESTS ?? 400);
+const concurrency = Number(process.env.ATTACK_CONCURRENCY ?? 2);
+
+const texts = ["a".repeat(120_000), "a".repeat(8 * 1024 * 1024 - 200)];
+const enc = new TextEncoder();
+const targets: { path: string; body: Uint8Array<ArrayBuffer> }[] = [];
+for (const text of texts) {
+  const messages = [{ role: "user", content: text }];
+  targets.push({ path: "/v1/messages/count_tokens", body: enc.encode(JSON.stringify({ model, messages })) });
+  targets.push({ path: "/v1/chat/completions", body: enc.encode(JSON.stringify({ model, messages, max_tokens: 16 })) });
+  targets.push({ path: "/v1/messages", body: enc.encode(JSON.stringify({ model, messages, max_tokens: 16 })) });
+  targets.push({ path: "/v1/responses", body: enc.encode(JSON.stringify({ model, input: text, max_output_tokens: 16, store: false })) });
+}
+
+const statuses: Record<string, number> = {};
+let sent = 0;
+let next = 0;
+let running = false;
+
+async function loop() {
+  while (running && sent < maxRequests) {
+    const t = targets[next++ % targets.length]!;
+    sent++;
+    let label: string;
+    try {
+      const res = await fetch(base + t.path, { method: "POST", headers: { "x-api-key": key, authorization: `Bearer ${key}`, "content-type": "application/json" }, body: t.body });
+      await res.arrayBuffer();
+      label = `${t.path} ${res.status}`;
+    } catch (e) {
+      label = `${t.path} ${(e as Error).name}`;
+    }
+    statuses[label] = (statuses[label] ?? 0) + 1;
+  }
+}
+
+const say = (obj: unknown) => process.stdout.write(JSON.stringify(obj) + "\n");
+say({ ready: true });
+let loops: Promise<void>[] = [];
+for await (const line of console) {
+  const command = line.trim();
+  if (command === "go") {
+    running = true;
+    loops = Array.from({ length: concurrency }, () => loop());
+  } else if (command === "stop") {
+    running = false;
+    await Promise.all(loops);
+    say({ stopped: true, sent });
+  } else if (command === "quit") {
+    running = false;
+    await Promise.all(loops);
+    say({ sent, statuses });
+    process.exit(0);
+  }
+}
