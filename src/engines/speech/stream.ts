@@ -9,7 +9,8 @@
 import type { AudioEncoder } from "../../audio/encoder";
 import { floatToInt16 } from "../../audio/pcm";
 import type { SpeechChunk } from "../../text/frontend";
-import type { SpeechEngine } from "./engine";
+import { SAMPLE_RATE, type SpeechEngine } from "./engine";
+import { shapeChunk } from "./silence";
 
 export interface SpeechPlan {
   engine: SpeechEngine;
@@ -81,6 +82,9 @@ export async function openSpeechStream(
   }
 
   let delivered = 0;
+  // Characters whose audio is encoded but still held by the encoder (FLAC is sent whole): they
+  // count as delivered only once bytes carrying them have been sent.
+  let encodedChars = 0;
   let cancelled = false;
   let settled = false;
   const end = async (outcome: SpeechOutcome) => {
@@ -93,7 +97,19 @@ export async function openSpeechStream(
 
   const run = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
     const send = (bytes: Uint8Array) => {
-      if (!cancelled && bytes.length > 0) controller.enqueue(bytes);
+      if (cancelled || bytes.length === 0) return;
+      controller.enqueue(bytes);
+      delivered += encodedChars;
+      encodedChars = 0;
+    };
+    // Each chunk loses Kokoro's own leading and trailing silence and gets the pause its place in
+    // the text calls for (silence.ts).
+    const encodeChunk = (i: number, wave: Float32Array) => {
+      const chunk = plan.chunks[i]!;
+      const pause = (chunk.pauseBeforeMs * SAMPLE_RATE) / 1000 / plan.speed;
+      const bytes = plan.encoder.encode(floatToInt16(shapeChunk(wave, pause, SAMPLE_RATE)));
+      encodedChars += chunk.chars;
+      send(bytes);
     };
     const closeQuietly = () => {
       try {
@@ -104,14 +120,12 @@ export async function openSpeechStream(
     };
     try {
       send(plan.encoder.start());
-      send(plan.encoder.encode(floatToInt16(first)));
-      delivered += plan.chunks[0]!.chars;
+      encodeChunk(0, first);
       await new Promise<void>((resolve) => setImmediate(resolve));
       for (let i = 1; i < plan.chunks.length && !cancelled && !abort.signal.aborted; i++) {
         const wave = await timed(next!);
         next = submit(i + 1);
-        send(plan.encoder.encode(floatToInt16(wave)));
-        delivered += plan.chunks[i]!.chars;
+        encodeChunk(i, wave);
         // When synthesis outpaces encoding, every wait above is already resolved; without a real
         // turn of the event loop the socket would only be written once the whole text is encoded.
         await new Promise<void>((resolve) => setImmediate(resolve));
