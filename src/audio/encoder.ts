@@ -1,7 +1,8 @@
 /**
  * The audio formats of POST /v1/audio/speech, each a streaming encoder: `start()` bytes go out
  * first, `encode()` takes each sentence's samples as they are synthesised and returns whatever
- * complete frames/pages it can, `finish()` flushes the rest. All are pure JS or WebAssembly, so
+ * complete frames/pages it can, `finish()` flushes the rest (FLAC keeps everything for `finish()`,
+ * whose header needs the whole audio: see flac.ts). All are pure JS or WebAssembly, so
  * they work inside the single compiled binary (no ffmpeg, no native addons).
  */
 import { FlacEncoder } from "./flac";
