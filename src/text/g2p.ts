@@ -96,11 +96,24 @@ function foldAccents(text: string): string {
   return text.normalize("NFD").replace(/\p{M}+/gu, "").replace(/[æ]/g, "ae").replace(/[œ]/g, "oe").replace(/[ß]/g, "ss");
 }
 
+/**
+ * A capital "A" standing alone is the letter ("plan A", "A M", "gate A four"), except as the
+ * first word of a sentence before an ordinary word ("A cat sat").
+ */
+function isLetterA(tokens: readonly string[], i: number): boolean {
+  if (tokens[i] !== "A") return false;
+  const prev = tokens[i - 1];
+  const next = tokens[i + 1] ?? "";
+  const startsSentence = prev === undefined || /^[.!?…:"“(]$/.test(prev);
+  return !(startsSentence && /^[A-Za-z]{2,}|^[a-z]/.test(next));
+}
+
 /** Normalised text to a phoneme string: words separated by spaces, punctuation kept. */
 export function phonemize(text: string, dialect: Dialect): string {
   const tokens = foldAccents(text).match(/[A-Za-z]+(?:'[A-Za-z]+)*|\S/g) ?? [];
   // Words first (so "the" can look at the next word), then assembly with punctuation.
-  const spoken = tokens.map((tok) => (/^[A-Za-z]/.test(tok) ? wordToPhonemes(tok, dialect) : null));
+  const letterA = tokens.map((_t, i) => isLetterA(tokens, i));
+  const spoken = tokens.map((tok, i) => (letterA[i] ? arpabetToPhonemes(LETTERS.a!.split(" "), dialect) : /^[A-Za-z]/.test(tok) ? wordToPhonemes(tok, dialect) : null));
   let out = "";
   tokens.forEach((tok, i) => {
     if (PUNCTUATION.has(tok)) {
@@ -112,7 +125,7 @@ export function phonemize(text: string, dialect: Dialect): string {
     const own = spoken[i];
     if (!own) return; // unknown characters are dropped
     const next = spoken.slice(i + 1).find((p) => p) ?? null;
-    const ph = functionWord(tok.toLowerCase(), own, /^[A-Za-z]/.test(tokens[i + 1] ?? "") ? next : null, dialect);
+    const ph = letterA[i] ? own : functionWord(tok.toLowerCase(), own, /^[A-Za-z]/.test(tokens[i + 1] ?? "") ? next : null, dialect);
     if (out && !out.endsWith(" ") && !out.endsWith("(") && !out.endsWith("“")) out += " ";
     out += ph;
   });
