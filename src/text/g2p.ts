@@ -81,13 +81,15 @@ const UNSTRESSED = new Set([
   "is", "are", "was", "were", "be", "been", "am", "has", "have", "had", "do", "does", "can", "could", "will",
   "would", "shall", "should", "may", "might", "must", "his", "her", "its", "our", "your", "their", "them", "us",
 ]);
-const REDUCED: Record<string, string> = { a: "ɐ", to: "tə", of: "əv", for: "fəɹ", from: "fɹəm", and: "ənd", an: "ən" };
+/** The forms misaki gives these words in running American speech (stress aside). */
+const REDUCED: Record<string, string> = { a: "ɐ", to: "tə", of: "ʌv", for: "fɔɹ", from: "fɹʌm", and: "ænd", an: "ɐn", was: "wʌz", on: "ɔn" };
+const GB_REDUCED: Record<string, string> = { for: "fə", on: "ɒn", was: "wɒz", of: "ɒv", from: "fɹɒm" };
 const STARTS_WITH_VOWEL = /^[ˈˌ]?[aeiouæɑɐɒɔəɛɜɪʊʌAIOWYQᵻ]/;
 
 function functionWord(lower: string, phonemes: string, nextPhonemes: string | null, dialect: Dialect): string {
   if (lower === "the") return nextPhonemes && STARTS_WITH_VOWEL.test(nextPhonemes) ? (dialect === "gb" ? "ðiː" : "ði") : "ðə";
   const reduced = REDUCED[lower];
-  if (reduced) return dialect === "gb" && lower === "for" ? "fə" : reduced;
+  if (reduced) return dialect === "gb" ? (GB_REDUCED[lower] ?? reduced) : reduced;
   return UNSTRESSED.has(lower) ? phonemes.replace(/[ˈˌ]/g, "") : phonemes;
 }
 
