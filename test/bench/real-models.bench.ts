@@ -46,7 +46,7 @@ try {
     if (Date.now() > deadline) throw new Error(`models did not load within 120 s: ${want.join(", ")}`);
     await Bun.sleep(200);
   }
-  if (want.includes("voice-82m")) await benchSpeech(h, key, speechDir, seconds);
+  if (want.includes("voice-82m")) await benchSpeech(h, key, speechDir, Number(process.env.BENCH_SPEECH_ROUNDS ?? 3));
   else if (!hasSpeech) console.log("\nvoice-82m: no real weights in SWITCHYARD_MODELS_DIR; not measured");
   if (want.includes("embedding-300m")) await benchEmbeddings(h, key, embeddingDir, seconds);
   else if (!hasEmbeddings) console.log("\nembedding-300m: no real weights in SWITCHYARD_MODELS_DIR; not measured");
