@@ -111,6 +111,27 @@ describe("speech disconnects", () => {
     expect(sentences).toBeDefined();
   }, 20_000);
 
+  test("FLAC is sent whole: leaving before it is sent pays nothing, staying gets one complete file", async () => {
+    const before = ledgerState(h, accountId);
+    const left = await speech({ input: LONG, response_format: "flac" });
+    expect(left.status).toBe(200);
+    await left.body!.cancel();
+    await settled(h, accountId, 5_000);
+    expect(ledgerState(h, accountId)).toMatchObject({ sum: before.sum, charges: before.charges, pendingHolds: 0 });
+    const res = await speech({ input: SENTENCE.repeat(2), response_format: "flac" });
+    const reads: number[] = [];
+    const reader = res.body!.getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      reads.push(value.length);
+    }
+    const bytes = reads.reduce((a, b) => a + b, 0);
+    expect(bytes).toBeGreaterThan(42);
+    const after = await settled(h, accountId, 5_000);
+    expect(after.charges - before.charges).toBe(1);
+  }, 20_000);
+
   test("leaving before any audio pays nothing", async () => {
     // Four long requests keep the queue full, so the next request's first chunk is still
     // waiting (or just running) when its client gives up.

@@ -11,6 +11,10 @@ import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runne
 
 export class ModelSignatureError extends Error {}
 
+/**
+ * Spinning: a batch-1 request is a few dozen short operators, and waking sleeping threads for
+ * each added ~10 ms to a ~40 ms run (see SessionTuning).
+ */
 export const EMBEDDING_SESSION_TUNING: SessionTuning = { spinning: true };
 
 export interface EmbeddingModelInfo {
@@ -39,10 +43,8 @@ export class EmbeddingModel {
     readonly info: EmbeddingModelInfo,
   ) {}
 
-  static async load(modelPath: string, provider: "cpu" | "cuda", padId: number, thread: "worker" | "inline" = "worker"): Promise<EmbeddingModel> {
-    // Spinning: a batch-1 request is a few dozen short operators, and waking sleeping threads for
-    // each added ~10 ms to a ~40 ms run (see SessionTuning).
-    const session = await openOnnxSession(modelPath, provider, thread, EMBEDDING_SESSION_TUNING);
+  static async load(modelPath: string, provider: "cpu" | "cuda", padId: number, thread: "worker" | "inline" = "worker", tuning: SessionTuning = EMBEDDING_SESSION_TUNING): Promise<EmbeddingModel> {
+    const session = await openOnnxSession(modelPath, provider, thread, tuning);
     const { provider: used, fallback } = session.meta;
     try {
       const ids = tensorMeta(session.meta.inputMetadata, "input_ids");
