@@ -222,5 +222,5 @@ describe("models list", () => {
     } finally {
       rmSync(modelsDir, { recursive: true, force: true });
     }
-  });
+  }, 30_000);
 });

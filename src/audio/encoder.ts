@@ -16,6 +16,8 @@ export type AudioFormat = (typeof SUPPORTED_FORMATS)[number];
 
 export interface AudioEncoder {
   readonly contentType: string;
+  /** The format needs the whole audio before its first byte (FLAC): it is sent once complete. */
+  readonly wholeFile?: boolean;
   start(): Uint8Array;
   encode(samples: Int16Array): Uint8Array;
   finish(): Uint8Array;

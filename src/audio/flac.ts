@@ -210,6 +210,7 @@ export function flacHeader(info: StreamInfo): Uint8Array {
 
 export class FlacEncoder implements AudioEncoder {
   readonly contentType = "audio/flac";
+  readonly wholeFile = true;
   private pending = new Int16Array(0);
   private frameNumber = 0;
   private frames: Uint8Array[] = [];

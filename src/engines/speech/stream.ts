@@ -7,7 +7,7 @@
  * their audio delivered, and whether the stream completed, failed, or was cancelled.
  */
 import type { AudioEncoder } from "../../audio/encoder";
-import { floatToInt16 } from "../../audio/pcm";
+import { concatBytes, floatToInt16 } from "../../audio/pcm";
 import type { SpeechChunk } from "../../text/frontend";
 import { SAMPLE_RATE, type SpeechEngine } from "./engine";
 import { shapeChunk } from "./silence";
@@ -66,6 +66,12 @@ export async function openSpeechStream(
   };
 
   const timed = plan.timed ?? (<T>(work: Promise<T>) => work);
+  // Each chunk loses Kokoro's own leading and trailing silence and gets the pause its place in
+  // the text calls for (silence.ts).
+  const encodeChunk = (i: number, wave: Float32Array): Uint8Array => {
+    const pause = (plan.chunks[i]!.pauseBeforeMs * SAMPLE_RATE) / 1000 / plan.speed;
+    return plan.encoder.encode(floatToInt16(shapeChunk(wave, pause, SAMPLE_RATE)));
+  };
   let first: Float32Array;
   let next: Promise<Float32Array> | null;
   try {
@@ -80,6 +86,11 @@ export async function openSpeechStream(
     plan.encoder.close();
     throw err;
   }
+
+  if (plan.encoder.wholeFile) return wholeFile(plan, first, next, submit, encodeChunk, timed, clientSignal, finish, () => {
+    abort.abort();
+    clientSignal?.removeEventListener("abort", onClientGone);
+  });
 
   let delivered = 0;
   // Characters whose audio is encoded but still held by the encoder (FLAC is sent whole): they
@@ -102,13 +113,9 @@ export async function openSpeechStream(
       delivered += encodedChars;
       encodedChars = 0;
     };
-    // Each chunk loses Kokoro's own leading and trailing silence and gets the pause its place in
-    // the text calls for (silence.ts).
-    const encodeChunk = (i: number, wave: Float32Array) => {
-      const chunk = plan.chunks[i]!;
-      const pause = (chunk.pauseBeforeMs * SAMPLE_RATE) / 1000 / plan.speed;
-      const bytes = plan.encoder.encode(floatToInt16(shapeChunk(wave, pause, SAMPLE_RATE)));
-      encodedChars += chunk.chars;
+    const sendChunk = (i: number, wave: Float32Array) => {
+      const bytes = encodeChunk(i, wave);
+      encodedChars += plan.chunks[i]!.chars;
       send(bytes);
     };
     const closeQuietly = () => {
@@ -120,12 +127,12 @@ export async function openSpeechStream(
     };
     try {
       send(plan.encoder.start());
-      encodeChunk(0, first);
+      sendChunk(0, first);
       await new Promise<void>((resolve) => setImmediate(resolve));
       for (let i = 1; i < plan.chunks.length && !cancelled && !abort.signal.aborted; i++) {
         const wave = await timed(next!);
         next = submit(i + 1);
-        encodeChunk(i, wave);
+        sendChunk(i, wave);
         // When synthesis outpaces encoding, every wait above is already resolved; without a real
         // turn of the event loop the socket would only be written once the whole text is encoded.
         await new Promise<void>((resolve) => setImmediate(resolve));
@@ -159,6 +166,47 @@ export async function openSpeechStream(
     cancel() {
       cancelled = true;
       abort.abort();
+    },
+  });
+}
+
+/**
+ * A format sent whole (FLAC): every chunk is synthesised before the response starts, so until
+ * then a client that leaves, or a failed chunk, is an error status with nothing billed, exactly
+ * as before the first chunk of a streamed format. The charge is durable before the file is sent.
+ */
+async function wholeFile(
+  plan: SpeechPlan,
+  first: Float32Array,
+  next: Promise<Float32Array> | null,
+  submit: (i: number) => Promise<Float32Array> | null,
+  encodeChunk: (i: number, wave: Float32Array) => Uint8Array,
+  timed: <T>(work: Promise<T>) => Promise<T>,
+  clientSignal: AbortSignal | undefined,
+  finish: (outcome: SpeechOutcome) => Promise<void>,
+  cleanUp: () => void,
+): Promise<ReadableStream<Uint8Array>> {
+  let file: Uint8Array;
+  try {
+    const parts = [plan.encoder.start(), encodeChunk(0, first)];
+    for (let i = 1; i < plan.chunks.length; i++) {
+      const wave = await timed(next!);
+      next = submit(i + 1);
+      if (clientSignal?.aborted) throw new ClientGoneError();
+      parts.push(encodeChunk(i, wave));
+    }
+    parts.push(plan.encoder.finish());
+    if (clientSignal?.aborted) throw new ClientGoneError();
+    file = concatBytes(parts);
+    await finish({ kind: "completed", deliveredChars: plan.chunks.reduce((n, c) => n + c.chars, 0) });
+  } finally {
+    cleanUp();
+    plan.encoder.close();
+  }
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(file);
+      controller.close();
     },
   });
 }
