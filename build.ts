@@ -12,6 +12,9 @@
  * this script embeds them as files by generating src/runtime/native-assets.ts at bundle time, and
  * src/runtime/native.ts extracts and pre-loads them when the binary runs.
  *
+ * The dashboard's front end (src/dashboard/client) is bundled here too and embedded as a module
+ * in place of src/dashboard/embedded-assets.ts, so the binary serves it with no files around.
+ *
  * Cross-building for arm64 needs sharp's arm64 packages, which npm does not install on x64: the
  * script fetches them with `npm pack` into .cache/npm/ (git-ignored) when node_modules lacks them.
  * Whitespace and syntax minification only: identifier minification breaks Elysia.
@@ -20,6 +23,8 @@ import type { BunPlugin } from "bun";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { bundleDashboard } from "./src/dashboard/bundle";
+import type { DashboardBundle } from "./src/dashboard/embedded-assets";
 
 const ROOT = import.meta.dir;
 const NODE_MODULES = join(ROOT, "node_modules");
@@ -126,6 +131,19 @@ function nativePlugin(source: string, arch: Arch, sharpAddon: string): BunPlugin
   };
 }
 
+/** The dashboard's front end, bundled now, replaces src/dashboard/embedded-assets.ts (null from source). */
+function dashboardPlugin(bundle: DashboardBundle): BunPlugin {
+  return {
+    name: "switchyard-dashboard",
+    setup(build) {
+      build.onLoad({ filter: /[\\/]src[\\/]dashboard[\\/]embedded-assets\.ts$/ }, () => ({
+        contents: `export const embeddedDashboard = ${JSON.stringify(bundle)};\n`,
+        loader: "js",
+      }));
+    },
+  };
+}
+
 function flag(argv: string[], name: string): string | undefined {
   const i = argv.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
   if (i < 0) return undefined;
@@ -144,6 +162,7 @@ async function main(argv: string[]): Promise<number> {
   const sharp = sharpPackages(arch);
   const libs = [...ortLibraries(arch), ...sharp.libraries];
   const id = bundleId(libs);
+  const dashboard = await bundleDashboard();
   const result = await Bun.build({
     // Every worker thread's entry file must be an entry point too, or `new Worker(...)` finds
     // nothing inside the binary: onnx-worker.ts runs the ONNX sessions (embeddings, speech) off the
@@ -162,7 +181,7 @@ async function main(argv: string[]): Promise<number> {
     // Never identifiers: Elysia reads handler source (parameter names) to decide what each
     // handler and hook receives; renamed, its routes answer 500 (test/binary.test.ts catches it).
     minify: { whitespace: true, syntax: true, identifiers: false },
-    plugins: [nativePlugin(nativeAssetsModule(libs, id, target), arch, sharp.addon)],
+    plugins: [nativePlugin(nativeAssetsModule(libs, id, target), arch, sharp.addon), dashboardPlugin(dashboard)],
   });
   if (!result.success) {
     for (const log of result.logs) console.error(log);
@@ -172,6 +191,7 @@ async function main(argv: string[]): Promise<number> {
   console.log(`built ${outfile} (${target}, ${mb(statSync(outfile).size)}) in ${seconds}s`);
   console.log(`embedded libraries (bundle ${id}), extracted at run time to $XDG_CACHE_HOME|~/.cache/switchyard/<version>-${id}/:`);
   for (const l of libs) console.log(`  ${l.group}/${l.name}  ${mb(l.size)}${l.preloadSymbol ? "  (pre-loaded)" : ""}`);
+  console.log(`embedded dashboard: ${dashboard.js.length} bytes of JavaScript, ${dashboard.css.length} bytes of CSS`);
 
   // A quick check that the binary starts, when it can run here.
   if (arch === process.arch) {

@@ -15,6 +15,8 @@ export interface Config {
   /** Path to a routes JSON file, or the inline JSON itself. */
   routes: string | null;
   catalogPath: string | null;
+  /** Path to a model-aliases JSON file, or the inline JSON itself. */
+  modelAliases: string | null;
   modelsDir: string;
   rateLimitRpm: number;
   concurrencyLimit: number;
@@ -27,6 +29,10 @@ export interface Config {
   /** Execution provider for local ONNX models. */
   onnxProvider: "cpu" | "cuda";
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** The web dashboard at /dashboard (SWITCHYARD_DASHBOARD=off removes it). */
+  dashboard: boolean;
+  /** How long a dashboard sign-in lasts, in seconds. */
+  dashboardSessionSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -93,6 +99,7 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamKey: str(env, "SWITCHYARD_UPSTREAM_KEY"),
     routes: str(env, "SWITCHYARD_ROUTES"),
     catalogPath: str(env, "SWITCHYARD_CATALOG"),
+    modelAliases: str(env, "SWITCHYARD_MODEL_ALIASES"),
     modelsDir: resolve(str(env, "SWITCHYARD_MODELS_DIR") ?? "./models"),
     rateLimitRpm: int(env, "SWITCHYARD_RATE_LIMIT_RPM", 600, 1, 10_000_000),
     concurrencyLimit: int(env, "SWITCHYARD_CONCURRENCY_LIMIT", 32, 1, 1_000_000),
@@ -102,5 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
     imageMaxEdge: int(env, "SWITCHYARD_IMAGE_MAX_EDGE", 2048, 16, 16_384),
     onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["cpu", "cuda"] as const, "cpu"),
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
+    dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
+    dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
   };
 }

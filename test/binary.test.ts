@@ -213,6 +213,32 @@ describe.skipIf(SKIP)("compiled binary", () => {
       expect(after.reserved).toBe(0);
     });
 
+    test("the dashboard is served from the binary (bundled at build time, no files needed) and signs in", async () => {
+      const page = await fetch(`${base}/dashboard`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+      const html = await page.text();
+      const version = /app\.js\?v=([0-9a-f]+)/.exec(html)?.[1];
+      expect(version).toBeDefined();
+      const js = await fetch(`${base}/dashboard/assets/app.js?v=${version}`);
+      expect(js.status).toBe(200);
+      expect(js.headers.get("content-type")).toContain("javascript");
+      const script = await js.text();
+      // The same bundle the source tree makes (Preact + htm + uPlot and our views).
+      expect(script).toContain("/dashboard/api");
+      expect(script.length).toBeGreaterThan(20_000);
+      const css = await fetch(`${base}/dashboard/assets/app.css`);
+      expect(css.status).toBe(200);
+      expect(await css.text()).toContain(".uplot");
+      const signIn = await fetch(`${base}/dashboard/api/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ kind: "operator", secret: ADMIN_TOKEN }),
+      });
+      expect(signIn.status).toBe(200);
+      expect(signIn.headers.get("set-cookie")).toContain("HttpOnly; SameSite=Strict");
+    });
+
     test("Elysia hooks see the matched route in the bundled code (metrics are labelled by endpoint)", async () => {
       // Elysia decides what a hook receives by reading its source, which bundling and
       // minification rewrite: the lifecycle hook must still see `route`.

@@ -257,12 +257,16 @@ describe("bad input: Anthropic error shape, nothing billed", () => {
     expect(err.error.error.message).toContain("toolu_nope");
   });
 
-  test("unknown block type, max_tokens above the ceiling", async () => {
+  test("unknown block type → 400; max_tokens above the ceiling is lowered to it", async () => {
     const bad = await rejected(() => client.messages.create({ ...ask, messages: [{ role: "user", content: [{ type: "bogus" } as never] }] }));
     expect(bad.error.error.message).toContain("messages[0].content[0].type");
+    // Claude Code asks for 128,000 output tokens when it believes it talks to an Opus model.
     // Streaming, because the SDK refuses a plain request this large by itself.
-    const big = await rejected(() => client.messages.create({ ...ask, max_tokens: 40_000, stream: true }));
-    expect(big).toBeInstanceOf(Anthropic.BadRequestError);
+    const units = await charged(async () => {
+      for await (const _ of await client.messages.create({ ...ask, max_tokens: 128_000, stream: true }));
+    });
+    expect(units).toBe(expectedChatCost(MODEL, PROMPT_TOKENS, WORDS.length));
+    expect(fake.requests.at(-1)!.max_tokens).toBe(32_768);
   });
 
   test("unknown model → NotFoundError; speech model → wrong endpoint; bad key → AuthenticationError", async () => {

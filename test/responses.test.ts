@@ -236,8 +236,12 @@ describe("bad input: OpenAI error shape, nothing billed", () => {
     expect(unknown.param).toBe("input[0].type");
     const role = await rejected(() => client.responses.create({ model: MODEL, input: [{ role: "robot", content: "x" } as never] }));
     expect(role.param).toBe("input[0].role");
-    const hosted = await rejected(() => client.responses.create({ model: MODEL, input: "x", tools: [{ type: "web_search" }] }));
-    expect(hosted.param).toBe("tools[0].type");
+    const hosted = await rejected(() => client.responses.create({ model: MODEL, input: "x", tools: [{ type: "web_search" }], tool_choice: { type: "web_search" } as never }));
+    expect(hosted.param).toBe("tool_choice.type");
+    expect(hosted.message).toContain("web_search");
+    const reference = await rejected(() => client.responses.create({ model: MODEL, input: [{ type: "item_reference", id: "msg_nobody_stored" }] }));
+    expect(reference.param).toBe("input[0].id");
+    expect(reference.message).toContain("msg_nobody_stored");
     const big = await rejected(() => client.responses.create({ model: MODEL, input: "x", max_output_tokens: 40_000 }));
     expect(big.param).toBe("max_output_tokens");
   });

@@ -4,7 +4,7 @@
  */
 import type { Store } from "../store/database";
 import { newId } from "./ids";
-import { invalidField, notFound } from "../http/errors";
+import { invalidField, notFound } from "../errors";
 import { usdNumber } from "../billing/money";
 
 export interface AccountRow {

@@ -7,8 +7,8 @@ import type { Services } from "../services";
 import { accountView, parseLimit } from "./accounts";
 import { formatUsd, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
 import { MAX_BALANCE } from "../billing/ledger";
-import { invalidField } from "../http/errors";
-import { validate } from "../http/validate";
+import { invalidField } from "../errors";
+import { validate } from "../validate";
 
 export const CreateAccountBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),

@@ -6,7 +6,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Store } from "../store/database";
 import { newId } from "./ids";
-import { notFound } from "../http/errors";
+import { notFound } from "../errors";
 import { nowSeconds } from "./accounts";
 
 export const KEY_PREFIX = "sy-";

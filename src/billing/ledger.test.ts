@@ -208,7 +208,7 @@ describe("Ledger: a settle coalesced with its still-queued hold", () => {
     hold(a.id, "r1", 400);
     ledger.release("r1");
     expect(holdRow("r1")).toMatchObject({ state: "voided" });
-    await expect(ledger.settle({ requestId: "r1", amount: 100, serviceTier: "default" })).rejects.toThrow(/without a pending hold/);
+    await expect(ledger.settle({ requestId: "r1", amount: 100, serviceTier: "default" })).rejects.toMatchObject({ detail: expect.stringMatching(/without a pending hold/) });
     expect(accounts.mustGet(a.id)).toMatchObject({ balance: 1000, reserved: 0 });
   });
 });

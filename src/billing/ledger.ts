@@ -24,7 +24,7 @@
 import type { Store } from "../store/database";
 import { GroupCommit } from "./group-commit";
 import { formatUsd, UNITS_PER_USD } from "./money";
-import { ApiError } from "../http/errors";
+import { DomainError, InternalError } from "../errors";
 import { nowSeconds } from "../accounts/accounts";
 
 export interface HoldRequest {
@@ -211,7 +211,7 @@ export class Ledger {
       if (!hold) {
         const existing = this.q.existingCharge.get(c.requestId);
         if (existing) return { requestId: c.requestId, charged: -existing.amount, balanceAfter: existing.balance_after };
-        throw new ApiError(500, "internal_error", "settle without a pending hold");
+        throw new InternalError("settle without a pending hold");
       }
       const charge = this.charge({ accountId: hold.account_id, amount: hold.amount, endpoint: hold.endpoint, model: hold.model }, c, nowSeconds());
       fresh = charge.fresh;
@@ -245,7 +245,7 @@ export class Ledger {
       (): Settlement => {
         noteFresh(null);
         // Its hold write failed: as with no pending hold on the usual path.
-        if (!queued.applied) throw new ApiError(500, "internal_error", "settle without a pending hold");
+        if (!queued.applied) throw new InternalError("settle without a pending hold");
         const closedAt = nowSeconds();
         this.q.insertPostedHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, queued.createdAt, closedAt);
         const charge = this.charge(h, c, closedAt);
@@ -311,13 +311,13 @@ export class Ledger {
     return this.db
       .transaction(() => {
         const acct = this.q.account.get(accountId);
-        if (!acct) throw new ApiError(404, "not_found", `No account with id '${accountId}'.`);
+        if (!acct) throw new DomainError("not_found", "not_found", `No account with id '${accountId}'.`);
         if (amount < 0 && acct.balance - acct.reserved - (this.unwritten.get(accountId) ?? 0) + amount < 0) {
-          throw new ApiError(400, "invalid_value", "Invalid 'amount': the deduction exceeds the available balance (balance minus reserved).", "amount");
+          throw new DomainError("invalid_request", "invalid_value", "Invalid 'amount': the deduction exceeds the available balance (balance minus reserved).", "amount");
         }
         const balanceAfter = acct.balance + amount;
         if (balanceAfter > MAX_BALANCE) {
-          throw new ApiError(400, "invalid_value", `Invalid 'amount': the balance may not exceed ${formatUsd(MAX_BALANCE)} USD.`, "amount");
+          throw new DomainError("invalid_request", "invalid_value", `Invalid 'amount': the balance may not exceed ${formatUsd(MAX_BALANCE)} USD.`, "amount");
         }
         this.db.query("UPDATE accounts SET balance = ? WHERE id = ?").run(balanceAfter, accountId);
         this.q.insertEntry.run(

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ApiError } from "../http/errors";
+import { DomainError } from "../errors";
 import { parseBound, parseGroupBy, parseUsageQuery } from "./usage-query";
 
 const NOW = Date.UTC(2026, 10, 21, 5, 30); // 2026-11-21T05:30Z
@@ -9,7 +9,7 @@ function rejects(fn: () => unknown): { param: string | null; message: string } {
   try {
     fn();
   } catch (e) {
-    if (e instanceof ApiError && e.status === 400) return { param: e.param, message: e.message };
+    if (e instanceof DomainError && e.kind === "invalid_request") return { param: e.param, message: e.message };
     throw e;
   }
   throw new Error("expected a 400");

@@ -5,7 +5,7 @@
  *               A date-only `end` includes that whole day. Default: the current UTC month.
  *   group_by:   comma-separated day, model, endpoint (any combination); default "day".
  */
-import { invalidField } from "../http/errors";
+import { invalidField } from "../errors";
 
 export const GROUPINGS = ["day", "model", "endpoint"] as const;
 export type Grouping = (typeof GROUPINGS)[number];

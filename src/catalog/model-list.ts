@@ -54,3 +54,40 @@ export function listModels(catalog: Catalog, isLive: LivenessCheck) {
   return { object: "list" as const, data };
 }
 
+
+/**
+ * The Anthropic Models API shape (`GET /v1/models` with an `anthropic-version` header, as the
+ * Anthropic SDK and Claude Code send it): chat models only, since only they speak Messages.
+ */
+export function anthropicModelObject(entry: ModelEntry, turbo: boolean) {
+  const id = turbo ? entry.id + TURBO_SUFFIX : entry.id;
+  return {
+    type: "model" as const,
+    id,
+    display_name: turbo ? `${entry.id} (turbo)` : entry.id,
+    created_at: new Date(entry.created * 1000).toISOString().replace(/\.000Z$/, "Z"),
+  };
+}
+
+/** Anthropic's cursor list: `limit` 1–1000 (20), `after_id` / `before_id`. */
+export function listAnthropicModels(catalog: Catalog, isLive: LivenessCheck, q: { limit?: number; afterId?: string; beforeId?: string } = {}) {
+  const all = [];
+  for (const entry of catalog.all()) {
+    if (entry.kind !== "chat" || !isLive(entry)) continue;
+    all.push(anthropicModelObject(entry, false));
+    if (entry.turbo) all.push(anthropicModelObject(entry, true));
+  }
+  let start = 0;
+  let end = all.length;
+  if (q.afterId !== undefined) start = all.findIndex((m) => m.id === q.afterId) + 1;
+  if (q.beforeId !== undefined) end = Math.max(0, all.findIndex((m) => m.id === q.beforeId));
+  const limit = q.limit ?? 20;
+  const window = all.slice(start, end);
+  const data = q.beforeId !== undefined && q.afterId === undefined ? window.slice(-limit) : window.slice(0, limit);
+  return {
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data[data.length - 1]?.id ?? null,
+    has_more: window.length > data.length,
+  };
+}

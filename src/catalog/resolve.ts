@@ -4,10 +4,22 @@
  */
 import type { Services } from "../services";
 import { ENDPOINT_OF_KIND, type ModelKind, type ResolvedModel } from "./catalog";
-import { modelNotFound, modelUnavailable, wrongEndpoint } from "../http/errors";
+import { modelNotFound, modelUnavailable, wrongEndpoint } from "../errors";
+
+/**
+ * The catalog entry for a requested id, or for the public id it is an alias of (a real catalog
+ * id is never aliased). The result's `requestedId` is then the target, which is what the
+ * request is billed and reported as.
+ */
+export function resolveId(s: Services, modelId: string, priorityHint = false): ResolvedModel | null {
+  const direct = s.catalog.resolve(modelId, priorityHint);
+  if (direct) return direct;
+  const target = s.aliases.target(modelId);
+  return target === null ? null : s.catalog.resolve(target, priorityHint);
+}
 
 export function resolveModel(s: Services, modelId: string, kind: ModelKind, priorityHint = false): ResolvedModel {
-  const resolved = s.catalog.resolve(modelId, priorityHint);
+  const resolved = resolveId(s, modelId, priorityHint);
   if (!resolved) throw modelNotFound(modelId);
   if (resolved.entry.kind !== kind) throw wrongEndpoint(modelId, ENDPOINT_OF_KIND[resolved.entry.kind]);
   if (!s.isLive(resolved.entry)) throw modelUnavailable(modelId);
@@ -22,6 +34,6 @@ export function resolveModel(s: Services, modelId: string, kind: ModelKind, prio
 export function assertModelEndpoint(s: Services, body: unknown, kind: ModelKind): void {
   const modelId = (body as { model?: unknown } | null)?.model;
   if (typeof modelId !== "string") return;
-  const resolved = s.catalog.resolve(modelId);
+  const resolved = resolveId(s, modelId);
   if (resolved && resolved.entry.kind !== kind) throw wrongEndpoint(modelId, ENDPOINT_OF_KIND[resolved.entry.kind]);
 }

@@ -4,7 +4,7 @@
  * normalised locally (src/images/normalise.ts), remote URLs go to the upstream untouched.
  */
 import type { ModelEntry } from "../catalog/catalog";
-import { ApiError } from "../http/errors";
+import { DomainError } from "../errors";
 import { decodeDataUrl, ImageRejected, normaliseImage, type ImageLimits } from "../images/normalise";
 
 const IMAGE_PART_TYPES = new Set(["image_url", "input_image", "image"]);
@@ -40,18 +40,18 @@ export async function prepareImages<M extends Message>(messages: M[], entry: Mod
       if (!part || typeof part !== "object" || !IMAGE_PART_TYPES.has(part.type as string)) continue;
       const param = `messages[${i}].content[${j}]`;
       if (!acceptsImages) {
-        throw new ApiError(400, "image_input_not_supported", `Invalid '${param}': the model '${entry.id}' does not accept image input; send text only, or use a model whose input_modalities include "image".`, param);
+        throw new DomainError("invalid_request", "image_input_not_supported", `Invalid '${param}': the model '${entry.id}' does not accept image input; send text only, or use a model whose input_modalities include "image".`, param);
       }
       if (part.type !== "image_url") continue;
       const url = urlOf(part);
-      if (url === null) throw new ApiError(400, "invalid_value", `Invalid '${param}.image_url': must be an object with a 'url' string.`, `${param}.image_url`);
+      if (url === null) throw new DomainError("invalid_request", "invalid_value", `Invalid '${param}.image_url': must be an object with a 'url' string.`, `${param}.image_url`);
       if (!/^data:/i.test(url)) continue;
       try {
         const image = await normaliseImage(decodeDataUrl(url, limits.maxBytes), limits);
         parts ??= [...(content as Part[])];
         parts[j] = withUrl(part, image.dataUrl);
       } catch (err) {
-        if (err instanceof ImageRejected) throw new ApiError(400, "invalid_image", `Invalid '${param}': the image ${err.message}.`, param);
+        if (err instanceof ImageRejected) throw new DomainError("invalid_request", "invalid_image", `Invalid '${param}': the image ${err.message}.`, param);
         throw err;
       }
     }

@@ -7,15 +7,15 @@ import type { Services } from "../services";
 import type { ResolvedModel } from "../catalog/catalog";
 import { chatCost } from "../billing/prices";
 import { formatUsd } from "../billing/money";
-import { insufficientCredits, upstreamError } from "../http/errors";
+import { insufficientCredits, upstreamError } from "../errors";
 import { dispatchChat } from "../upstream/dispatch";
 import { abortWith, readAllText } from "../upstream/timeouts";
 import { tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
-import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
+import { readUsage, rewriteChatObject, deliveredText, usageDetails } from "./rewrite";
 import { countTextTokens, promptTokenCount } from "./tokens";
 import { ChatStream } from "./stream";
-import { timeEngine } from "../http/request-context";
+import { timeEngine } from "../metrics/engine-time";
 import { prepareChatImages } from "./images";
 
 export interface ChatCall {
@@ -35,6 +35,10 @@ export interface ChatResult {
   /** Units actually charged. */
   charged: number;
   serviceTier: "default" | "priority";
+  /** Of inputTokens, served from the upstream's prompt cache (billed like any input token). */
+  cachedTokens?: number;
+  /** Of outputTokens, spent on reasoning (billed like any output token). */
+  reasoningTokens?: number;
 }
 
 type ChatObject = Record<string, unknown>;
@@ -91,7 +95,7 @@ export async function completeChat(s: Services, call: ChatCall): Promise<{ body:
     });
     settled = true;
     rewriteChatObject(json, { id: completionId(call.requestId), model: call.resolved.requestedId, serviceTier: call.resolved.tier });
-    const result: ChatResult = { inputTokens: usage.prompt, outputTokens: usage.completion, charged: settlement.charged, serviceTier: call.resolved.tier };
+    const result: ChatResult = { inputTokens: usage.prompt, outputTokens: usage.completion, charged: settlement.charged, serviceTier: call.resolved.tier, ...usageDetails(readUsage(json)) };
     json.usage = usageObject(json.usage, result);
     return { body: json, result };
   } finally {
@@ -118,8 +122,12 @@ export async function openChatStream(s: Services, call: ChatCall): Promise<ChatS
 /** The usage object we return: the upstream's fields where present, our exact totals and cost. */
 export function usageObject(upstreamUsage: unknown, r: ChatResult) {
   const base = upstreamUsage && typeof upstreamUsage === "object" ? (upstreamUsage as ChatObject) : {};
+  const details: ChatObject = {};
+  if (r.cachedTokens !== undefined) details.prompt_tokens_details = { ...(base.prompt_tokens_details as ChatObject | undefined), cached_tokens: r.cachedTokens };
+  if (r.reasoningTokens !== undefined) details.completion_tokens_details = { ...(base.completion_tokens_details as ChatObject | undefined), reasoning_tokens: r.reasoningTokens };
   return {
     ...base,
+    ...details,
     prompt_tokens: r.inputTokens,
     completion_tokens: r.outputTokens,
     total_tokens: r.inputTokens + r.outputTokens,

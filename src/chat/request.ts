@@ -3,8 +3,8 @@
  * token limits enforced, and every other field passes through to the upstream untouched.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { validate } from "../http/validate";
-import { ApiError, invalidField } from "../http/errors";
+import { validate } from "../validate";
+import { DomainError, invalidField } from "../errors";
 import { OUTPUT_CEILING, type ModelEntry } from "../catalog/catalog";
 import { promptTokenBound, promptTokenCount } from "./tokens";
 
@@ -82,8 +82,8 @@ export function tokenBudget(req: ChatRequest, entry: ModelEntry): TokenBudget {
   if (bound + (asked ?? 0) > entry.contextWindow) {
     const count = promptTokenCount(req.messages, extra);
     if (count + (asked ?? 0) > entry.contextWindow) {
-      throw new ApiError(
-        400,
+      throw new DomainError(
+        "invalid_request",
         "context_length_exceeded",
         `This model's maximum context length is ${entry.contextWindow} tokens. However, your messages resulted in about ${count} tokens` +
           (asked ? ` and ${field} asks for ${asked} more` : "") +

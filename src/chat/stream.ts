@@ -10,10 +10,10 @@ import { chatCost } from "../billing/prices";
 import { SseParser } from "../protocols/sse";
 import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
-import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
+import { readUsage, rewriteChatObject, deliveredText, usageDetails, type UpstreamUsage } from "./rewrite";
 import { countTextTokens } from "./tokens";
-import { timeEngine } from "../http/request-context";
-import { requestMetrics } from "../http/request-metrics";
+import { timeEngine } from "../metrics/engine-time";
+import { requestMetrics } from "../metrics/request-metrics";
 import { completionId, estimateInput, type ChatCall, type ChatResult } from "./pipeline";
 
 type ChatObject = Record<string, unknown>;
@@ -22,7 +22,7 @@ type ChatObject = Record<string, unknown>;
 export class StreamFailure extends Error {}
 
 export class ChatStream implements AsyncIterable<ChatObject> {
-  private usage: { prompt: number; completion: number } | null = null;
+  private usage: UpstreamUsage | null = null;
   private delivered = "";
   private deliveredChunks = 0;
   private finished = false;
@@ -153,6 +153,8 @@ export class ChatStream implements AsyncIterable<ChatObject> {
     const { entry, multiplier, tier } = this.call.resolved;
     const amount = chatCost(entry, multiplier, { inputTokens, outputTokens });
     const st = await this.s.ledger.settle({ requestId: this.call.requestId, amount, serviceTier: tier, inputTokens, outputTokens });
-    return { inputTokens, outputTokens, charged: st.charged, serviceTier: tier };
+    // Detail counts only when the upstream's usage is what was billed (not a disconnect's count).
+    const details = this.usage && this.usage.prompt === inputTokens && this.usage.completion === outputTokens ? usageDetails(this.usage) : {};
+    return { inputTokens, outputTokens, charged: st.charged, serviceTier: tier, ...details };
   }
 }

@@ -7,7 +7,7 @@ import { CatalogError } from "../catalog/catalog";
 import { startServer } from "../server";
 import { createServices } from "../services";
 import { Admin } from "../accounts/admin";
-import { ApiError } from "../http/errors";
+import { DomainError } from "../errors";
 import { SERVICE_NAME, VERSION } from "../version";
 import { parseArgs } from "./args";
 
@@ -41,6 +41,7 @@ Environment (defaults in brackets):
   SWITCHYARD_RATE_LIMIT_RPM [600], SWITCHYARD_CONCURRENCY_LIMIT [32]   per-account limits
   SWITCHYARD_MAX_BODY_BYTES [33554432], SWITCHYARD_ONNX_PROVIDER [cpu|cuda],
   SWITCHYARD_LOG_LEVEL [info], SWITCHYARD_IMAGE_MAX_BYTES / _MAX_PIXELS / _MAX_EDGE
+  SWITCHYARD_DASHBOARD [on|off], SWITCHYARD_DASHBOARD_SESSION_SECONDS [43200]   web dashboard at /dashboard
 Reference: GET /docs on a running server.`;
 
 function print(value: unknown): void {
@@ -106,7 +107,7 @@ export async function runCli(argv: string[]): Promise<number> {
     print(out);
     return 0;
   } catch (e) {
-    if (e instanceof ApiError) return fail(e.message);
+    if (e instanceof DomainError) return fail(e.message);
     throw e;
   } finally {
     services.close();
@@ -121,7 +122,7 @@ function limitFlag(v: string | boolean | undefined): number | null | undefined {
 
 function adminCommand(admin: Admin, command: string, sub: string | undefined, rest: string[], flags: Record<string, string | boolean>): unknown {
   const need = (value: string | undefined, what: string): string => {
-    if (!value) throw new ApiError(400, "missing_argument", `missing ${what}. Run 'switchyard --help'.`);
+    if (!value) throw new DomainError("invalid_request", "missing_argument", `missing ${what}. Run 'switchyard --help'.`);
     return value;
   };
   // `ledger <account-id>` has no subcommand word: its second word is the id.
@@ -148,7 +149,7 @@ function adminCommand(admin: Admin, command: string, sub: string | undefined, re
     case "credits add":
     case "credits deduct": {
       const amount = need(rest[1], "<USD>");
-      if (amount.startsWith("-")) throw new ApiError(400, "invalid_value", `<USD> must be positive; use 'credits ${sub === "add" ? "deduct" : "add"}' instead.`);
+      if (amount.startsWith("-")) throw new DomainError("invalid_request", "invalid_value", `<USD> must be positive; use 'credits ${sub === "add" ? "deduct" : "add"}' instead.`);
       return admin.adjustCredits(need(rest[0], "<account-id>"), {
         amount: sub === "deduct" ? `-${amount}` : amount,
         reason: typeof flags.reason === "string" ? flags.reason : `cli credits ${sub}`,

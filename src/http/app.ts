@@ -5,7 +5,8 @@
 import { Elysia } from "elysia";
 import { bearer } from "@elysiajs/bearer";
 import type { Services } from "../services";
-import { ApiError, dialectForPath, errorBody, internalError } from "./errors";
+import { DomainError, InternalError } from "../errors";
+import { dialectForPath, errorBody, errorHeaders, publicError, statusOf } from "./errors";
 import { RouteDocs } from "./route-docs";
 import { readBodyCapped, tooLarge } from "./body";
 import { installRequestLifecycle } from "./request-lifecycle";
@@ -21,6 +22,8 @@ import { registerResponsesRoutes } from "./routes/responses";
 import { registerUsageRoutes } from "./routes/usage";
 import { registerMetricsRoutes } from "./routes/metrics";
 import { registerDocsRoutes } from "./routes/docs";
+import { registerSelfServiceRoutes } from "./routes/self-service";
+import { registerDashboardRoutes } from "./dashboard/routes";
 
 export function baseApp() {
   return new Elysia({ name: "switchyard" }).use(bearer());
@@ -55,24 +58,26 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       try {
         return JSON.parse(text);
       } catch (e) {
-        throw new ApiError(400, "invalid_json", `The request body is not valid JSON: ${(e as Error).message}.`);
+        throw new DomainError("invalid_request", "invalid_json", `The request body is not valid JSON: ${(e as Error).message}.`);
       }
     })
     .onError(({ code, error, request, set }) => {
       releaseSlotOf(request);
       const path = pathOf(request.url);
-      let err: ApiError;
-      if (error instanceof ApiError) err = error;
+      const requestId = String(set.headers["x-request-id"]);
+      let err: DomainError;
+      if (error instanceof DomainError && !(error instanceof InternalError)) err = error;
       // Elysia wraps whatever our parse hook throws (413, invalid JSON) in its ParseError.
-      else if (code === "PARSE" && (error as Error).cause instanceof ApiError) err = (error as Error).cause as ApiError;
+      else if (code === "PARSE" && (error as Error).cause instanceof DomainError) err = (error as Error).cause as DomainError;
       else if (code === "NOT_FOUND") err = notFoundFor(path, request.method, docs);
-      else if (code === "PARSE") err = new ApiError(400, "invalid_json", "The request body is not valid JSON.");
+      else if (code === "PARSE") err = new DomainError("invalid_request", "invalid_json", "The request body is not valid JSON.");
       else {
-        s.log.error("unhandled error", { request_id: set.headers["x-request-id"], path, error: String((error as Error)?.stack ?? error) });
-        err = internalError();
+        const detail = error instanceof InternalError ? error.detail : String((error as Error)?.stack ?? error);
+        s.log.error("unhandled error", { request_id: requestId, path, error: detail });
+        err = publicError(error, requestId);
       }
-      set.status = err.status;
-      for (const [k, v] of Object.entries(err.headers)) set.headers[k] = v;
+      set.status = statusOf(err);
+      Object.assign(set.headers, errorHeaders(err));
       set.headers["content-type"] = "application/json";
       return errorBody(err, dialectForPath(path));
     });
@@ -88,17 +93,19 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
   registerSpeechRoutes(app, s, docs);
   registerEmbeddingsRoutes(app, s, docs);
   registerUsageRoutes(app, s, docs);
+  registerSelfServiceRoutes(app, s, docs);
+  if (s.config.dashboard) registerDashboardRoutes(app, s, docs);
   registerMetricsRoutes(app, s, docs);
   return { app, docs };
 }
 
-function notFoundFor(path: string, method: string, docs: RouteDocs): ApiError {
+function notFoundFor(path: string, method: string, docs: RouteDocs): DomainError {
   if (/\/chat\/completions\/.+/.test(path) || /^\/v1\/v1\//.test(path)) {
-    return new ApiError(404, "not_found", `No endpoint at ${path}. The base address must end at /v1 (for example http://host:8080/v1); the client appends paths such as /chat/completions itself.`);
+    return new DomainError("not_found", "not_found", `No endpoint at ${path}. The base address must end at /v1 (for example http://host:8080/v1); the client appends paths such as /chat/completions itself.`);
   }
   const methods = docs.methodsAt(path);
   if (methods.length > 0 && !methods.includes(method)) {
-    return new ApiError(405, "method_not_allowed", `${method} is not allowed on ${path}; use ${methods.join(" or ")}.`, null, { allow: methods.join(", ") });
+    return new DomainError("method_not_allowed", "method_not_allowed", `${method} is not allowed on ${path}; use ${methods.join(" or ")}.`, null, null, { allow: methods.join(", ") });
   }
-  return new ApiError(404, "not_found", `No endpoint at ${method} ${path}. See /docs for the API reference.`);
+  return new DomainError("not_found", "not_found", `No endpoint at ${method} ${path}. See /docs for the API reference.`);
 }

@@ -4,7 +4,7 @@
  */
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Services } from "../services";
-import { ApiError } from "./errors";
+import { DomainError } from "../errors";
 import { admitRequest, attachRateHeaders } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
 
@@ -51,11 +51,11 @@ export function identify(s: Services, request: Request, bearer: string | undefin
 function callerOf(s: Services, request: Request, bearer: string | undefined): Caller {
   const key = presentedKey(request, bearer);
   if (!key) {
-    throw new ApiError(401, "missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
+    throw new DomainError("authentication", "missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
   }
   const owner = s.keys.authenticate(key);
-  if (!owner) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided. Keys are shown once at creation; create a new one if it is lost.");
-  if (owner.disabled) throw new ApiError(403, "account_disabled", "This account is disabled. Contact the operator of this service.");
+  if (!owner) throw new DomainError("authentication", "invalid_api_key", "Incorrect API key provided. Keys are shown once at creation; create a new one if it is lost.");
+  if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
   return {
     accountId: owner.accountId,
     keyId: owner.keyId,
@@ -70,9 +70,9 @@ const digest = (v: string) => createHash("sha256").update(v).digest();
 
 /** Admin token check, in constant time (hashing first makes the lengths equal). */
 export function authenticateAdmin(s: Services, bearer: string | undefined): void {
-  if (!s.config.adminToken) throw new ApiError(404, "not_found", "The admin API is off: set SWITCHYARD_ADMIN_TOKEN to enable it.");
-  if (!bearer) throw new ApiError(401, "missing_api_key", "The admin API needs 'Authorization: Bearer <SWITCHYARD_ADMIN_TOKEN>'.");
+  if (!s.config.adminToken) throw new DomainError("not_found", "not_found", "The admin API is off: set SWITCHYARD_ADMIN_TOKEN to enable it.");
+  if (!bearer) throw new DomainError("authentication", "missing_api_key", "The admin API needs 'Authorization: Bearer <SWITCHYARD_ADMIN_TOKEN>'.");
   if (!timingSafeEqual(digest(bearer), digest(s.config.adminToken))) {
-    throw new ApiError(401, "invalid_api_key", "Incorrect admin token.");
+    throw new DomainError("authentication", "invalid_api_key", "Incorrect admin token.");
   }
 }

@@ -2,11 +2,11 @@
  * Reads a request body as text, stopping as soon as it grows past the limit, so a chunked upload
  * without content-length can never make us buffer more than the limit before the 413.
  */
-import { ApiError } from "./errors";
+import { DomainError } from "../errors";
 
-export function tooLarge(limit: number, length?: number): ApiError {
-  return new ApiError(
-    413,
+export function tooLarge(limit: number, length?: number): DomainError {
+  return new DomainError(
+    "too_large",
     "request_too_large",
     length === undefined
       ? `The request body is larger than the limit of ${limit} bytes.`

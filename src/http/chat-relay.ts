@@ -11,7 +11,7 @@ import { StreamFailure } from "../chat/stream";
 import { formatUsd } from "../billing/money";
 import { ClientGone } from "../upstream/dispatch";
 import { SSE_HEADERS } from "../protocols/sse";
-import { ApiError } from "./errors";
+import { clientGone } from "../errors";
 import { producerStream } from "./streaming";
 
 export const STREAM_HEARTBEAT_MS = 15_000;
@@ -45,7 +45,7 @@ export async function completeForRoute<T>(
     set.headers["x-request-cost"] = formatUsd(result.charged);
     return translate(body, result);
   } catch (err) {
-    if (err instanceof ClientGone) throw new ApiError(499, "client_closed_request", "The client closed the request.");
+    if (err instanceof ClientGone) throw clientGone();
     throw err;
   }
 }

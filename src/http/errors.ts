@@ -1,37 +1,33 @@
 /**
- * The one place that decides error shapes (contract §6).
- * Code throws ApiError anywhere; the app's error hook renders it in the OpenAI shape,
- * or the Anthropic shape on /v1/messages*. Unknown errors become a 500 with no internals.
+ * The one place that turns errors into HTTP: a domain error's kind decides the status, and the
+ * path decides the shape — OpenAI's `{"error":{message,type,param,code}}` everywhere, Anthropic's
+ * `{"type":"error","error":{type,message}}` on /v1/messages*. Anything that is not a DomainError
+ * becomes a generic 500 that carries the request id and no internal text.
  */
+import { DomainError, type ErrorKind } from "../errors";
 
-export type ErrorType =
-  | "invalid_request_error"
-  | "authentication_error"
-  | "permission_error"
-  | "insufficient_quota"
-  | "not_found_error"
-  | "rate_limit_error"
-  | "api_error"
-  | "overloaded_error"
-  | "timeout_error";
+const STATUS: Record<ErrorKind, number> = {
+  invalid_request: 400,
+  authentication: 401,
+  insufficient_credits: 402,
+  permission: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  too_large: 413,
+  rate_limited: 429,
+  client_gone: 499,
+  internal: 500,
+  upstream_failed: 502,
+  unavailable: 503,
+  upstream_timeout: 504,
+};
 
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly param: string | null = null,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-
-  get type(): ErrorType {
-    return errorTypeFor(this.status);
-  }
+export function statusOf(err: DomainError): number {
+  return STATUS[err.kind];
 }
 
-function errorTypeFor(status: number): ErrorType {
+/** OpenAI's error `type` for a status. */
+function openAiTypeFor(status: number): string {
   switch (status) {
     case 400: case 405: case 413: case 422: return "invalid_request_error";
     case 401: return "authentication_error";
@@ -48,7 +44,8 @@ function errorTypeFor(status: number): ErrorType {
 /** Anthropic's error `type` values differ from OpenAI's for a few statuses. */
 function anthropicTypeFor(status: number): string {
   switch (status) {
-    case 400: case 405: case 413: case 422: return status === 413 ? "request_too_large" : "invalid_request_error";
+    case 400: case 405: case 422: return "invalid_request_error";
+    case 413: return "request_too_large";
     case 401: return "authentication_error";
     case 402: return "billing_error";
     case 403: return "permission_error";
@@ -66,43 +63,26 @@ export function dialectForPath(pathname: string): ErrorDialect {
   return pathname.startsWith("/v1/messages") ? "anthropic" : "openai";
 }
 
-export function errorBody(err: ApiError, dialect: ErrorDialect): unknown {
-  if (dialect === "anthropic") {
-    return { type: "error", error: { type: anthropicTypeFor(err.status), message: err.message } };
-  }
-  return { error: { message: err.message, type: err.type, param: err.param, code: err.code } };
+/** Response headers an error carries: Retry-After and whatever details it names (rate figures, Allow). */
+export function errorHeaders(err: DomainError): Record<string, string> {
+  const h: Record<string, string> = { ...err.details };
+  if (err.retryAfterSeconds !== null) h["retry-after"] = String(err.retryAfterSeconds);
+  return h;
 }
 
-// Constructors for the errors the contract names, so codes and wording stay consistent.
+export function errorBody(err: DomainError, dialect: ErrorDialect): unknown {
+  const status = statusOf(err);
+  if (dialect === "anthropic") return { type: "error", error: { type: anthropicTypeFor(status), message: err.message } };
+  return { error: { message: err.message, type: openAiTypeFor(status), param: err.param, code: err.code } };
+}
 
-export const badRequest = (param: string | null, message: string, code = "invalid_request_error") =>
-  new ApiError(400, code, message, param);
+/** The generic 500 a client gets for anything unexpected: the request id lets the operator find the log line. */
+export function unexpectedError(requestId: string): DomainError {
+  return new DomainError("internal", "internal_error", `The server had an error while processing your request (request id ${requestId}).`);
+}
 
-export const invalidField = (param: string, rule: string) =>
-  new ApiError(400, "invalid_value", `Invalid '${param}': ${rule}.`, param);
-
-export const missingField = (param: string) =>
-  new ApiError(400, "missing_required_parameter", `Missing required parameter: '${param}'.`, param);
-
-export const modelNotFound = (model: string) =>
-  new ApiError(404, "model_not_found", `The model '${model}' does not exist. GET /v1/models lists the available models.`, "model");
-
-export const modelUnavailable = (model: string) =>
-  new ApiError(503, "model_unavailable", `The model '${model}' is not available right now. Try again later.`, "model", { "retry-after": "5" });
-
-export const wrongEndpoint = (model: string, endpoint: string) =>
-  new ApiError(400, "wrong_endpoint", `The model '${model}' is not supported on this endpoint; it belongs to ${endpoint}.`, "model");
-
-export const insufficientCredits = (neededUsd: string, availableUsd: string) =>
-  new ApiError(402, "insufficient_credits", `Insufficient credits: this request needs up to ${neededUsd} USD to be reserved, but the available balance is ${availableUsd} USD.`);
-
-export const notFound = (message: string) => new ApiError(404, "not_found", message);
-
-export const upstreamError = () =>
-  new ApiError(502, "upstream_error", "The model backend returned an error. The request was not billed; please retry.");
-
-export const upstreamTimeout = () =>
-  new ApiError(504, "upstream_timeout", "The model backend did not answer in time. The request was not billed; please retry.");
-
-export const internalError = () =>
-  new ApiError(500, "internal_error", "The server had an error while processing your request.");
+/** A domain error as clients see it; an unexpected error of any other kind is hidden behind a generic 500. */
+export function publicError(error: unknown, requestId: string): DomainError {
+  if (error instanceof DomainError && error.kind !== "internal") return error;
+  return unexpectedError(requestId);
+}

@@ -7,7 +7,7 @@
 import type { Services } from "../services";
 import type { AccountLimits } from "../limits/limiter";
 import { rateHeaders, retryAfterSeconds } from "../limits/limiter";
-import { ApiError } from "./errors";
+import { DomainError } from "../errors";
 import { contextOf } from "./request-context";
 
 type HeaderBag = { headers: Record<string, unknown> };
@@ -23,11 +23,10 @@ export function admitRequest(s: Services, request: Request, set: HeaderBag, acco
   if (!admission.ok) {
     s.metrics.counter("switchyard_limit_rejections_total", "Requests refused by a per-account limit.").inc({ limit: admission.reason });
     const retryAfter = retryAfterSeconds(admission.retryAfterMs);
-    const h = { ...headers, "retry-after": retryAfter };
     if (admission.reason === "concurrency") {
-      throw new ApiError(429, "concurrency_limit_exceeded", `Too many requests in flight for this account (limit ${limits.concurrencyLimit}). Wait for one to finish, then retry.`, null, h);
+      throw new DomainError("rate_limited", "concurrency_limit_exceeded", `Too many requests in flight for this account (limit ${limits.concurrencyLimit}). Wait for one to finish, then retry.`, null, Number(retryAfter), headers);
     }
-    throw new ApiError(429, "rate_limit_exceeded", `Rate limit reached: ${admission.rate.limit} requests per minute for this account. Retry after ${retryAfter} s.`, null, h);
+    throw new DomainError("rate_limited", "rate_limit_exceeded", `Rate limit reached: ${admission.rate.limit} requests per minute for this account. Retry after ${retryAfter} s.`, null, Number(retryAfter), headers);
   }
   const ctx = contextOf(request);
   // Without a lifecycle context nothing could ever release the slot, so it is given back now

@@ -1,17 +1,15 @@
 /**
  * What the gateway tracks about each request while it runs: when it started, how long it waited
- * on upstreams or local engines (so gateway overhead = total − that), the caller's account and its
- * concurrency slot. Keyed by request id so code far from the HTTP layer (pipelines, engines) can
- * report engine time with only the id in hand.
+ * on upstreams or local engines (so gateway overhead = total − that; see metrics/engine-time.ts),
+ * the caller's account and its concurrency slot.
  */
 import type { Slot } from "../limits/limiter";
+import { closeEngineClock, openEngineClock, type EngineClock } from "../metrics/engine-time";
 
-export interface RequestContext {
+export interface RequestContext extends EngineClock {
   requestId: string;
   /** performance.now() at arrival. */
   startedAt: number;
-  /** Milliseconds spent waiting on an upstream or an engine. */
-  engineMs: number;
   accountId: string | null;
   slot: Slot | null;
   /** The response body is a stream; the request ends when the stream does. */
@@ -32,12 +30,11 @@ export function newRequestId(now = Date.now()): string {
 }
 
 const byRequest = new WeakMap<Request, RequestContext>();
-const byId = new Map<string, RequestContext>();
 
 export function beginRequest(request: Request, requestId: string): RequestContext {
   const ctx: RequestContext = { requestId, startedAt: performance.now(), engineMs: 0, accountId: null, slot: null, streamed: false, finished: false };
   byRequest.set(request, ctx);
-  byId.set(requestId, ctx);
+  openEngineClock(requestId, ctx);
   return ctx;
 }
 
@@ -50,7 +47,7 @@ export function endRequest(ctx: RequestContext): boolean {
   if (ctx.finished) return false;
   ctx.finished = true;
   ctx.slot?.release();
-  byId.delete(ctx.requestId);
+  closeEngineClock(ctx.requestId);
   return true;
 }
 
@@ -61,20 +58,4 @@ export function endRequest(ctx: RequestContext): boolean {
  */
 export function releaseSlotOf(request: Request): void {
   contextOf(request)?.slot?.release();
-}
-
-/** Adds time spent waiting on an upstream or a local engine to the request's account. */
-export function addEngineTime(requestId: string, ms: number): void {
-  const ctx = byId.get(requestId);
-  if (ctx) ctx.engineMs += ms;
-}
-
-/** Awaits `work`, counting the wait as engine time of the request. */
-export async function timeEngine<T>(requestId: string, work: Promise<T>): Promise<T> {
-  const t0 = performance.now();
-  try {
-    return await work;
-  } finally {
-    addEngineTime(requestId, performance.now() - t0);
-  }
 }

@@ -11,8 +11,9 @@
 import type { App } from "./app";
 import type { Services } from "../services";
 import { beginRequest, contextOf, endRequest, type RequestContext } from "./request-context";
-import { requestMetrics } from "./request-metrics";
+import { requestMetrics } from "../metrics/request-metrics";
 import { watchProducerEnd, type StreamEnd } from "./streaming";
+import type { RequestEnd } from "../generations/outcomes";
 
 interface HookContext {
   request: Request;
@@ -35,6 +36,13 @@ export function installRequestLifecycle(app: App, s: Services): void {
     metrics.latency.observe(totalMs / 1000, { endpoint });
     metrics.overhead.observe(overheadMs / 1000, { endpoint });
     if (status === 502 || status === 504) metrics.upstreamErrors.inc({ endpoint, kind: status === 502 ? "upstream_error" : "upstream_timeout" });
+    // For generation records: an array push here, written in batches off the request path.
+    if (ctx.accountId) {
+      s.outcomes.record({
+        requestId: ctx.requestId, accountId: ctx.accountId, endpoint, model, httpStatus: status,
+        outcome: outcome as RequestEnd, streamed: ctx.streamed, durationMs: totalMs, engineMs: ctx.engineMs,
+      });
+    }
     // At info level this is the one line per request; below it, its fields are never built.
     if (!s.log.enabled("info")) return;
     const cost = hc.set.headers["x-request-cost"];

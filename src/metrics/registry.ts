@@ -37,6 +37,10 @@ export class Counter extends Metric {
   get(labels: Labels = {}): number {
     return this.values.get(key(labels)) ?? 0;
   }
+  /** Visits every series: its value and its rendered labels (`endpoint="/v1/x",status="200"`). */
+  forEach(visit: (value: number, labels: string) => void): void {
+    for (const [k, v] of this.values) visit(v, k);
+  }
   render(): string[] {
     return [...this.values].map(([k, v]) => `${this.name}${k ? `{${k}}` : ""} ${v}`);
   }
@@ -81,6 +85,17 @@ export class Histogram extends Metric {
   }
   sum(labels: Labels = {}): number {
     return this.series.get(key(labels))?.sum ?? 0;
+  }
+  /** All series whose rendered labels pass `match`, added up: per-bucket counts, sum and count. */
+  merged(match: (labels: string) => boolean = () => true): { buckets: number[]; sum: number; count: number } {
+    const out = { buckets: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 };
+    for (const [k, s] of this.series) {
+      if (!match(k)) continue;
+      for (let i = 0; i < s.buckets.length; i++) out.buckets[i]! += s.buckets[i]!;
+      out.sum += s.sum;
+      out.count += s.count;
+    }
+    return out;
   }
   render(): string[] {
     const out: string[] = [];

@@ -31,9 +31,22 @@ export class ResponseStore {
   constructor(private readonly db: Store) {}
 
   save(r: StoredResponse): void {
-    this.db
-      .query("INSERT INTO responses (id, account_id, previous_response_id, input_items, response, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(r.id, r.accountId, r.previousResponseId, JSON.stringify(r.inputItems), JSON.stringify(r.response), r.createdAt);
+    this.db.transaction(() => {
+      this.db
+        .query("INSERT INTO responses (id, account_id, previous_response_id, input_items, response, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+        .run(r.id, r.accountId, r.previousResponseId, JSON.stringify(r.inputItems), JSON.stringify(r.response), r.createdAt);
+      // Items by id, for item_reference inputs; a later item with the same id replaces it.
+      const put = this.db.query("INSERT OR REPLACE INTO response_items (account_id, item_id, response_id, item) VALUES (?, ?, ?, ?)");
+      for (const item of [...r.inputItems, ...((r.response.output as Json[] | undefined) ?? [])]) {
+        if (typeof item.id === "string" && item.id !== "") put.run(r.accountId, item.id, r.id, JSON.stringify(item));
+      }
+    })();
+  }
+
+  /** A stored input or output item of this account by its id, or null (another account's reads as unknown). */
+  item(itemId: string, accountId: string): Json | null {
+    const row = this.db.query("SELECT item FROM response_items WHERE account_id = ? AND item_id = ?").get(accountId, itemId) as { item: string } | null;
+    return row ? (JSON.parse(row.item) as Json) : null;
   }
 
   get(id: string, accountId: string): StoredResponse | null {

@@ -18,6 +18,11 @@ export class RouteHealth {
     return now - this.openedAt >= this.policy.cooldownMs ? "half-open" : "open";
   }
 
+  /** Failures since the last success (the operator view shows it beside the state). */
+  get failures(): number {
+    return this.consecutiveFailures;
+  }
+
   /** Whether a request may be sent now; in half-open state only one probe at a time. */
   tryAcquire(now = Date.now()): boolean {
     const st = this.state(now);

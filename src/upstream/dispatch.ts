@@ -8,7 +8,7 @@
  */
 import type { Services } from "../services";
 import type { ServiceTier } from "../catalog/catalog";
-import { ApiError, modelUnavailable, upstreamError, upstreamTimeout } from "../http/errors";
+import { DomainError, modelUnavailable, upstreamError, upstreamTimeout } from "../errors";
 import { postChatCompletions, UpstreamFailure, type UpstreamReply } from "./client";
 import type { Route } from "./registry";
 
@@ -75,16 +75,16 @@ export async function dispatchChat(
 const CONTEXT_HINT = /context length|context window|maximum context|too many tokens|prompt is too long/i;
 
 /** The client-facing error for the last failure; the upstream's own words never pass. */
-export function mapFailure(f: UpstreamFailure): ApiError {
+export function mapFailure(f: UpstreamFailure): DomainError {
   if (f.kind === "timeout") return upstreamTimeout();
   if (f.kind === "status" && f.status === 429) {
-    return new ApiError(503, "model_unavailable", "The model is at capacity right now. The request was not billed; please retry shortly.", "model", { "retry-after": "2" });
+    return new DomainError("unavailable", "model_unavailable", "The model is at capacity right now. The request was not billed; please retry shortly.", "model", 2);
   }
   if (f.kind === "status" && (f.status === 400 || f.status === 413 || f.status === 422)) {
     if (CONTEXT_HINT.test(f.detail)) {
-      return new ApiError(400, "context_length_exceeded", "The input is longer than this model's context window allows. Please reduce the length of the messages or max_tokens.", "messages");
+      return new DomainError("invalid_request", "context_length_exceeded", "The input is longer than this model's context window allows. Please reduce the length of the messages or max_tokens.", "messages");
     }
-    return new ApiError(400, "invalid_request_error", "The model backend rejected the request as invalid. Check the request's parameters.");
+    return new DomainError("invalid_request", "invalid_request_error", "The model backend rejected the request as invalid. Check the request's parameters.");
   }
   return upstreamError();
 }

@@ -7,7 +7,7 @@
  */
 import { readFileSync, statSync } from "node:fs";
 import { ConfigError, type Config } from "../config";
-import { RouteHealth } from "./breaker";
+import { RouteHealth, type BreakerState } from "./breaker";
 import { planRoutes } from "./select";
 import {
   DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, isInlineRoutes, parseRoutes, RoutesConfigError,
@@ -40,6 +40,20 @@ export interface RouteRegistry {
   plan(publicId: string, tier: "default" | "priority"): PlannedRoute[];
   /** At least one route is configured (the model is live), whatever its health. */
   hasRoute(publicId: string): boolean;
+  /** Every route of these models with its breaker state, for the operator (never for clients). */
+  snapshot?(publicIds: string[]): RouteStatus[];
+}
+
+/** One route as the operator view shows it: the upstream's configured name, never its address. */
+export interface RouteStatus {
+  model: string;
+  route: string;
+  upstream: string;
+  upstreamModel: string;
+  weight: number;
+  priority: boolean;
+  state: BreakerState;
+  failures: number;
 }
 
 /** How often the routes file's mtime is checked, at most. */
@@ -144,6 +158,16 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
   hasRoute(publicId: string): boolean {
     return this.routesOf(publicId).length > 0;
+  }
+
+  snapshot(publicIds: string[]): RouteStatus[] {
+    const now = Date.now();
+    return publicIds.flatMap((id) =>
+      this.routesOf(id).map((r) => ({
+        model: id, route: r.label, upstream: r.upstream.name, upstreamModel: r.model, weight: r.weight, priority: r.priority,
+        state: r.health.state(now), failures: r.health.failures,
+      })),
+    );
   }
 }
 

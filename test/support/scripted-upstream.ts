@@ -2,7 +2,9 @@
  * An OpenAI-compatible upstream that replays exactly what a test scripts: one chat message
  * (with reasoning, tool calls, a finish reason, a matched stop string) for plain requests, and
  * the same message split into chunks for streams. For shapes the shared fake upstream does not
- * produce (reasoning_content, finish_reason "length", vLLM's `stop_reason`).
+ * produce (reasoning_content, finish_reason "length", vLLM's `stop_reason`, usage details).
+ * A script may be a function of the request body, for multi-step agent runs (a tool call first,
+ * the final answer once the tool's result is in the conversation).
  */
 import { enc, serveLoopback, sseFrame, sseResponse, SSE_DONE } from "./loopback-server";
 
@@ -15,14 +17,22 @@ export interface Script {
   finishReason?: string;
   /** vLLM names the stop string that ended generation. */
   stopReason?: string | null;
+  /** Text sent after the tool calls' arguments (some engines emit content after them). */
+  trailingContent?: string;
   promptTokens?: number;
   completionTokens?: number;
+  /** usage.prompt_tokens_details.cached_tokens */
+  cachedTokens?: number;
+  /** usage.completion_tokens_details.reasoning_tokens */
+  reasoningTokens?: number;
 }
+
+export type ScriptSource = Script | ((body: Record<string, any>) => Script);
 
 export interface ScriptedUpstream {
   url: string;
   requests: Record<string, any>[];
-  script(s: Script): void;
+  script(s: ScriptSource): void;
   stop(): void;
 }
 
@@ -30,7 +40,7 @@ export interface ScriptedUpstream {
 const pieces = (s: string, n = 4) => (s.match(new RegExp(`[\\s\\S]{1,${n}}`, "g")) ?? []);
 
 export function startScriptedUpstream(): ScriptedUpstream {
-  let script: Script = { content: "ok" };
+  let script: ScriptSource = { content: "ok" };
   const state: ScriptedUpstream = {
     url: "",
     requests: [],
@@ -46,13 +56,16 @@ export function startScriptedUpstream(): ScriptedUpstream {
       if (new URL(req.url).pathname !== "/v1/chat/completions") return new Response("not found", { status: 404 });
       const body = (await req.json()) as Record<string, any>;
       state.requests.push(body);
-      const s = script;
-      const usage = { prompt_tokens: s.promptTokens ?? 20, completion_tokens: s.completionTokens ?? 7, total_tokens: (s.promptTokens ?? 20) + (s.completionTokens ?? 7) };
+      const s = typeof script === "function" ? script(body) : script;
+      const usage: Record<string, unknown> = { prompt_tokens: s.promptTokens ?? 20, completion_tokens: s.completionTokens ?? 7, total_tokens: (s.promptTokens ?? 20) + (s.completionTokens ?? 7) };
+      if (s.cachedTokens !== undefined) usage.prompt_tokens_details = { cached_tokens: s.cachedTokens };
+      if (s.reasoningTokens !== undefined) usage.completion_tokens_details = { reasoning_tokens: s.reasoningTokens };
       const finish = s.finishReason ?? (s.toolCalls?.length ? "tool_calls" : "stop");
       const base = { id: "chatcmpl-scripted", created: 1_700_000_000, model: body.model };
       const calls = (s.toolCalls ?? []).map((c, i) => ({ index: i, id: `call_${i}`, type: "function", function: c }));
       if (!body.stream) {
-        const message: Record<string, unknown> = { role: "assistant", content: s.content ?? null };
+        const text = (s.content ?? "") + (s.trailingContent ?? "");
+        const message: Record<string, unknown> = { role: "assistant", content: text === "" ? null : text };
         if (s.reasoning) message.reasoning_content = s.reasoning;
         if (calls.length) message.tool_calls = calls.map(({ index: _i, ...c }) => c);
         return Response.json({ ...base, object: "chat.completion", choices: [{ index: 0, message, finish_reason: finish, stop_reason: s.stopReason ?? null }], usage });
@@ -75,6 +88,7 @@ export function startScriptedUpstream(): ScriptedUpstream {
           for (const p of pieces(c.function.arguments, 5)) args(c, p);
         }
       }
+      for (const p of pieces(s.trailingContent ?? "")) chunk({ content: p });
       chunk({}, finish, { stop_reason: s.stopReason ?? null });
       frames.push({ ...base, object: "chat.completion.chunk", choices: [], usage });
       const text = frames.map(sseFrame).join("") + SSE_DONE;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ApiError } from "../../http/errors";
+import { DomainError } from "../../errors";
 import { parseEmbeddingInput, type SequenceEncoder } from "./input";
 
 /** A stand-in encoder: one token per character, BOS=1, EOS=2, prompts as 3 tokens. */
@@ -14,8 +14,8 @@ async function fails(input: unknown, max = 10): Promise<{ param: string | null; 
   try {
     await parseEmbeddingInput(input, enc, max);
   } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    return { param: (e as ApiError).param, code: (e as ApiError).code };
+    expect(e).toBeInstanceOf(DomainError);
+    return { param: (e as DomainError).param, code: (e as DomainError).code };
   }
   throw new Error("expected a 400");
 }

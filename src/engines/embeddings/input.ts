@@ -5,7 +5,7 @@
  * most 2,048 tokens. Each rule breaks with a 400 naming the entry ("input[3]"); nothing is
  * truncated silently.
  */
-import { ApiError, invalidField } from "../../http/errors";
+import { DomainError, invalidField } from "../../errors";
 import type { InputType } from "./prompts";
 
 export const MAX_INPUT_ENTRIES = 2048;
@@ -39,7 +39,7 @@ function entries(input: unknown, vocabSize: number): Entry[] {
     return [{ param: "input", text: input }];
   }
   if (!Array.isArray(input)) {
-    if (input === undefined) throw new ApiError(400, "missing_required_parameter", "Missing required parameter: 'input'.", "input");
+    if (input === undefined) throw new DomainError("invalid_request", "missing_required_parameter", "Missing required parameter: 'input'.", "input");
     throw invalidField("input", shapeRule);
   }
   if (input.length === 0) throw invalidField("input", "must not be an empty array");
@@ -68,10 +68,10 @@ export interface ParsedInput {
   tokens: number;
 }
 
-function tooLong(param: string, n: number | null, max: number): ApiError {
+function tooLong(param: string, n: number | null, max: number): DomainError {
   const has = n === null ? "is far longer than" : `has ${n.toLocaleString("en-US")} tokens, more than`;
-  return new ApiError(
-    400,
+  return new DomainError(
+    "invalid_request",
     "context_length_exceeded",
     `Invalid '${param}': it ${has} the ${max.toLocaleString("en-US")}-token limit per input (task prompt, BOS and EOS included). Split the text; inputs are never truncated silently.`,
     param,

@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dialectOf, frontEndFor, STYLE_DIM, VoiceBank, voiceInfo } from "./voices";
-import { ApiError } from "../../http/errors";
+import { DomainError } from "../../errors";
 
 function pack(base: number, rows = 510): Float32Array {
   const p = new Float32Array(rows * STYLE_DIM);
@@ -36,10 +36,10 @@ describe("voice bank", () => {
       bank.parse(voice);
       throw new Error("accepted");
     } catch (e) {
-      expect(e).toBeInstanceOf(ApiError);
-      expect((e as ApiError).status).toBe(400);
-      expect((e as ApiError).param).toBe("voice");
-      expect((e as ApiError).message).toContain("af_bella, af_sky, bm_george");
+      expect(e).toBeInstanceOf(DomainError);
+      expect((e as DomainError).kind).toBe("invalid_request");
+      expect((e as DomainError).param).toBe("voice");
+      expect((e as DomainError).message).toContain("af_bella, af_sky, bm_george");
     }
   });
 
@@ -74,10 +74,10 @@ describe("front end by language code", () => {
       frontEndFor(ids, lang);
       throw new Error("accepted");
     } catch (e) {
-      expect(e).toBeInstanceOf(ApiError);
-      expect((e as ApiError).status).toBe(400);
-      expect((e as ApiError).param).toBe(param);
-      expect((e as ApiError).message).toMatch(text);
+      expect(e).toBeInstanceOf(DomainError);
+      expect((e as DomainError).kind).toBe("invalid_request");
+      expect((e as DomainError).param).toBe(param);
+      expect((e as DomainError).message).toMatch(text);
     }
   };
   test.each([

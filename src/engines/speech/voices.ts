@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { invalidField } from "../../http/errors";
+import { invalidField } from "../../errors";
 import type { Dialect } from "../../text/normalize";
 
 export const STYLE_DIM = 256;

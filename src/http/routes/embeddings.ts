@@ -10,11 +10,11 @@ import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
-import { validate } from "../validate";
-import { ApiError, insufficientCredits, invalidField, modelUnavailable } from "../errors";
+import { validate } from "../../validate";
+import { DomainError, clientGone, insufficientCredits, invalidField, modelUnavailable } from "../../errors";
 import { embeddingCost } from "../../billing/prices";
 import { formatUsd } from "../../billing/money";
-import { timeEngine } from "../request-context";
+import { timeEngine } from "../../metrics/engine-time";
 import { EMBEDDING_MODEL_ID, MAX_SEQUENCE_TOKENS, type EmbeddingEngine } from "../../engines/embeddings/engine";
 import { parseEmbeddingInput } from "../../engines/embeddings/input";
 import { INPUT_TYPES, isInputType } from "../../engines/embeddings/prompts";
@@ -37,14 +37,14 @@ export const EmbeddingsRequest = Type.Object(
 );
 
 /** Seconds a client is told to wait when the queue is full: one or two batches' time. */
-const QUEUE_FULL_RETRY_AFTER = "1";
+const QUEUE_FULL_RETRY_AFTER = 1;
 
 function mapEngineError(err: unknown, model: string): unknown {
   if (err instanceof QueueFullError) {
-    return new ApiError(503, "model_unavailable", `The model '${model}' is overloaded (its queue is full). Retry after ${QUEUE_FULL_RETRY_AFTER} second(s).`, "model", { "retry-after": QUEUE_FULL_RETRY_AFTER });
+    return new DomainError("unavailable", "model_unavailable", `The model '${model}' is overloaded (its queue is full). Retry after ${QUEUE_FULL_RETRY_AFTER} second(s).`, "model", QUEUE_FULL_RETRY_AFTER);
   }
   if (err instanceof SchedulerClosedError) return modelUnavailable(model);
-  if (err instanceof JobAbortedError) return new ApiError(499, "client_closed_request", "The client closed the request.");
+  if (err instanceof JobAbortedError) return clientGone();
   return err;
 }
 
@@ -79,7 +79,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
       } catch (err) {
         throw mapEngineError(err, req.model);
       }
-      if (request.signal.aborted) throw new ApiError(499, "client_closed_request", "The client closed the request.");
+      if (request.signal.aborted) throw clientGone();
       const settlement = await s.ledger.settle({ requestId, amount, serviceTier: resolved.tier, inputTokens: parsed.tokens });
       settled = true;
       const dims = req.dimensions ?? engine.dimensions;

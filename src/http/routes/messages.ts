@@ -10,14 +10,17 @@ import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, identify } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
+import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { estimateInput, type ChatCall } from "../../chat/pipeline";
 import { promptTokenCount } from "../../chat/tokens";
 import { sseEvent } from "../../protocols/sse";
 import { completeForRoute, MID_STREAM_FAILURE, streamForRoute } from "../chat-relay";
 import { newId } from "../../accounts/ids";
 import {
-  CountTokensRequest, MessagesRequest, countExtras, parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest, wantsPriorityTier,
+  CountTokensRequest, MessagesRequest, chatToolsOf, countExtras, omitsThinking, parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest,
+  wantsPriorityTier,
 } from "../../protocols/anthropic/request";
+import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignored-tools";
 import { toAnthropicMessage } from "../../protocols/anthropic/response";
 import { AnthropicStreamTranslator, type AnthropicEvent } from "../../protocols/anthropic/stream";
 
@@ -42,19 +45,25 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     const req = parseMessagesRequest(body);
     const chatRequest = toChatRequest(req);
     const resolved = resolveModel(s, req.model, "chat", wantsPriorityTier(req));
+    // Anthropic clients must send max_tokens and size it from their own idea of the model (an
+    // aliased claude-* id, say); above this model's output ceiling it is lowered to the ceiling.
+    chatRequest.max_tokens = Math.min(req.max_tokens, resolved.entry.maxOutputTokens, OUTPUT_CEILING);
     const requestId = requestIdOf(set);
     const id = "msg_" + requestId.replace(/^req_/, "");
     // The Anthropic SDK reports this header as the request id of responses and errors.
     set.headers["request-id"] = requestId;
+    const { ignored } = chatToolsOf(req);
+    if (ignored.length > 0) set.headers[IGNORED_TOOLS_HEADER] = ignoredToolsHeader(ignored);
     const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/messages", resolved, request: chatRequest, signal: request.signal };
     const stopSequences = req.stop_sequences ?? [];
+    const omitThinking = omitsThinking(req);
 
     if (req.stream !== true) {
       return completeForRoute(s, call, set, (chat, result) =>
-        toAnthropicMessage(chat, { id, model: resolved.requestedId, result, stopSequences, toolId }));
+        toAnthropicMessage(chat, { id, model: resolved.requestedId, result, stopSequences, omitThinking, toolId }));
     }
 
-    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: estimateInput(chatRequest), stopSequences, toolId });
+    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: estimateInput(chatRequest), stopSequences, omitThinking, toolId });
     const frames = (events: AnthropicEvent[]) => events.map((e) => sseEvent(e.event, e.data));
     return streamForRoute(s, call, { request, server, set }, {
       start: () => frames(translator.start()),

@@ -5,7 +5,7 @@
 import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { requestMetrics } from "../request-metrics";
+import { requestMetrics } from "../../metrics/request-metrics";
 
 export function registerMetricsRoutes(app: App, s: Services, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/metrics", summary: "Prometheus metrics (text exposition format).", auth: "none" });

@@ -1,17 +1,27 @@
-/** GET /v1/models (no key needed) and GET /v1/models/{id}: live models only. */
+/**
+ * GET /v1/models (no key needed) and GET /v1/models/{id}: live models only. A request with an
+ * `anthropic-version` header (the Anthropic SDK, Claude Code) gets Anthropic's list shape.
+ * Model aliases are not models and are never listed.
+ */
 import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { listModels, modelObject } from "../../catalog/model-list";
-import { modelNotFound } from "../errors";
+import { anthropicModelObject, listAnthropicModels, listModels, modelObject } from "../../catalog/model-list";
+import { invalidField, modelNotFound } from "../../errors";
 import { TURBO_SUFFIX } from "../../catalog/catalog";
 
 export function registerModelRoutes(app: App, s: Services, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/v1/models", summary: "List the live models (no API key needed).", auth: "none", public: true });
   docs.add({ method: "GET", path: "/v1/models/:id", summary: "One model by id, or 404.", auth: "none" });
 
-  app.get("/v1/models", () => listModels(s.catalog, s.isLive));
-  app.get("/v1/models/*", ({ params }) => {
+  app.get("/v1/models", ({ request, query }) => {
+    if (!request.headers.has("anthropic-version")) return listModels(s.catalog, s.isLive);
+    const q = query as Record<string, string | undefined>;
+    const limit = q.limit === undefined ? 20 : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidField("limit", "must be an integer from 1 to 1000");
+    return listAnthropicModels(s.catalog, s.isLive, { limit, afterId: q.after_id, beforeId: q.before_id });
+  });
+  app.get("/v1/models/*", ({ params, request }) => {
     let id: string;
     try {
       id = decodeURIComponent(params["*"]);
@@ -20,6 +30,11 @@ export function registerModelRoutes(app: App, s: Services, docs: RouteDocs): voi
     }
     const resolved = s.catalog.resolve(id);
     if (!resolved || !s.isLive(resolved.entry)) throw modelNotFound(id);
-    return modelObject(resolved.entry, resolved.tier === "priority" && id.endsWith(TURBO_SUFFIX));
+    const turbo = resolved.tier === "priority" && id.endsWith(TURBO_SUFFIX);
+    if (request.headers.has("anthropic-version")) {
+      if (resolved.entry.kind !== "chat") throw modelNotFound(id);
+      return anthropicModelObject(resolved.entry, turbo);
+    }
+    return modelObject(resolved.entry, turbo);
   });
 }

@@ -9,7 +9,7 @@ import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, identify } from "../auth";
-import { ApiError, invalidField } from "../errors";
+import { DomainError, invalidField } from "../../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { type ChatCall } from "../../chat/pipeline";
@@ -18,6 +18,8 @@ import { completeForRoute, MID_STREAM_FAILURE, streamForRoute } from "../chat-re
 import { newId } from "../../accounts/ids";
 import { ResponseStore } from "../../store/responses";
 import { ResponsesRequest, normalizeInput, parseResponsesRequest, toChatRequest, wantsPriorityTier } from "../../protocols/responses/request";
+import { responsesTools } from "../../protocols/responses/tools";
+import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignored-tools";
 import { toResponseObject, type ResponseShell } from "../../protocols/responses/response";
 import { ResponsesStreamTranslator, type ResponsesEvent } from "../../protocols/responses/stream";
 
@@ -26,7 +28,7 @@ type Json = Record<string, unknown>;
 const itemId = (prefix: string) => newId(prefix, 12);
 
 const responseNotFound = (id: string, param: string | null = null) =>
-  new ApiError(404, "not_found", `Response with id '${id}' not found.`, param);
+  new DomainError("not_found", "not_found", `Response with id '${id}' not found.`, param);
 
 export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs): void {
   const store = new ResponseStore(s.db);
@@ -45,8 +47,9 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
       if (!conversation) throw responseNotFound(req.previous_response_id, "previous_response_id");
       history = conversation;
     }
-    const input = normalizeInput(req.input, itemId);
-    const chatRequest = toChatRequest(req, history, input);
+    const input = normalizeInput(req.input, itemId, (id) => store.item(id, caller.accountId));
+    const tools = responsesTools(req.tools as Json[] | null | undefined);
+    const chatRequest = toChatRequest(req, history, input, tools);
     const resolved = resolveModel(s, req.model, "chat", wantsPriorityTier(req));
     const ceiling = Math.min(resolved.entry.maxOutputTokens, OUTPUT_CEILING);
     if (req.max_output_tokens != null && req.max_output_tokens > ceiling) {
@@ -55,7 +58,9 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     const requestId = requestIdOf(set);
     const shell: ResponseShell = {
       id: "resp_" + requestId.replace(/^req_/, ""), createdAt: Math.floor(Date.now() / 1000), model: resolved.requestedId, serviceTier: resolved.tier, request: req,
+      toolNames: tools.byChatName,
     };
+    if (tools.ignored.length > 0) set.headers[IGNORED_TOOLS_HEADER] = ignoredToolsHeader(tools.ignored);
     const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/responses", resolved, request: chatRequest, signal: request.signal };
     const keep = (response: Json) => {
       if (req.store === false) return;

@@ -15,8 +15,8 @@ import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
-import { validate } from "../validate";
-import { ApiError, insufficientCredits, internalError, invalidField, modelUnavailable } from "../errors";
+import { validate } from "../../validate";
+import { DomainError, InternalError, clientGone, insufficientCredits, invalidField, modelUnavailable } from "../../errors";
 import { codePoints, speechCost } from "../../billing/prices";
 import { formatUsd } from "../../billing/money";
 import { createEncoder, SUPPORTED_FORMATS } from "../../audio/encoder";
@@ -24,7 +24,7 @@ import { planSpeech } from "../../text/frontend";
 import { MAX_TOKENS, SAMPLE_RATE, SPEECH_MODEL_ID, type SpeechEngine } from "../../engines/speech/engine";
 import { frontEndFor, voiceInfo } from "../../engines/speech/voices";
 import { ClientGoneError, openSpeechStream, type SpeechOutcome } from "../../engines/speech/stream";
-import { timeEngine } from "../request-context";
+import { timeEngine } from "../../metrics/engine-time";
 import { wantsPriority } from "../../chat/request";
 import { JobAbortedError, QueueFullError, SchedulerClosedError } from "../../engines/scheduler/index";
 
@@ -123,13 +123,13 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
   });
 }
 
-function startFailure(s: Services, requestId: string, err: unknown): ApiError {
-  if (err instanceof ApiError) return err;
+function startFailure(s: Services, requestId: string, err: unknown): DomainError {
+  if (err instanceof DomainError) return err;
   if (err instanceof QueueFullError) {
-    return new ApiError(503, "model_unavailable", "The speech model is at capacity. Try again shortly; this request was not billed.", "model", { "retry-after": "1" });
+    return new DomainError("unavailable", "model_unavailable", "The speech model is at capacity. Try again shortly; this request was not billed.", "model", 1);
   }
   if (err instanceof SchedulerClosedError) return modelUnavailable(SPEECH_MODEL_ID);
-  if (err instanceof JobAbortedError || err instanceof ClientGoneError) return new ApiError(499, "client_closed_request", "The client closed the request before any audio was produced; it was not billed.");
+  if (err instanceof JobAbortedError || err instanceof ClientGoneError) return clientGone("The client closed the request before any audio was produced; it was not billed.");
   s.log.error("speech synthesis failed", { request_id: requestId, error: String((err as Error)?.message ?? err).slice(0, 300) });
-  return internalError();
+  return new InternalError("speech synthesis failed");
 }

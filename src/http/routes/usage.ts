@@ -4,7 +4,7 @@ import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { identify } from "../auth";
 import { parseUsageQuery } from "../../billing/usage-query";
-import { invalidField } from "../errors";
+import { invalidField } from "../../errors";
 import { usageReport } from "../../billing/usage-report";
 
 export function registerUsageRoutes(app: App, s: Services, docs: RouteDocs): void {

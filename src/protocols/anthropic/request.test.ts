@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ApiError } from "../../http/errors";
+import { DomainError } from "../../errors";
 import { parseCountTokensRequest, parseMessagesRequest, toChatMessages, toChatRequest } from "./request";
 
 const base = { model: "glm-4.6", max_tokens: 1024 };
@@ -105,6 +105,60 @@ const cases: { name: string; body: Record<string, unknown>; expect: Record<strin
     },
   },
   { name: "tool_choice any → required", body: { ...base, messages: [{ role: "user", content: "x" }], tools: [{ name: "t", input_schema: { type: "object" } }], tool_choice: { type: "any" } }, expect: { tool_choice: "required" } },
+  {
+    name: "system entries inside messages stay in place; one between tool_use and tool_result follows the results",
+    body: {
+      ...base,
+      messages: [
+        { role: "user", content: "go" },
+        { role: "system", content: [{ type: "text", text: "Env: linux", cache_control: { type: "ephemeral" } }] },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "ls" } }] },
+        { role: "system", content: "Reminder." },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "a.txt" }] },
+      ],
+    },
+    expect: {
+      messages: [
+        { role: "user", content: "go" },
+        { role: "system", content: "Env: linux" },
+        { role: "assistant", content: null, tool_calls: [{ id: "toolu_1", type: "function", function: { name: "Bash", arguments: '{"command":"ls"}' } }] },
+        { role: "tool", tool_call_id: "toolu_1", content: "a.txt" },
+        { role: "system", content: "Reminder." },
+      ],
+    },
+  },
+  { name: "adaptive thinking with output_config.effort high", body: { ...base, messages: [{ role: "user", content: "x" }], thinking: { type: "adaptive" }, output_config: { effort: "high" } }, expect: { reasoning_effort: "high" } },
+  { name: "effort max asks an engine for high", body: { ...base, messages: [{ role: "user", content: "x" }], thinking: { type: "adaptive", display: "omitted" }, output_config: { effort: "max" } }, expect: { reasoning_effort: "high" } },
+  { name: "effort low without thinking", body: { ...base, messages: [{ role: "user", content: "x" }], output_config: { effort: "low" } }, expect: { reasoning_effort: "low" } },
+  {
+    name: "a deferred tool is sent once a tool_reference loads it; server tools are left out",
+    body: {
+      ...base,
+      tools: [
+        { name: "ToolSearch", input_schema: { type: "object" } },
+        { name: "WebFetch", input_schema: { type: "object", properties: { url: { type: "string" } } }, defer_loading: true },
+        { name: "NotebookEdit", input_schema: { type: "object" }, defer_loading: true },
+        { type: "web_search_20250305", name: "web_search", max_uses: 3 },
+      ],
+      messages: [
+        { role: "user", content: "fetch it" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_s", name: "ToolSearch", input: { query: "select:WebFetch" } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_s", content: [{ type: "tool_reference", tool_name: "WebFetch" }] }] },
+      ],
+    },
+    expect: {
+      tools: [
+        { type: "function", function: { name: "ToolSearch", parameters: { type: "object" } } },
+        { type: "function", function: { name: "WebFetch", parameters: { type: "object", properties: { url: { type: "string" } } } } },
+      ],
+      messages: [
+        { role: "user", content: "fetch it" },
+        { role: "assistant", content: null, tool_calls: [{ id: "toolu_s", type: "function", function: { name: "ToolSearch", arguments: '{"query":"select:WebFetch"}' } }] },
+        { role: "tool", tool_call_id: "toolu_s", content: "Tool loaded: WebFetch" },
+      ],
+    },
+  },
+  { name: "more than four stop sequences: four go upstream (all are matched locally)", body: { ...base, messages: [{ role: "user", content: "x" }], stop_sequences: ["a", "b", "c", "d", "e"] }, expect: { stop: ["a", "b", "c", "d"] } },
   { name: "tool_choice none", body: { ...base, messages: [{ role: "user", content: "x" }], tool_choice: { type: "none" } }, expect: { tool_choice: "none" } },
 ];
 
@@ -126,7 +180,9 @@ const bad: { name: string; body: Record<string, unknown>; param: string; message
   { name: "max_tokens zero", body: { ...base, max_tokens: 0, messages: [{ role: "user", content: "x" }] }, param: "max_tokens" },
   { name: "empty messages", body: { ...base, messages: [] }, param: "messages" },
   { name: "empty user content", body: { ...base, messages: [{ role: "user", content: [] }] }, param: "messages[0].content" },
-  { name: "bad role", body: { ...base, messages: [{ role: "system", content: "x" }] }, param: "messages[0].role" },
+  { name: "bad role", body: { ...base, messages: [{ role: "tool", content: "x" }] }, param: "messages[0].role" },
+  { name: "non-text block in a system entry", body: { ...base, messages: [{ role: "user", content: "x" }, { role: "system", content: [{ type: "image", source: { type: "url", url: "https://x/y.png" } }] }] }, param: "messages[1].content[0].type" },
+  { name: "unknown output_config.effort", body: { ...base, messages: [{ role: "user", content: "x" }], output_config: { effort: "extreme" } }, param: "output_config.effort" },
   { name: "temperature above 1", body: { ...base, temperature: 1.5, messages: [{ role: "user", content: "x" }] }, param: "temperature" },
   {
     name: "tool_result with no tool_use",
@@ -150,7 +206,8 @@ const bad: { name: string; body: Record<string, unknown>; param: string; message
   { name: "tool_use without input", body: { ...base, messages: [{ role: "user", content: "a" }, { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "t" }] }] }, param: "messages[1].content[0].input" },
   { name: "unknown block type", body: { ...base, messages: [{ role: "user", content: [{ type: "audio" }] }] }, param: "messages[0].content[0].type" },
   { name: "image without data", body: { ...base, messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png" } }] }] }, param: "messages[0].content[0].source.data" },
-  { name: "server tool", body: { ...base, messages: [{ role: "user", content: "x" }], tools: [{ type: "web_search_20250305", name: "web_search" }] }, param: "tools[0].type" },
+  { name: "tool_choice forcing a server tool", body: { ...base, messages: [{ role: "user", content: "x" }], tools: [{ type: "web_search_20250305", name: "web_search" }], tool_choice: { type: "tool", name: "web_search" } }, param: "tool_choice.name", message: "web_search" },
+  { name: "client tool without a name", body: { ...base, messages: [{ role: "user", content: "x" }], tools: [{ input_schema: { type: "object" } }] }, param: "tools[0].name" },
   { name: "tool without input_schema", body: { ...base, messages: [{ role: "user", content: "x" }], tools: [{ name: "t" }] }, param: "tools[0].input_schema" },
   { name: "tool_choice any without tools", body: { ...base, messages: [{ role: "user", content: "x" }], tool_choice: { type: "any" } }, param: "tool_choice" },
   { name: "thinking budget not below max_tokens", body: { ...base, messages: [{ role: "user", content: "x" }], thinking: { type: "enabled", budget_tokens: 1024 } }, param: "thinking.budget_tokens" },
@@ -165,10 +222,10 @@ describe("Messages request errors name the field", () => {
       } catch (e) {
         err = e;
       }
-      expect(err).toBeInstanceOf(ApiError);
-      expect((err as ApiError).status).toBe(400);
-      expect((err as ApiError).param).toBe(c.param);
-      if (c.message) expect((err as ApiError).message).toContain(c.message);
+      expect(err).toBeInstanceOf(DomainError);
+      expect((err as DomainError).kind).toBe("invalid_request");
+      expect((err as DomainError).param).toBe(c.param);
+      if (c.message) expect((err as DomainError).message).toContain(c.message);
     });
   }
 });

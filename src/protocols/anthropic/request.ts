@@ -1,18 +1,24 @@
 /**
- * Anthropic Messages request → chat-completions request. Pure: no I/O, throws ApiError (400)
+ * Anthropic Messages request → chat-completions request. Pure: no I/O, throws DomainError (invalid_request)
  * naming the field for anything the upstream could not be given faithfully.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { validate } from "../../http/validate";
-import { badRequest, invalidField, missingField } from "../../http/errors";
+import { validate } from "../../validate";
+import { badRequest, invalidField, missingField } from "../../errors";
 import type { ChatRequest } from "../../chat/request";
+import { UPSTREAM_STOP_LIMIT } from "../stop-sequences";
+import { chatTools as translateTools, referencedTools, type ChatTools } from "./tools";
+
+/** Anthropic's `output_config.effort` levels. */
+const EFFORTS = ["low", "medium", "high", "xhigh", "max"] as const;
 
 const TextBlockParam = Type.Object({ type: Type.Literal("text"), text: Type.String() }, { additionalProperties: true });
 const Block = Type.Object({ type: Type.String() }, { additionalProperties: true });
 
 export const AnthropicMessage = Type.Object(
   {
-    role: Type.Union([Type.Literal("user"), Type.Literal("assistant")]),
+    // Current Claude Code sends `system` entries mid-conversation (kept in place for the upstream).
+    role: Type.Union([Type.Literal("user"), Type.Literal("assistant"), Type.Literal("system")]),
     content: Type.Union([Type.String(), Type.Array(Block)], { description: "a string or an array of content blocks" }),
   },
   { additionalProperties: true },
@@ -22,13 +28,16 @@ const CountFields = {
   model: Type.String({ minLength: 1, description: "A public chat model id from GET /v1/models." }),
   messages: Type.Array(AnthropicMessage, { minItems: 1 }),
   system: Type.Optional(Type.Union([Type.String(), Type.Array(TextBlockParam)], { description: "a string or an array of text blocks" })),
-  tools: Type.Optional(Type.Array(Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: true }))),
+  tools: Type.Optional(Type.Array(Type.Object({ name: Type.Optional(Type.String({ minLength: 1 })), type: Type.Optional(Type.Union([Type.String(), Type.Null()])) }, { additionalProperties: true }))),
   tool_choice: Type.Optional(Type.Object({ type: Type.Union(["auto", "any", "tool", "none"].map((t) => Type.Literal(t))) }, { additionalProperties: true })),
   thinking: Type.Optional(
     Type.Object(
       { type: Type.Union(["enabled", "disabled", "adaptive"].map((t) => Type.Literal(t))), budget_tokens: Type.Optional(Type.Integer({ minimum: 1 })) },
       { additionalProperties: true },
     ),
+  ),
+  output_config: Type.Optional(
+    Type.Object({ effort: Type.Optional(Type.Union(EFFORTS.map((t) => Type.Literal(t)))) }, { additionalProperties: true }),
   ),
 };
 
@@ -58,6 +67,11 @@ export function parseMessagesRequest(body: unknown): MessagesRequest {
 
 export function parseCountTokensRequest(body: unknown): CountTokensRequest {
   return validate(CountTokensRequest, body);
+}
+
+/** `thinking.display: "omitted"`: the client wants no thinking text back. */
+export function omitsThinking(req: CountTokensRequest): boolean {
+  return (req.thinking as Json | undefined)?.display === "omitted";
 }
 
 /** Our extension: "priority" asks for turbo; Anthropic's own "auto"/"standard_only" mean default. */
@@ -101,7 +115,9 @@ function toolResultText(block: Json, at: string): string {
       .map((b: Json, k) => {
         if (b?.type === "text") return textOf(b, `${at}.content[${k}]`);
         if (b?.type === "image") return "[image]";
-        throw invalidField(`${at}.content[${k}].type`, 'must be "text" or "image"');
+        // Tool search results load deferred tools; the model is told which ones it may now call.
+        if (b?.type === "tool_reference") return `Tool loaded: ${String(b.tool_name ?? "")}`;
+        throw invalidField(`${at}.content[${k}].type`, 'must be "text", "image" or "tool_reference"');
       })
       .join("\n");
   } else throw invalidField(`${at}.content`, "must be a string or an array of content blocks");
@@ -167,6 +183,18 @@ function assistantMessage(content: string | Json[], at: string, toolUses: Set<st
   return m;
 }
 
+/** A `system` entry inside `messages`: a string or text blocks, joined like the top-level system. */
+function systemMessage(content: string | Json[], at: string): ChatMessage | null {
+  if (str(content)) return content === "" ? null : { role: "system", content };
+  const text = content
+    .map((b, j) => {
+      if (b?.type !== "text") throw invalidField(`${at}.content[${j}].type`, 'must be "text" in a system message');
+      return textOf(b, `${at}.content[${j}]`);
+    })
+    .join("\n");
+  return text === "" ? null : { role: "system", content: text };
+}
+
 /** The chat messages for a Messages conversation (system first). Shared with count_tokens. */
 export function toChatMessages(req: CountTokensRequest): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -175,32 +203,47 @@ export function toChatMessages(req: CountTokensRequest): ChatMessage[] {
     if (system !== "") out.push({ role: "system", content: system });
   }
   let openToolUses = new Set<string>();
+  // A system entry between an assistant's tool calls and their results waits until after the
+  // results: chat templates (and OpenAI) want tool messages right after the calls.
+  let waitingSystem: ChatMessage[] = [];
   req.messages.forEach((m, i) => {
     const at = `messages[${i}]`;
     const content = m.content as string | Json[];
-    if (m.role === "assistant") {
+    if (m.role === "system") {
+      const system = systemMessage(content, at);
+      if (system) (openToolUses.size > 0 ? waitingSystem : out).push(system);
+    } else if (m.role === "assistant") {
+      out.push(...waitingSystem);
+      waitingSystem = [];
       openToolUses = new Set();
       out.push(assistantMessage(content, at, openToolUses));
     } else {
-      out.push(...userMessages(content, at, openToolUses));
+      const messages = userMessages(content, at, openToolUses);
+      if (waitingSystem.length === 0) out.push(...messages);
+      else {
+        // Tool results come first in `messages`; the waiting system entries go right after them.
+        let results = 0;
+        while (results < messages.length && messages[results]!.role === "tool") results++;
+        out.push(...messages.slice(0, results), ...waitingSystem, ...messages.slice(results));
+        waitingSystem = [];
+      }
       openToolUses = new Set();
     }
   });
+  out.push(...waitingSystem);
   return out;
 }
 
-function chatTools(req: CountTokensRequest): Json[] | undefined {
-  if (!req.tools) return undefined;
-  return req.tools.map((t: Json, i) => {
-    if (t.type !== undefined && t.type !== "custom") {
-      throw invalidField(`tools[${i}].type`, `server tool "${String(t.type)}" is not supported; define a client tool with name, description and input_schema`);
-    }
-    const schema = t.input_schema;
-    if (!schema || typeof schema !== "object" || Array.isArray(schema)) throw missingField(`tools[${i}].input_schema`);
-    const fn: Json = { name: t.name, parameters: schema };
-    if (str(t.description)) fn.description = t.description;
-    return { type: "function", function: fn };
-  });
+const NONE: ReadonlySet<string> = new Set();
+
+/** The request's tools for the upstream, and the server tools left out (see ./tools). */
+export function chatToolsOf(req: CountTokensRequest): ChatTools {
+  const choice = req.tool_choice as Json | undefined;
+  const forced = choice?.type === "tool" && str(choice.name) ? choice.name : null;
+  const tools = req.tools as Json[] | undefined;
+  // Only deferred tools need the walk through the conversation for tool_reference blocks.
+  const referenced = tools?.some((t) => t.defer_loading === true) ? referencedTools(req.messages) : NONE;
+  return translateTools(tools, referenced, forced);
 }
 
 function chatToolChoice(choice: Json | undefined): { tool_choice?: unknown; parallel_tool_calls?: boolean } {
@@ -219,20 +262,28 @@ function chatToolChoice(choice: Json | undefined): { tool_choice?: unknown; para
   return out;
 }
 
-/** Extended thinking → the chat-completions reasoning knob, scaled from the budget. */
-function reasoningEffort(thinking: CountTokensRequest["thinking"]): string | undefined {
-  if (!thinking || thinking.type === "disabled") return undefined;
+/**
+ * Extended thinking → the chat-completions reasoning knob. `output_config.effort` says it
+ * directly (chat engines know low/medium/high, so xhigh and max ask for high); otherwise it is
+ * scaled from the thinking budget. Thinking disabled sends no knob.
+ */
+function reasoningEffort(req: CountTokensRequest): string | undefined {
+  const thinking = req.thinking;
+  if (thinking?.type === "disabled") return undefined;
+  const effort = req.output_config?.effort;
+  if (effort) return effort === "xhigh" || effort === "max" ? "high" : effort;
+  if (!thinking) return undefined;
   const budget = thinking.budget_tokens ?? 8_192;
   return budget < 4_096 ? "low" : budget < 16_384 ? "medium" : "high";
 }
 
 /** Everything the count_tokens estimate covers besides messages (tool definitions). */
 export function countExtras(req: CountTokensRequest): unknown[] {
-  return [chatTools(req)];
+  return [chatToolsOf(req).tools];
 }
 
 export function toChatRequest(req: MessagesRequest): ChatRequest {
-  const tools = chatTools(req);
+  const { tools } = chatToolsOf(req);
   if (req.tool_choice && req.tool_choice.type !== "none" && req.tool_choice.type !== "auto" && !tools) {
     throw badRequest("tool_choice", "tool_choice requires tools to be defined.");
   }
@@ -242,12 +293,13 @@ export function toChatRequest(req: MessagesRequest): ChatRequest {
   const out: ChatRequest = { model: req.model, messages: toChatMessages(req) as ChatRequest["messages"], max_tokens: req.max_tokens };
   if (tools) out.tools = tools;
   Object.assign(out, chatToolChoice(req.tool_choice as Json | undefined));
-  if (req.stop_sequences?.length) out.stop = req.stop_sequences;
+  // Every sequence is also matched in the text (../stop-sequences); upstreams take at most four.
+  if (req.stop_sequences?.length) out.stop = req.stop_sequences.slice(0, UPSTREAM_STOP_LIMIT);
   if (req.temperature !== undefined) out.temperature = req.temperature;
   if (req.top_p !== undefined) out.top_p = req.top_p;
   if (req.top_k !== undefined) out.top_k = req.top_k;
   if (str(req.metadata?.user_id)) out.user = req.metadata.user_id;
-  const effort = reasoningEffort(req.thinking);
+  const effort = reasoningEffort(req);
   if (effort) out.reasoning_effort = effort;
   return out;
 }

@@ -4,16 +4,19 @@
  */
 import { usdNumber } from "../../billing/money";
 import type { ChatResult } from "../../chat/pipeline";
+import { findStop } from "../stop-sequences";
 
 type Json = Record<string, unknown>;
 
 export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal" | "pause_turn";
 
 /**
- * The Anthropic stop reason for a chat finish_reason. Engines like vLLM report which stop string
- * matched in the choice's `stop_reason`; that is the only way to tell a stop sequence from the end.
+ * The Anthropic stop reason for a chat finish_reason. Engines that say which stop string matched
+ * (vLLM's `stop_reason`, SGLang's `matched_stop`) are believed; otherwise `localMatch` is the stop
+ * sequence Switchyard found in the text itself (see ./stop-sequences).
  */
-export function stopReasonOf(finishReason: unknown, matched: unknown, stopSequences: readonly string[] = []): { stop_reason: StopReason; stop_sequence: string | null } {
+export function stopReasonOf(finishReason: unknown, matched: unknown, stopSequences: readonly string[] = [], localMatch: string | null = null): { stop_reason: StopReason; stop_sequence: string | null } {
+  if (localMatch !== null) return { stop_reason: "stop_sequence", stop_sequence: localMatch };
   switch (finishReason) {
     case "length": return { stop_reason: "max_tokens", stop_sequence: null };
     case "tool_calls": case "function_call": return { stop_reason: "tool_use", stop_sequence: null };
@@ -24,12 +27,22 @@ export function stopReasonOf(finishReason: unknown, matched: unknown, stopSequen
   }
 }
 
-/** Anthropic's usage object, with the exact cost we charged. */
+/** The stop string an engine says ended the choice: vLLM's `stop_reason` or SGLang's `matched_stop`. */
+export function matchedStopOf(choice: Json): unknown {
+  return typeof choice.stop_reason === "string" ? choice.stop_reason : choice.matched_stop ?? null;
+}
+
+/**
+ * Anthropic's usage object, with the exact cost we charged. Anthropic counts cache reads apart
+ * from `input_tokens` (the total prompt is their sum), so an upstream's cached prompt tokens
+ * move from one to the other; the charge is on the whole prompt either way.
+ */
 export function anthropicUsage(inputTokens: number, outputTokens: number, r: ChatResult | null) {
+  const cached = Math.min(r?.cachedTokens ?? 0, inputTokens);
   return {
-    input_tokens: inputTokens,
+    input_tokens: inputTokens - cached,
     cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    cache_read_input_tokens: cached,
     output_tokens: outputTokens,
     service_tier: r?.serviceTier === "priority" ? "priority" : "standard",
     cost: r ? usdNumber(r.charged) : 0,
@@ -60,6 +73,8 @@ export interface MessageOptions {
   model: string;
   result: ChatResult;
   stopSequences?: readonly string[];
+  /** The client asked for thinking to be omitted (`thinking.display: "omitted"`). */
+  omitThinking?: boolean;
   toolId: () => string;
 }
 
@@ -68,9 +83,13 @@ export function toAnthropicMessage(chat: Json, o: MessageOptions): Json {
   const message = (choice.message as Json | undefined) ?? {};
   const content: Json[] = [];
   const thinking = reasoningOf(message);
-  if (thinking) content.push({ type: "thinking", thinking, signature: "" });
-  if (typeof message.content === "string" && message.content !== "") content.push({ type: "text", text: message.content });
-  for (const call of (message.tool_calls as Json[] | undefined) ?? []) {
+  if (thinking && !o.omitThinking) content.push({ type: "thinking", thinking, signature: "" });
+  let text = typeof message.content === "string" ? message.content : "";
+  // A stop sequence in the text (an upstream that ignored it) ends the turn there.
+  const hit = findStop(text, o.stopSequences ?? []);
+  if (hit) text = text.slice(0, hit.index);
+  if (text !== "") content.push({ type: "text", text });
+  for (const call of hit ? [] : (message.tool_calls as Json[] | undefined) ?? []) {
     const fn = (call.function as Json | undefined) ?? {};
     content.push({ type: "tool_use", id: o.toolId(), name: String(fn.name ?? ""), input: parseToolInput(fn.arguments) });
   }
@@ -80,7 +99,7 @@ export function toAnthropicMessage(chat: Json, o: MessageOptions): Json {
     role: "assistant",
     model: o.model,
     content,
-    ...stopReasonOf(choice.finish_reason, choice.stop_reason, o.stopSequences),
+    ...stopReasonOf(choice.finish_reason, matchedStopOf(choice), o.stopSequences, hit?.stop ?? null),
     usage: anthropicUsage(o.result.inputTokens, o.result.outputTokens, o.result),
   };
 }

@@ -122,6 +122,38 @@ const table: { name: string; chunks: Record<string, unknown>[]; stops?: string[]
     expect: ["message_start", "ping", "start#0:text", "delta#0:text_delta:1, 2, 3", "stop#0", "message_delta:stop_sequence", "message_stop"],
   },
   {
+    // Engines emit content between argument pieces; the tool_use block must not stop early.
+    name: "text arriving mid-arguments waits until the arguments are complete",
+    chunks: [call(0, "", "a"), call(0, '{"q":'), chunk({ content: "\n" }), call(0, '"x"}'), chunk({ content: "done" }), chunk({}, "tool_calls")],
+    expect: [
+      "message_start", "ping", "start#0:tool_use", 'delta#0:input_json_delta:{"q":', 'delta#0:input_json_delta:"x"}', "stop#0",
+      "start#1:text", "delta#1:text_delta:\n", "delta#1:text_delta:done", "stop#1", "message_delta:tool_use", "message_stop",
+    ],
+  },
+  {
+    name: "thinking arriving mid-arguments waits too; unfinished arguments still end the turn cleanly",
+    chunks: [call(0, '{"q":', "a"), chunk({ reasoning_content: "hmm" }), chunk({}, "tool_calls")],
+    expect: ["message_start", "ping", "start#0:tool_use", 'delta#0:input_json_delta:{"q":', "stop#0", "start#1:thinking", "delta#1:thinking_delta:hmm", "stop#1", "message_delta:tool_use", "message_stop"],
+  },
+  {
+    name: "a stop sequence found in the text (the upstream ignored it) ends the turn there",
+    chunks: [chunk({ content: "Answer: 4" }), chunk({ content: "##" }), chunk({ content: "# and more" }), call(0, "{}", "a"), chunk({}, "stop")],
+    stops: ["###"],
+    expect: ["message_start", "ping", "start#0:text", "delta#0:text_delta:Answer: 4", "stop#0", "message_delta:stop_sequence", "message_stop"],
+  },
+  {
+    name: "a held-back prefix that never completes a stop sequence is sent at the end",
+    chunks: [chunk({ content: "ends with #" }), chunk({}, "stop")],
+    stops: ["###"],
+    expect: ["message_start", "ping", "start#0:text", "delta#0:text_delta:ends with ", "delta#0:text_delta:#", "stop#0", "message_delta:end_turn", "message_stop"],
+  },
+  {
+    name: "a matched stop sequence (SGLang's matched_stop)",
+    chunks: [chunk({ content: "1, 2, 3" }), chunk({}, "stop", { matched_stop: "4" })],
+    stops: ["4"],
+    expect: ["message_start", "ping", "start#0:text", "delta#0:text_delta:1, 2, 3", "stop#0", "message_delta:stop_sequence", "message_stop"],
+  },
+  {
     name: "no content at all",
     chunks: [chunk({ role: "assistant", content: "" }), chunk({}, "stop")],
     expect: ["message_start", "ping", "message_delta:end_turn", "message_stop"],
@@ -148,6 +180,23 @@ test("message_start announces the estimate; message_delta carries final usage, c
     delta: { stop_reason: "stop_sequence", stop_sequence: "END" },
     usage: { input_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 9, service_tier: "standard", cost: 0.000001 },
   });
+});
+
+test("a locally found stop sequence is named in message_delta", () => {
+  const events = run([chunk({ content: "x<END>y" }), chunk({}, "stop")], ["<END>"]);
+  expect(events.find((e) => e.event === "message_delta")!.data.delta).toEqual({ stop_reason: "stop_sequence", stop_sequence: "<END>" });
+});
+
+test("cached prompt tokens are reported as cache reads, apart from input_tokens", () => {
+  const t = new AnthropicStreamTranslator({ id: "msg_1", model: "glm-4.6", inputTokens: 28, toolId: () => "toolu_1" });
+  const events = [...t.start(), ...t.push(chunk({ content: "x" })), ...t.finish({ ...result, cachedTokens: 24, reasoningTokens: 3 })];
+  expect(events.find((e) => e.event === "message_delta")!.data.usage).toMatchObject({ input_tokens: 6, cache_read_input_tokens: 24, output_tokens: 9 });
+});
+
+test("thinking display omitted: no thinking blocks", () => {
+  const t = new AnthropicStreamTranslator({ id: "msg_1", model: "glm-4.6", inputTokens: 28, omitThinking: true, toolId: () => "toolu_1" });
+  const events = [...t.start(), ...t.push(chunk({ reasoning_content: "secret" })), ...t.push(chunk({ content: "Hi" })), ...t.finish(result)];
+  expect(brief(events)).toEqual(["message_start", "ping", "start#0:text", "delta#0:text_delta:Hi", "stop#0", "message_delta:end_turn", "message_stop"]);
 });
 
 test("tool_use block start carries our id, the name and an empty input", () => {

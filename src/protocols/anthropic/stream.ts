@@ -13,10 +13,17 @@
  * then its buffered arguments as one input_json_delta) only once the live block stops. The live
  * block stops when its arguments form a complete JSON object and a later call is waiting, or when
  * the turn ends. Sequential calls (the common case) still stream every delta as it arrives.
+ *
+ * Text or thinking that arrives while a tool call's arguments are unfinished waits until they
+ * form a complete JSON object (or the turn ends): opening another block would stop the tool_use
+ * block and cut its arguments short. Stop sequences are also matched in the text here (see
+ * ../stop-sequences); after a match nothing more is sent. With `thinking.display: "omitted"`
+ * no thinking blocks are sent.
  */
 import type { ChatResult } from "../../chat/pipeline";
 import { isCompleteJsonObject } from "../tool-arguments";
-import { anthropicUsage, reasoningOf, stopReasonOf } from "./response";
+import { StopScanner } from "../stop-sequences";
+import { anthropicUsage, matchedStopOf, reasoningOf, stopReasonOf } from "./response";
 
 type Json = Record<string, unknown>;
 
@@ -31,6 +38,8 @@ export interface StreamOptions {
   /** Our prompt estimate: Anthropic announces input tokens up front; the final count follows. */
   inputTokens: number;
   stopSequences?: readonly string[];
+  /** The client asked for thinking to be omitted (`thinking.display: "omitted"`). */
+  omitThinking?: boolean;
   toolId: () => string;
 }
 
@@ -55,8 +64,13 @@ export class AnthropicStreamTranslator {
   private readonly waiting: ToolCall[] = [];
   private finishReason: unknown = null;
   private matchedStop: unknown = null;
+  /** Text and thinking held back while a tool call's arguments are unfinished. */
+  private deferred: { kind: "thinking" | "text"; text: string }[] = [];
+  private readonly stops: StopScanner;
 
-  constructor(private readonly o: StreamOptions) {}
+  constructor(private readonly o: StreamOptions) {
+    this.stops = new StopScanner(o.stopSequences ?? []);
+  }
 
   start(): AnthropicEvent[] {
     const message = {
@@ -72,34 +86,65 @@ export class AnthropicStreamTranslator {
     const choice = ((chunk.choices as Json[] | undefined) ?? [])[0];
     if (!choice) return out;
     const delta = (choice.delta as Json | undefined) ?? {};
-    const thinking = reasoningOf(delta);
-    if (thinking) {
-      this.ensure("thinking", out, { type: "thinking", thinking: "", signature: "" });
-      out.push(this.delta({ type: "thinking_delta", thinking }));
-    }
-    if (typeof delta.content === "string" && delta.content !== "") {
-      this.ensure("text", out, { type: "text", text: "" });
-      out.push(this.delta({ type: "text_delta", text: delta.content }));
-    }
-    for (const call of (delta.tool_calls as Json[] | undefined) ?? []) this.toolCall(call, out);
     if (choice.finish_reason) {
       this.finishReason = choice.finish_reason;
-      this.matchedStop = choice.stop_reason ?? null;
+      this.matchedStop = matchedStopOf(choice);
     }
+    // After a stop sequence matched, the turn is over for the client.
+    if (this.stops.matched !== null) return out;
+    const thinking = reasoningOf(delta);
+    if (thinking && !this.o.omitThinking) this.content("thinking", thinking, out);
+    if (typeof delta.content === "string" && delta.content !== "") this.content("text", delta.content, out);
+    if (this.stops.matched !== null) return out;
+    for (const call of (delta.tool_calls as Json[] | undefined) ?? []) this.toolCall(call, out);
+    if (this.deferred.length > 0 && !this.blocked()) this.flushDeferred(out);
     return out;
+  }
+
+  /** A tool call's arguments are still arriving (or calls wait their turn): other blocks must wait. */
+  private blocked(): boolean {
+    return this.waiting.length > 0 || (this.live !== null && !isCompleteJsonObject(this.live.text));
+  }
+
+  private content(kind: "thinking" | "text", text: string, out: AnthropicEvent[]): void {
+    if (this.deferred.length > 0 || this.blocked()) {
+      this.deferred.push({ kind, text });
+      return;
+    }
+    if (kind === "thinking") {
+      this.ensure("thinking", out, { type: "thinking", thinking: "", signature: "" });
+      out.push(this.delta({ type: "thinking_delta", thinking: text }));
+      return;
+    }
+    const visible = this.stops.push(text);
+    if (visible === "") return;
+    this.ensure("text", out, { type: "text", text: "" });
+    out.push(this.delta({ type: "text_delta", text: visible }));
+  }
+
+  private flushDeferred(out: AnthropicEvent[]): void {
+    const held = this.deferred;
+    this.deferred = [];
+    for (const d of held) if (this.stops.matched === null) this.content(d.kind, d.text, out);
   }
 
   /** The stream ended normally; `result` carries the settled token counts and cost. */
   finish(result: ChatResult | null, fallbackOutputTokens = 0): AnthropicEvent[] {
     const out: AnthropicEvent[] = [];
     this.startWaiting(out);
+    // The turn is over: arguments still unfinished stay as they are, and held text follows them.
+    if (this.deferred.length > 0) this.closeOpen(out);
+    this.flushDeferred(out);
+    const rest = this.stops.flush();
+    if (rest !== "") {
+      this.ensure("text", out, { type: "text", text: "" });
+      out.push(this.delta({ type: "text_delta", text: rest }));
+    }
     this.closeOpen(out);
     const input = result?.inputTokens ?? this.o.inputTokens;
     const output = result?.outputTokens ?? fallbackOutputTokens;
-    out.push({
-      event: "message_delta",
-      data: { type: "message_delta", delta: stopReasonOf(this.finishReason, this.matchedStop, this.o.stopSequences), usage: anthropicUsage(input, output, result) },
-    });
+    const stop = stopReasonOf(this.finishReason, this.matchedStop, this.o.stopSequences, this.stops.matched);
+    out.push({ event: "message_delta", data: { type: "message_delta", delta: stop, usage: anthropicUsage(input, output, result) } });
     out.push({ event: "message_stop", data: { type: "message_stop" } });
     return out;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ApiError } from "../../http/errors";
+import { DomainError } from "../../errors";
 import { normalizeInput, parseResponsesRequest, toChatRequest } from "./request";
 
 let n = 0;
@@ -94,7 +94,40 @@ const cases: { name: string; body: Record<string, unknown>; history?: Record<str
       response_format: { type: "json_schema", json_schema: { name: "weather", schema: { type: "object", properties: { t: { type: "number" } } }, strict: true } },
     },
   },
-  { name: "string tool_choice and json_object", body: { input: "x", tool_choice: "required", text: { format: { type: "json_object" } } }, expect: { tool_choice: "required", response_format: { type: "json_object" } } },
+  {
+    name: "namespace tools flattened, hosted tools left out, a colliding inner name qualified",
+    body: {
+      input: "x",
+      tools: [
+        { type: "function", name: "close_agent", parameters: { type: "object" } },
+        { type: "namespace", name: "multi_agent_v1", description: "Sub-agents", tools: [{ type: "function", name: "spawn_agent", parameters: { type: "object" } }, { type: "function", name: "close_agent" }] },
+        { type: "web_search", external_web_access: false },
+        { type: "mcp", server_label: "docs", server_url: "https://example.com/mcp" },
+      ],
+    },
+    expect: {
+      tools: [
+        { type: "function", function: { name: "close_agent", parameters: { type: "object" } } },
+        { type: "function", function: { name: "spawn_agent", parameters: { type: "object" } } },
+        { type: "function", function: { name: "multi_agent_v1__close_agent", parameters: { type: "object", properties: {} } } },
+      ],
+    },
+  },
+  {
+    name: "a namespaced call in the history goes upstream under its chat name",
+    body: {
+      tools: [{ type: "namespace", name: "ns", description: "", tools: [{ type: "function", name: "f" }] }, { type: "function", name: "f" }],
+      input: [{ role: "user", content: "x" }, { type: "function_call", call_id: "c1", name: "f", namespace: "ns", arguments: "{}" }, { type: "function_call_output", call_id: "c1", output: "ok" }],
+    },
+    expect: { messages: [{ role: "user", content: "x" }, { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "ns__f", arguments: "{}" } }] }, { role: "tool", tool_call_id: "c1", content: "ok" }] },
+  },
+  {
+    name: "allowed_tools narrows the tools and sets the mode",
+    body: { input: "x", tools: [{ type: "function", name: "a" }, { type: "function", name: "b" }], tool_choice: { type: "allowed_tools", mode: "required", tools: [{ type: "function", name: "b" }] } },
+    expect: { tools: [{ type: "function", function: { name: "b", parameters: { type: "object", properties: {} } } }], tool_choice: "required" },
+  },
+  { name: "only hosted tools and tool_choice auto: no tools, no choice upstream", body: { input: "x", tools: [{ type: "web_search" }], tool_choice: "auto" }, expect: { messages: [{ role: "user", content: "x" }] } },
+  { name: "string tool_choice and json_object", body: { input: "x", tool_choice: "required", tools: [{ type: "function", name: "f" }], text: { format: { type: "json_object" } } }, expect: { tool_choice: "required", response_format: { type: "json_object" } } },
 ];
 
 describe("Responses request → chat request", () => {
@@ -124,7 +157,7 @@ describe("input normalisation (what GET input_items lists)", () => {
   });
 });
 
-const bad: { name: string; body: Record<string, unknown>; param: string }[] = [
+const bad: { name: string; body: Record<string, unknown>; param: string; message?: string }[] = [
   { name: "no input and no previous response", body: {}, param: "input" },
   { name: "input of the wrong type", body: { input: 5 }, param: "input" },
   { name: "unknown item type", body: { input: [{ type: "computer_call" }] }, param: "input[0].type" },
@@ -135,7 +168,9 @@ const bad: { name: string; body: Record<string, unknown>; param: string }[] = [
   { name: "image by file id", body: { input: [{ role: "user", content: [{ type: "input_image", file_id: "file-1" }] }] }, param: "input[0].content[0].image_url" },
   { name: "function_call without call_id", body: { input: [{ type: "function_call", name: "f", arguments: "{}" }] }, param: "input[0].call_id" },
   { name: "function_call_output for no call", body: { input: [{ role: "user", content: "x" }, { type: "function_call_output", call_id: "call_none", output: "r" }] }, param: "input[1].call_id" },
-  { name: "hosted tool", body: { input: "x", tools: [{ type: "file_search", vector_store_ids: ["vs_1"] }] }, param: "tools[0].type" },
+  { name: "tool_choice forcing a hosted tool that is present", body: { input: "x", tools: [{ type: "file_search", vector_store_ids: ["vs_1"] }], tool_choice: { type: "file_search" } }, param: "tool_choice.type", message: "file_search" },
+  { name: "item_reference to an unknown id", body: { input: [{ type: "item_reference", id: "rs_unknown" }] }, param: "input[0].id", message: "rs_unknown" },
+  { name: "tool_choice naming no tool", body: { input: "x", tools: [{ type: "function", name: "f" }], tool_choice: { type: "function", name: "g" } }, param: "tool_choice.name" },
   { name: "hosted tool_choice", body: { input: "x", tool_choice: { type: "web_search_preview" } }, param: "tool_choice.type" },
   { name: "json_schema without schema", body: { input: "x", text: { format: { type: "json_schema", name: "n" } } }, param: "text.format.schema" },
   { name: "temperature above 2", body: { input: "x", temperature: 2.5 }, param: "temperature" },
@@ -154,9 +189,10 @@ describe("Responses request errors name the field", () => {
       } catch (e) {
         err = e;
       }
-      expect(err).toBeInstanceOf(ApiError);
-      expect((err as ApiError).status).toBe(400);
-      expect((err as ApiError).param).toBe(c.param);
+      expect(err).toBeInstanceOf(DomainError);
+      expect((err as DomainError).kind).toBe("invalid_request");
+      expect((err as DomainError).param).toBe(c.param);
+      if (c.message) expect((err as DomainError).message).toContain(c.message);
     });
   }
 });

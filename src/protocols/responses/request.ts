@@ -4,9 +4,10 @@
  * faithfully is a 400 naming the field.
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { validate } from "../../http/validate";
-import { badRequest, invalidField, missingField } from "../../http/errors";
+import { validate } from "../../validate";
+import { badRequest, invalidField, missingField } from "../../errors";
 import type { ChatRequest } from "../../chat/request";
+import { chatToolChoice, responsesTools, type ResponsesTools } from "./tools";
 
 type Json = Record<string, unknown>;
 
@@ -59,17 +60,29 @@ const str = (v: unknown): v is string => typeof v === "string";
 /** The item types a Responses conversation may hold here. */
 const ROLES = ["user", "assistant", "system", "developer"];
 
+/** Looks up an item the account stored earlier (an output or input item of a stored response). */
+export type ItemLookup = (id: string) => Json | null;
+
 /**
  * The request's input as stored items: a string becomes one user message; message content
  * strings become typed parts; every item gets an id (OpenAI lists input items with ids).
+ * `item_reference` items are replaced by the stored item they name (`lookup`); an id this
+ * account never stored is a 400 naming it.
  */
-export function normalizeInput(input: ResponsesRequest["input"], itemId: (prefix: string) => string): Json[] {
+export function normalizeInput(input: ResponsesRequest["input"], itemId: (prefix: string) => string, lookup: ItemLookup = () => null): Json[] {
   if (input === undefined) return [];
   if (str(input)) return [{ id: itemId("msg"), type: "message", role: "user", status: "completed", content: [{ type: "input_text", text: input }] }];
   return input.map((raw, j) => {
-    const item = raw as Json;
-    const type = item.type ?? (item.role !== undefined ? "message" : undefined);
+    let item = raw as Json;
     const at = `input[${j}]`;
+    if (item.type === "item_reference") {
+      if (!str(item.id) || item.id === "") throw missingField(`${at}.id`);
+      const found = lookup(item.id);
+      if (!found) throw badRequest(`${at}.id`, `Item with id '${item.id}' not found.`, "invalid_value");
+      if (found.type === "item_reference") throw invalidField(`${at}.id`, "must name a stored item, not another reference");
+      item = found;
+    }
+    const type = item.type ?? (item.role !== undefined ? "message" : undefined);
     if (type === "message") {
       if (!str(item.role) || !ROLES.includes(item.role)) throw invalidField(`${at}.role`, `must be one of ${ROLES.map((r) => JSON.stringify(r)).join(", ")}`);
       const partType = item.role === "assistant" ? "output_text" : "input_text";
@@ -88,7 +101,7 @@ export function normalizeInput(input: ResponsesRequest["input"], itemId: (prefix
     }
     if (type === "reasoning") return { ...item, id: str(item.id) ? item.id : itemId("rs") };
     if (type === undefined) throw missingField(`${at}.type`);
-    throw invalidField(`${at}.type`, `"${String(type)}" is not a supported input item type (message, function_call, function_call_output, reasoning)`);
+    throw invalidField(`${at}.type`, `"${String(type)}" is not a supported input item type (message, function_call, function_call_output, reasoning, item_reference)`);
   });
 }
 
@@ -123,7 +136,9 @@ function outputText(output: unknown, at: string): string {
   return (output as Json[])
     .map((p, k) => {
       if (p?.type === "input_text" || p?.type === "output_text") return str(p.text) ? p.text : "";
-      throw invalidField(`${at}.output[${k}].type`, 'must be "input_text"');
+      // Chat tool messages carry text only; an image a tool returned (Codex's view_image) is named.
+      if (p?.type === "input_image") return "[image]";
+      throw invalidField(`${at}.output[${k}].type`, 'must be "input_text" or "input_image"');
     })
     .join("");
 }
@@ -135,7 +150,7 @@ export interface LabelledItem {
 }
 
 /** Normalized items (a stored conversation, then this request's input) → chat messages. */
-export function itemsToChatMessages(items: LabelledItem[]): Json[] {
+export function itemsToChatMessages(items: LabelledItem[], tools: ResponsesTools = responsesTools(undefined)): Json[] {
   const out: Json[] = [];
   const calls = new Set<string>();
   for (const { item, at } of items) {
@@ -147,7 +162,7 @@ export function itemsToChatMessages(items: LabelledItem[]): Json[] {
         break;
       }
       case "function_call": {
-        const call = { id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } };
+        const call = { id: item.call_id, type: "function", function: { name: tools.chatName(item.name as string, item.namespace), arguments: item.arguments } };
         calls.add(item.call_id as string);
         const last = out[out.length - 1];
         // Parallel calls (and the text before them) are one assistant turn in chat completions.
@@ -170,28 +185,6 @@ export function itemsToChatMessages(items: LabelledItem[]): Json[] {
   return out;
 }
 
-function chatTools(tools: ResponsesRequest["tools"]): Json[] | undefined {
-  if (!tools || tools.length === 0) return undefined;
-  return tools.map((t: Json, i) => {
-    if (t.type !== "function") throw invalidField(`tools[${i}].type`, `"${String(t.type)}" tools are not supported; only "function" tools are`);
-    if (!str(t.name) || t.name === "") throw missingField(`tools[${i}].name`);
-    const fn: Json = { name: t.name, parameters: t.parameters ?? { type: "object", properties: {} } };
-    if (str(t.description)) fn.description = t.description;
-    if (typeof t.strict === "boolean") fn.strict = t.strict;
-    return { type: "function", function: fn };
-  });
-}
-
-function chatToolChoice(choice: ResponsesRequest["tool_choice"]): unknown {
-  if (choice === undefined || str(choice)) return choice;
-  if (choice.type === "function") {
-    const name = (choice as Json).name;
-    if (!str(name) || name === "") throw missingField("tool_choice.name");
-    return { type: "function", function: { name } };
-  }
-  throw invalidField("tool_choice.type", 'must be "function" (hosted tools are not supported)');
-}
-
 function responseFormat(text: ResponsesRequest["text"]): Json | undefined {
   const f = text?.format as Json | undefined;
   if (!f || f.type === "text") return undefined;
@@ -208,23 +201,33 @@ function responseFormat(text: ResponsesRequest["text"]): Json | undefined {
 }
 
 /** The chat request for this turn; `history` is the stored conversation before it. */
-export function toChatRequest(req: ResponsesRequest, history: Json[], input: Json[]): ChatRequest {
+export function toChatRequest(req: ResponsesRequest, history: Json[], input: Json[], tools: ResponsesTools = responsesTools(req.tools as Json[] | null | undefined)): ChatRequest {
   const messages: Json[] = [];
   if (req.instructions) messages.push({ role: "system", content: req.instructions });
   messages.push(
     ...itemsToChatMessages([
       ...history.map((item) => ({ item, at: "previous_response_id" })),
       ...input.map((item, j) => ({ item, at: `input[${j}]` })),
-    ]),
+    ], tools),
   );
   if (messages.length === 0) throw badRequest("input", "The conversation is empty: input holds no messages.");
   const out: ChatRequest = { model: req.model, messages: messages as ChatRequest["messages"] };
   if (req.max_output_tokens != null) out.max_tokens = req.max_output_tokens;
-  const tools = chatTools(req.tools);
-  if (tools) out.tools = tools;
-  const choice = chatToolChoice(req.tool_choice);
-  if (choice !== undefined) out.tool_choice = choice;
-  if (req.parallel_tool_calls != null && tools) out.parallel_tool_calls = req.parallel_tool_calls;
+  const choice = chatToolChoice(req.tool_choice, tools);
+  const chatTools = choice.allowed ? tools.chat?.filter((t) => choice.allowed!.has((t.function as Json).name as string)) : tools.chat;
+  if (chatTools?.length) out.tools = chatTools;
+  if (choice.tool_choice !== undefined) {
+    // Every tool the choice could name was a hosted one: nothing is left to choose from.
+    if (!out.tools && choice.tool_choice === "required") {
+      throw badRequest("tool_choice", `tool_choice "required" needs at least one function tool in tools${tools.ignored.length ? " (hosted tools are not run here)" : ""}.`);
+    }
+    const forced = (choice.tool_choice as { function?: { name?: string } }).function?.name;
+    if (forced !== undefined && !(out.tools as Json[] | undefined)?.some((t) => (t.function as Json).name === forced)) {
+      throw invalidField("tool_choice.name", `names no function tool of this request ("${forced}")`);
+    }
+    if (out.tools || choice.tool_choice === "none") out.tool_choice = choice.tool_choice;
+  }
+  if (req.parallel_tool_calls != null && out.tools) out.parallel_tool_calls = req.parallel_tool_calls;
   const format = responseFormat(req.text);
   if (format) out.response_format = format;
   if (req.temperature != null) out.temperature = req.temperature;

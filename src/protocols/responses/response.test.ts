@@ -36,7 +36,7 @@ const fixtures: { name: string; message: Record<string, unknown>; finish: string
     message: { role: "assistant", content: null, reasoning_content: "Need the weather.", tool_calls: [{ id: "chatcmpl-tool-1", type: "function", function: { name: "get_weather", arguments: '{"location":"Boston, MA"}' } }] },
     finish: "tool_calls",
     output: [
-      { id: "rs_1", type: "reasoning", summary: [], content: [{ type: "reasoning_text", text: "Need the weather." }] },
+      { id: "rs_1", type: "reasoning", summary: [], content: [{ type: "reasoning_text", text: "Need the weather." }], encrypted_content: null },
       { id: "fc_1", type: "function_call", status: "completed", arguments: '{"location":"Boston, MA"}', call_id: "call_1", name: "get_weather" },
     ],
     status: "completed",
@@ -57,7 +57,7 @@ describe("chat completion → Response object", () => {
       const r = toResponseObject(shell(), chat, result, ids());
       expect(r.output).toEqual(f.output);
       expect(r.status).toBe(f.status);
-      expect(r.usage).toEqual({ input_tokens: 36, input_tokens_details: { cached_tokens: 0 }, output_tokens: 87, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 123, cost: 0.000123 });
+      expect(r.usage).toEqual({ input_tokens: 36, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 87, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 123, cost: 0.000123 });
       expect(JSON.stringify(r)).not.toContain("chatcmpl");
     });
   }
@@ -67,8 +67,10 @@ test("the response echoes the request's settings, with OpenAI's defaults", () =>
   expect(baseResponse(shell())).toMatchObject({
     id: "resp_1", object: "response", created_at: 1_741_476_542, status: "in_progress", error: null, incomplete_details: null, instructions: null,
     max_output_tokens: null, metadata: {}, model: "glm-4.6", output: [], parallel_tool_calls: true, previous_response_id: null, store: true,
-    temperature: 1, text: { format: { type: "text" } }, tool_choice: "auto", tools: [], top_p: 1, truncation: "disabled", usage: null, service_tier: "default",
+    temperature: 1, text: { format: { type: "text" }, verbosity: "medium" }, tool_choice: "auto", tools: [], top_p: 1, truncation: "disabled", service_tier: "default",
+    completed_at: null, presence_penalty: 0, frequency_penalty: 0, top_logprobs: 0, max_tool_calls: null, safety_identifier: null, prompt_cache_key: null,
   });
+  expect(baseResponse(shell()).usage).toBeNull();
   const tools = [{ type: "function", name: "f", parameters: {} }];
   expect(baseResponse(shell({ instructions: "i", max_output_tokens: 9, metadata: { k: "v" }, store: false, temperature: 0.1, tools, tool_choice: "none", previous_response_id: "resp_0" }))).toMatchObject({
     instructions: "i", max_output_tokens: 9, metadata: { k: "v" }, store: false, temperature: 0.1, tools, tool_choice: "none", previous_response_id: "resp_0",

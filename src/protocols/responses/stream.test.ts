@@ -3,18 +3,20 @@ import { accumulateResponse } from "openai/lib/responses/ResponseAccumulator";
 import type { ChatResult } from "../../chat/pipeline";
 import { parseResponsesRequest } from "./request";
 import { ResponsesStreamTranslator, type ResponsesEvent } from "./stream";
+import { responsesTools } from "./tools";
 
 const result: ChatResult = { inputTokens: 12, outputTokens: 5, charged: 2_000, serviceTier: "default" };
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] });
 
-function translator() {
+function translator(body: Record<string, unknown> = {}) {
   const counts: Record<string, number> = {};
-  const shell = { id: "resp_1", createdAt: 1, model: "glm-4.6", serviceTier: "default" as const, request: parseResponsesRequest({ model: "glm-4.6", input: "x" }) };
+  const request = parseResponsesRequest({ model: "glm-4.6", input: "x", ...body });
+  const shell = { id: "resp_1", createdAt: 1, model: "glm-4.6", serviceTier: "default" as const, request, toolNames: responsesTools(request.tools as never).byChatName };
   return new ResponsesStreamTranslator(shell, (p) => `${p}_${(counts[p] = (counts[p] ?? 0) + 1)}`);
 }
 
-function run(chunks: Record<string, unknown>[]) {
-  const t = translator();
+function run(chunks: Record<string, unknown>[], body: Record<string, unknown> = {}) {
+  const t = translator(body);
   const events = [...t.start(), ...chunks.flatMap((c) => t.push(c))];
   const end = t.finish(result);
   return { events: [...events, ...end.events], response: end.response };
@@ -47,7 +49,29 @@ function expectItemsInOrder(events: ResponsesEvent[], output: unknown[]) {
   expect(next).toBe(output.length);
 }
 
-const table: { name: string; chunks: Record<string, unknown>[]; names: string[]; types: string[] }[] = [
+const table: { name: string; chunks: Record<string, unknown>[]; body?: Record<string, unknown>; names: string[]; types: string[] }[] = [
+  {
+    name: "reasoning with a summary asked for streams as the summary",
+    chunks: [chunk({ reasoning_content: "Hm" }), chunk({ reasoning_content: "m" }), chunk({ content: "Yes" }), chunk({}, "stop")],
+    body: { reasoning: { summary: "auto" } },
+    names: [
+      "created", "in_progress",
+      "output_item.added", "reasoning_summary_part.added", "reasoning_summary_text.delta", "reasoning_summary_text.delta", "reasoning_summary_text.done", "reasoning_summary_part.done", "output_item.done",
+      "output_item.added", "content_part.added", "output_text.delta", "output_text.done", "content_part.done", "output_item.done", "completed",
+    ],
+    types: ["reasoning", "message"],
+  },
+  {
+    // Engines emit content between argument pieces; the call must not close with half its arguments.
+    name: "text arriving mid-arguments waits until the arguments are complete",
+    chunks: [call(0, "", "a"), call(0, '{"q":'), chunk({ content: "\n" }), call(0, '"x"}'), chunk({}, "tool_calls")],
+    names: [
+      "created", "in_progress",
+      "output_item.added", "function_call_arguments.delta", "function_call_arguments.delta", "function_call_arguments.done", "output_item.done",
+      "output_item.added", "content_part.added", "output_text.delta", "output_text.done", "content_part.done", "output_item.done", "completed",
+    ],
+    types: ["function_call", "message"],
+  },
   {
     name: "text",
     chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "Hi" }), chunk({ content: "!" }), chunk({}, "stop")],
@@ -134,7 +158,7 @@ const table: { name: string; chunks: Record<string, unknown>[]; names: string[];
 describe("chat chunks → Responses stream events", () => {
   for (const c of table) {
     test(c.name, () => {
-      const { events, response } = run(c.chunks);
+      const { events, response } = run(c.chunks, c.body);
       expect(events.map(short)).toEqual(c.names);
       events.forEach((e, i) => {
         expect(e.data.type).toBe(e.event);
@@ -151,7 +175,7 @@ describe("chat chunks → Responses stream events", () => {
 });
 
 test("function call items carry our ids and the assembled arguments", () => {
-  const { response } = run(table[2]!.chunks);
+  const { response } = run(table.find((c) => c.name === "two function calls")!.chunks);
   expect(response.output).toEqual([
     { id: "fc_1", type: "function_call", status: "completed", arguments: '{"x":1}', call_id: "call_1", name: "a" },
     { id: "fc_2", type: "function_call", status: "completed", arguments: "{}", call_id: "call_2", name: "b" },
@@ -160,7 +184,7 @@ test("function call items carry our ids and the assembled arguments", () => {
 });
 
 test("interleaved parallel calls: each item's done carries its complete arguments", () => {
-  const { events, response } = run(table[3]!.chunks);
+  const { events, response } = run(table.find((c) => c.name === "two function calls, arguments interleaved")!.chunks);
   const done = events.filter((e) => e.event === "response.output_item.done").map((e) => e.data.item);
   expect(done).toEqual([
     { id: "fc_1", type: "function_call", status: "completed", arguments: '{"x":1}', call_id: "call_1", name: "a" },
@@ -176,4 +200,25 @@ test("a failure ends with response.failed carrying the output so far", () => {
   expect(last.event).toBe("response.failed");
   expect(last.data.response).toMatchObject({ id: "resp_1", status: "failed", error: { code: "server_error", message: "backend failed" } });
   expect((last.data.response as { output: unknown[] }).output).toHaveLength(1);
+});
+
+test("a summary item carries the summary and the reasoning text; the response echoes the setting", () => {
+  const { response } = run([chunk({ reasoning_content: "Plan." }), chunk({}, "stop")], { reasoning: { effort: "low", summary: "detailed" } });
+  expect(response.output).toEqual([{ id: "rs_1", type: "reasoning", summary: [{ type: "summary_text", text: "Plan." }], content: [{ type: "reasoning_text", text: "Plan." }], encrypted_content: null }]);
+  expect(response.reasoning).toEqual({ effort: "low", summary: "detailed" });
+});
+
+test("a call to a flattened namespace tool comes back with its namespace", () => {
+  const tools = [{ type: "namespace", name: "crm", description: "CRM", tools: [{ type: "function", name: "lookup" }] }, { type: "function", name: "lookup2" }];
+  const { events, response } = run([call(0, "{}", "lookup"), chunk({}, "tool_calls")], { tools });
+  expect(response.output).toEqual([{ id: "fc_1", type: "function_call", status: "completed", arguments: "{}", call_id: "call_1", name: "lookup", namespace: "crm" }]);
+  expect(events.find((e) => e.event === "response.output_item.added")!.data.item).toMatchObject({ name: "lookup", namespace: "crm" });
+});
+
+test("usage passes cached and reasoning tokens through", () => {
+  const t = translator();
+  t.start();
+  t.push(chunk({ content: "x" }));
+  const { response } = t.finish({ ...result, cachedTokens: 8, reasoningTokens: 2 });
+  expect(response.usage).toMatchObject({ input_tokens_details: { cached_tokens: 8 }, output_tokens_details: { reasoning_tokens: 2 } });
 });

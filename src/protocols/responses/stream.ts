@@ -10,6 +10,14 @@
  * The openai SDK's stream helper checks item ids, indexes and order strictly, so every event
  * names the item it belongs to.
  *
+ * With `reasoning.summary` asked for, a reasoning item streams as its summary
+ * (reasoning_summary_part.added, reasoning_summary_text.delta*, .done, reasoning_summary_part.done)
+ * instead of reasoning_text events; the finished item carries both.
+ *
+ * Text or reasoning that arrives while a tool call's arguments are unfinished waits until the
+ * call's arguments form a complete JSON object (or the turn ends): closing the call early would
+ * cut its arguments short.
+ *
  * Parallel tool calls: upstreams may interleave several calls' argument deltas (0, 1, 0, 1…),
  * but items must not interleave, and agents act on `output_item.done`, so its arguments must be
  * complete. So one call streams live; a call that opens while the live one is unfinished waits,
@@ -21,7 +29,9 @@
 import type { ChatResult } from "../../chat/pipeline";
 import { reasoningOf } from "../anthropic/response";
 import { isCompleteJsonObject } from "../tool-arguments";
-import { baseResponse, finishedResponse, outputTextPart, statusOf, type IdMaker, type ResponseShell } from "./response";
+import {
+  baseResponse, finishedResponse, functionCallItem, outputTextPart, reasoningItem, statusOf, summaryRequested, type IdMaker, type ResponseShell,
+} from "./response";
 
 type Json = Record<string, unknown>;
 
@@ -53,8 +63,13 @@ export class ResponsesStreamTranslator {
   /** Calls waiting for the live call to close, in the order they opened. */
   private readonly waiting: WaitingCall[] = [];
   private finishReason: unknown = null;
+  /** Text and reasoning held back while a tool call's arguments are unfinished. */
+  private deferred: { kind: "reasoning" | "message"; text: string }[] = [];
+  private readonly summary: boolean;
 
-  constructor(private readonly shell: ResponseShell, private readonly newId: IdMaker) {}
+  constructor(private readonly shell: ResponseShell, private readonly newId: IdMaker) {
+    this.summary = summaryRequested(shell.request) !== null;
+  }
 
   start(): ResponsesEvent[] {
     const response = baseResponse(this.shell);
@@ -67,27 +82,54 @@ export class ResponsesStreamTranslator {
     if (!choice) return out;
     const delta = (choice.delta as Json | undefined) ?? {};
     const reasoning = reasoningOf(delta);
-    if (reasoning) {
-      const it = this.ensure("reasoning", out);
-      it.text += reasoning;
-      out.push(this.ev("response.reasoning_text.delta", { item_id: it.item.id, output_index: it.index, content_index: 0, delta: reasoning }));
-    }
+    if (reasoning) this.content("reasoning", reasoning, out);
     if (typeof delta.content === "string" && delta.content !== "") {
-      const it = this.ensure("message", out);
-      it.text += delta.content;
-      out.push(this.ev("response.output_text.delta", { item_id: it.item.id, output_index: it.index, content_index: 0, delta: delta.content, logprobs: [] }));
+      const it = this.open;
+      // Fast path, one text delta into the open message (nearly every chunk of a reply).
+      if (it?.kind === "message" && this.deferred.length === 0) {
+        it.text += delta.content;
+        out.push(this.ev("response.output_text.delta", { item_id: it.item.id, output_index: it.index, content_index: 0, delta: delta.content, logprobs: [] }));
+      } else this.content("message", delta.content, out);
     }
     for (const call of (delta.tool_calls as Json[] | undefined) ?? []) this.toolCall(call, out);
+    if (this.deferred.length > 0 && !this.blocked()) this.flushDeferred(out);
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
     return out;
+  }
+
+  /** A tool call's arguments are still arriving (or calls wait their turn): content must wait. */
+  private blocked(): boolean {
+    return this.waiting.length > 0 || (this.open?.kind === "function_call" && !isCompleteJsonObject(this.open.text));
+  }
+
+  private content(kind: "reasoning" | "message", text: string, out: ResponsesEvent[]): void {
+    if (this.deferred.length > 0 || this.blocked()) {
+      this.deferred.push({ kind, text });
+      return;
+    }
+    const it = this.ensure(kind, out);
+    it.text += text;
+    // The hot path: one event per upstream chunk, built without intermediate objects.
+    if (kind === "message") out.push(this.ev("response.output_text.delta", { item_id: it.item.id, output_index: it.index, content_index: 0, delta: text, logprobs: [] }));
+    else if (this.summary) out.push(this.ev("response.reasoning_summary_text.delta", { item_id: it.item.id, output_index: it.index, summary_index: 0, delta: text }));
+    else out.push(this.ev("response.reasoning_text.delta", { item_id: it.item.id, output_index: it.index, content_index: 0, delta: text }));
+  }
+
+  private flushDeferred(out: ResponsesEvent[]): void {
+    const held = this.deferred;
+    this.deferred = [];
+    for (const d of held) this.content(d.kind, d.text, out);
   }
 
   /** The stream ended normally and was settled. */
   finish(result: ChatResult): { events: ResponsesEvent[]; response: Json } {
     const out: ResponsesEvent[] = [];
     this.startWaiting(out);
+    // The turn is over: arguments still unfinished stay as they are, and held text follows them.
+    if (this.deferred.length > 0) this.close(out);
+    this.flushDeferred(out);
     this.close(out);
-    const response = finishedResponse(this.shell, this.output, this.finishReason, result);
+    const response = finishedResponse(this.shell, this.output, this.finishReason, result, Math.floor(Date.now() / 1000));
     out.push(this.ev(response.status === "completed" ? "response.completed" : "response.incomplete", { response }));
     return { events: out, response };
   }
@@ -148,7 +190,7 @@ export class ResponsesStreamTranslator {
   }
 
   private startCall(call: WaitingCall, out: ResponsesEvent[]): void {
-    const item = { id: this.newId("fc"), type: "function_call", status: "in_progress", arguments: "", call_id: this.newId("call"), name: call.name };
+    const item = functionCallItem(this.shell, this.newId("fc"), this.newId("call"), call.name, "", "in_progress");
     const it = this.openItem("function_call", item, out);
     this.calls.set(call.index, it);
     if (call.text === "") return;
@@ -161,11 +203,16 @@ export class ResponsesStreamTranslator {
     this.startWaiting(out);
     this.close(out);
     const item = kind === "reasoning"
-      ? { id: this.newId("rs"), type: "reasoning", summary: [], content: [] }
+      ? { id: this.newId("rs"), type: "reasoning", summary: [], content: [], encrypted_content: null }
       : { id: this.newId("msg"), type: "message", status: "in_progress", role: "assistant", content: [] };
     const it = this.openItem(kind, item, out);
-    const part = kind === "reasoning" ? { type: "reasoning_text", text: "" } : outputTextPart("");
-    out.push(this.ev("response.content_part.added", { item_id: item.id, output_index: it.index, content_index: 0, part }));
+    const ids = { item_id: item.id, output_index: it.index };
+    if (kind === "reasoning" && this.summary) {
+      out.push(this.ev("response.reasoning_summary_part.added", { ...ids, summary_index: 0, part: { type: "summary_text", text: "" } }));
+    } else {
+      const part = kind === "reasoning" ? { type: "reasoning_text", text: "" } : outputTextPart("");
+      out.push(this.ev("response.content_part.added", { ...ids, content_index: 0, part }));
+    }
     return it;
   }
 
@@ -187,10 +234,15 @@ export class ResponsesStreamTranslator {
       out.push(this.ev("response.function_call_arguments.done", { ...ids, name: it.item.name, arguments: it.text }));
       done = { ...it.item, status: "completed", arguments: it.text };
     } else if (it.kind === "reasoning") {
-      const part = { type: "reasoning_text", text: it.text };
-      out.push(this.ev("response.reasoning_text.done", { ...ids, content_index: 0, text: it.text }));
-      out.push(this.ev("response.content_part.done", { ...ids, content_index: 0, part }));
-      done = { ...it.item, content: [part] };
+      if (this.summary) {
+        out.push(this.ev("response.reasoning_summary_text.done", { ...ids, summary_index: 0, text: it.text }));
+        out.push(this.ev("response.reasoning_summary_part.done", { ...ids, summary_index: 0, part: { type: "summary_text", text: it.text } }));
+      } else {
+        const part = { type: "reasoning_text", text: it.text };
+        out.push(this.ev("response.reasoning_text.done", { ...ids, content_index: 0, text: it.text }));
+        out.push(this.ev("response.content_part.done", { ...ids, content_index: 0, part }));
+      }
+      done = reasoningItem(it.item.id as string, it.text, this.summary);
     } else {
       const part = outputTextPart(it.text);
       out.push(this.ev("response.output_text.done", { ...ids, content_index: 0, text: it.text, logprobs: [] }));

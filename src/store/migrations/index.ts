@@ -4,6 +4,8 @@
  */
 import { core } from "./001-core";
 import { responses } from "./003-responses";
+import { responseItems } from "./004-response-items";
+import { requestOutcomes } from "./005-request-outcomes";
 
 export interface Migration {
   version: number;
@@ -11,4 +13,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes];

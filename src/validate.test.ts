@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Type } from "@sinclair/typebox";
 import { paramName, validate } from "./validate";
-import { ApiError } from "./errors";
+import { DomainError } from "./errors";
 
 const Schema = Type.Object({
   model: Type.String({ minLength: 1 }),
@@ -10,11 +10,11 @@ const Schema = Type.Object({
   format: Type.Optional(Type.Union([Type.Literal("mp3"), Type.Literal("wav")])),
 });
 
-function errorOf(body: unknown): ApiError {
+function errorOf(body: unknown): DomainError {
   try {
     validate(Schema, body);
   } catch (e) {
-    return e as ApiError;
+    return e as DomainError;
   }
   throw new Error("expected a validation error");
 }
@@ -34,7 +34,7 @@ describe("validate", () => {
     [{ model: "m", messages: [{ role: "u", content: "x" }], format: "ogg" }, "format", /must be one of "mp3", "wav"/],
   ] as const)("%j → %s", (body, param, message) => {
     const e = errorOf(body);
-    expect(e.status).toBe(400);
+    expect(e.kind).toBe("invalid_request");
     expect(e.param).toBe(param);
     expect(e.message).toMatch(message);
   });

@@ -5,7 +5,7 @@
 import { type TSchema, type Static } from "@sinclair/typebox";
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
-import { ApiError, missingField } from "./errors";
+import { DomainError, missingField } from "./errors";
 
 /** JSON pointer "/messages/0/role" → "messages[0].role". */
 export function paramName(pointer: string): string {
@@ -62,12 +62,12 @@ function checker(schema: TSchema): TypeCheck<TSchema> {
 /** Returns the body typed by the schema, or throws a 400 naming the first bad field. */
 export function validate<S extends TSchema>(schema: S, body: unknown, prefix = ""): Static<S> {
   if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw new ApiError(400, "invalid_request_error", "The request body must be a JSON object.", null);
+    throw new DomainError("invalid_request", "invalid_request_error", "The request body must be a JSON object.");
   }
   if (checker(schema).Check(body)) return body as Static<S>;
   const first = Value.Errors(schema, body).First();
   if (!first) return body as Static<S>;
   const param = prefix + paramName(first.path);
   if (first.type === ValueErrorType.ObjectRequiredProperty) throw missingField(param);
-  throw new ApiError(400, "invalid_value", `Invalid '${param}': ${describe(first)}.`, param || null);
+  throw new DomainError("invalid_request", "invalid_value", `Invalid '${param}': ${describe(first)}.`, param || null);
 }

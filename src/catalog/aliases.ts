@@ -1,0 +1,117 @@
+/**
+ * Model aliases (SWITCHYARD_MODEL_ALIASES): client-side model ids mapped to public ids, so agent
+ * CLIs that ask for their own model names (`claude-sonnet-4-5-20250929`, `claude-haiku-…`,
+ * `gpt-5-codex`) need no per-model settings. A JSON object of alias → public id, inline or in a
+ * file that is re-read when it changes (a broken edit keeps the last good aliases):
+ *
+ *   { "claude-sonnet-4-5*": "glm-4.6", "claude-haiku-*": "minimax-m2", "gpt-5*": "glm-4.6" }
+ *
+ * Keys are exact ids or globs (`*` any run of characters, `?` one character). An exact key wins,
+ * then the first matching glob in the document's order. A real catalog id is never aliased.
+ * Aliases are not models: they are not listed, and a request is billed and reported as its target.
+ */
+import { readFileSync, statSync } from "node:fs";
+
+export class AliasesError extends Error {}
+
+interface Table {
+  exact: Map<string, string>;
+  globs: { pattern: RegExp; target: string }[];
+}
+
+const RELOAD_CHECK_MS = 200;
+
+function globToRegExp(glob: string): RegExp {
+  const body = glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  return new RegExp(`^${body}$`);
+}
+
+/** Parses the alias document; throws AliasesError naming the bad entry. */
+export function parseAliases(text: string): Table {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new AliasesError("is not valid JSON");
+  }
+  if (!json || typeof json !== "object" || Array.isArray(json)) throw new AliasesError('must be a JSON object of "alias": "public model id"');
+  const table: Table = { exact: new Map(), globs: [] };
+  for (const [alias, target] of Object.entries(json as Record<string, unknown>)) {
+    if (alias.trim() === "" || alias.length > 256) throw new AliasesError(`alias ${JSON.stringify(alias)} must be 1 to 256 characters`);
+    if (typeof target !== "string" || target.trim() === "") throw new AliasesError(`"${alias}" must map to a public model id (a non-empty string)`);
+    if (/[*?]/.test(alias)) table.globs.push({ pattern: globToRegExp(alias), target });
+    else table.exact.set(alias, target);
+  }
+  return table;
+}
+
+export const isInlineAliases = (source: string) => source.trim().startsWith("{");
+
+export class ModelAliases {
+  private table: Table = { exact: new Map(), globs: [] };
+  private stamp = "";
+  private lastCheck = 0;
+
+  /** Throws AliasesError when the document is invalid (start-up names the variable). */
+  constructor(
+    private readonly source: string | null,
+    private readonly onReloadError: (message: string) => void = () => {},
+  ) {
+    if (source !== null) this.load();
+  }
+
+  private get path(): string | null {
+    return this.source !== null && !isInlineAliases(this.source) ? this.source : null;
+  }
+
+  private load(): void {
+    const path = this.path;
+    let text: string;
+    if (path === null) text = this.source!;
+    else {
+      try {
+        this.stamp = stampOf(path);
+        text = readFileSync(path, "utf8");
+      } catch {
+        throw new AliasesError("cannot read the aliases file");
+      }
+    }
+    this.table = parseAliases(text);
+  }
+
+  private refresh(): void {
+    const path = this.path;
+    if (path === null) return;
+    const now = Date.now();
+    if (now - this.lastCheck < RELOAD_CHECK_MS) return;
+    this.lastCheck = now;
+    let stamp: string;
+    try {
+      stamp = stampOf(path);
+    } catch {
+      return; // A file being replaced may be briefly absent; keep the last aliases.
+    }
+    if (stamp === this.stamp) return;
+    try {
+      this.load();
+    } catch (err) {
+      this.stamp = stamp;
+      this.onReloadError(`SWITCHYARD_MODEL_ALIASES: reload failed, keeping the previous aliases: ${(err as Error).message}`);
+    }
+  }
+
+  /** The public id an alias stands for, or null when `id` is no alias. */
+  target(id: string): string | null {
+    if (this.source === null) return null;
+    this.refresh();
+    const exact = this.table.exact.get(id);
+    if (exact !== undefined) return exact;
+    for (const g of this.table.globs) if (g.pattern.test(id)) return g.target;
+    return null;
+  }
+}
+
+function stampOf(path: string): string {
+  const st = statSync(path);
+  return `${st.mtimeMs}:${st.size}:${st.ino}`;
+}

@@ -1,0 +1,67 @@
+/**
+ * The page's only way to the server: same-origin fetches to /dashboard/api with the session
+ * cookie (sent by the browser, unreadable here) and, on writes, the session's CSRF token. The
+ * token is kept in this module's memory only; nothing is ever put in localStorage or
+ * sessionStorage, and the API key typed at sign-in is sent once and forgotten.
+ */
+
+export class ApiFailure extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+export interface SessionInfo {
+  kind: "account" | "operator";
+  csrf_token: string;
+  expires_at: string;
+  account_id: string | null;
+}
+
+let csrfToken = "";
+let onSignedOut: (message: string) => void = () => {};
+
+export function useSession(session: SessionInfo | null): void {
+  csrfToken = session?.csrf_token ?? "";
+}
+
+/** Called when the server says the session is over (expired, revoked, signed out elsewhere). */
+export function whenSignedOut(handler: (message: string) => void): void {
+  onSignedOut = handler;
+}
+
+async function failure(res: Response): Promise<ApiFailure> {
+  let code = "error";
+  let message = `The server answered ${res.status}.`;
+  try {
+    const body = (await res.json()) as { error?: { code?: string; message?: string } };
+    if (body.error?.message) message = body.error.message;
+    if (body.error?.code) code = body.error.code;
+  } catch {
+    // not JSON: keep the generic message
+  }
+  return new ApiFailure(res.status, code, message);
+}
+
+/** A raw call (the playground reads streams and audio from it). Throws ApiFailure on an error status. */
+export async function call(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+  const headers: Record<string, string> = {};
+  if (method !== "GET") headers["x-csrf-token"] = csrfToken;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch("/dashboard/api" + path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+    signal,
+  });
+  if (res.ok) return res;
+  const err = await failure(res);
+  if (res.status === 401 && path !== "/session") onSignedOut(err.message);
+  throw err;
+}
+
+export async function api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await call(method, path, body);
+  return (await res.json()) as T;
+}

@@ -1,0 +1,66 @@
+/**
+ * The operator view: every account with its balance, creating accounts, and one account's
+ * credits, state, limits, keys and ledger; plus the service's state and the last hour's charts.
+ */
+import { html } from "htm/preact";
+import { useEffect, useState } from "preact/hooks";
+import { api, type SessionInfo } from "./api";
+import { ErrorLine, Tabs, TopBar } from "./app";
+import { usd } from "./format";
+import { AccountDetail } from "./operator-account";
+import { ServicePanel } from "./service-panel";
+
+export function OperatorView(props: { session: SessionInfo; onSignOut: () => void }) {
+  const [tab, setTab] = useState("accounts");
+  return html`<div class="page">
+    <${TopBar} title="Operator" onSignOut=${props.onSignOut} />
+    <${Tabs} tabs=${[["accounts", "Accounts"], ["service", "Service"]]} current=${tab} onPick=${setTab} />
+    ${tab === "accounts" ? html`<${Accounts} />` : html`<${ServicePanel} />`}
+  </div>`;
+}
+
+function Accounts() {
+  const [accounts, setAccounts] = useState<any[] | null>(null);
+  const [selected, setSelected] = useState<string | null>(null);
+  const [error, setError] = useState("");
+
+  const load = () => api("GET", "/operator/accounts").then((r) => setAccounts(r.data), (e) => setError(e.message));
+  useEffect(() => {
+    load();
+  }, []);
+
+  const create = async (e: Event) => {
+    e.preventDefault();
+    const f = (e.target as HTMLFormElement).elements;
+    const name = (f.namedItem("name") as HTMLInputElement).value.trim();
+    const credits = (f.namedItem("credits") as HTMLInputElement).value.trim();
+    setError("");
+    try {
+      const acct = await api("POST", "/operator/accounts", credits ? { name, credits } : { name });
+      (e.target as HTMLFormElement).reset();
+      await load();
+      setSelected(acct.id);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+
+  return html`<section aria-label="Accounts">
+    <h2>Accounts</h2>
+    <form class="inline" onSubmit=${create} id="create-account">
+      <input name="name" placeholder="name" required maxlength="200" />
+      <input name="credits" placeholder="credits, USD (optional)" inputmode="decimal" />
+      <button type="submit">Create account</button>
+    </form>
+    <${ErrorLine} error=${error} />
+    <div class="scroll"><table id="accounts">
+      <thead><tr><th>Name</th><th>Id</th><th class="num">Available</th><th class="num">Reserved</th><th class="num">Balance</th><th>State</th><th class="num">Req/min</th><th class="num">In flight max</th></tr></thead>
+      <tbody>${(accounts ?? []).map((a) => html`<tr data-account-id=${a.id} class=${a.id === selected ? "selected" : ""} onClick=${() => setSelected(a.id)}>
+        <td><a href=${"#" + a.id} onClick=${(e: Event) => e.preventDefault()}>${a.name}</a></td><td class="mono small">${a.id}</td>
+        <td class="num">${usd(a.available)}</td><td class="num">${usd(a.reserved)}</td><td class="num">${usd(a.balance)}</td>
+        <td class=${a.disabled ? "error" : "ok"}>${a.disabled ? "disabled" : "active"}</td>
+        <td class="num">${a.rate_limit_rpm}</td><td class="num">${a.concurrency_limit}</td></tr>`)}
+      </tbody></table></div>
+    ${selected ? html`<${AccountDetail} key=${selected} id=${selected} onChanged=${load} />` : html`<p class="muted">Pick an account to add credits, change its limits or read its ledger.</p>`}
+  </section>`;
+}

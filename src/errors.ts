@@ -1,0 +1,106 @@
+/**
+ * Domain errors: what went wrong, in the service's own words, with no HTTP in them. Code below
+ * src/http (billing, chat, upstream, protocols, engines, accounts) raises these; src/http/errors.ts
+ * alone turns a kind into a status and one of the two error shapes. Anything thrown that is not a
+ * DomainError is a bug and reaches clients only as a generic 500 carrying the request id, so no
+ * internal text (SQL, stack traces, upstream words) can leak through an error path.
+ */
+
+/** What kind of failure, as a client should understand it. The HTTP layer maps each to a status. */
+export type ErrorKind =
+  /** The request is malformed or breaks a rule (names the field). */
+  | "invalid_request"
+  /** No credentials, or unknown ones. */
+  | "authentication"
+  /** The available balance cannot cover the hold. */
+  | "insufficient_credits"
+  /** Known caller, not allowed (disabled account). */
+  | "permission"
+  | "not_found"
+  | "method_not_allowed"
+  | "too_large"
+  /** A rate, concurrency or sign-in throttle refused the request. */
+  | "rate_limited"
+  /** The client went away before an answer existed. */
+  | "client_gone"
+  /** An upstream failed or answered nonsense; nothing was billed. */
+  | "upstream_failed"
+  | "upstream_timeout"
+  /** A model or the service itself cannot take work right now (capacity, storage); retry later. */
+  | "unavailable"
+  /** A bug or an unexpected failure; the message is generic. */
+  | "internal";
+
+export class DomainError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    /** Stable machine-readable code ("invalid_value", "insufficient_credits", ...). */
+    readonly code: string,
+    message: string,
+    /** The request field at fault, named as clients write it ("messages[0].role"). */
+    readonly param: string | null = null,
+    /** Seconds a client should wait before retrying (rate limits, capacity, storage). */
+    readonly retryAfterSeconds: number | null = null,
+    /** Extra response metadata (rate-limit figures, allowed methods), written out by src/http. */
+    readonly details: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+// Constructors for the errors clients see most, so codes and wording stay consistent.
+
+export const badRequest = (param: string | null, message: string, code = "invalid_request_error") =>
+  new DomainError("invalid_request", code, message, param);
+
+export const invalidField = (param: string, rule: string) =>
+  new DomainError("invalid_request", "invalid_value", `Invalid '${param}': ${rule}.`, param);
+
+export const missingField = (param: string) =>
+  new DomainError("invalid_request", "missing_required_parameter", `Missing required parameter: '${param}'.`, param);
+
+export const modelNotFound = (model: string) =>
+  new DomainError("not_found", "model_not_found", `The model '${model}' does not exist. GET /v1/models lists the available models.`, "model");
+
+export const modelUnavailable = (model: string) =>
+  new DomainError("unavailable", "model_unavailable", `The model '${model}' is not available right now. Try again later.`, "model", 5);
+
+export const wrongEndpoint = (model: string, endpoint: string) =>
+  new DomainError("invalid_request", "wrong_endpoint", `The model '${model}' is not supported on this endpoint; it belongs to ${endpoint}.`, "model");
+
+export const insufficientCredits = (neededUsd: string, availableUsd: string) =>
+  new DomainError(
+    "insufficient_credits",
+    "insufficient_credits",
+    `Insufficient credits: this request needs up to ${neededUsd} USD to be reserved, but the available balance is ${availableUsd} USD.`,
+  );
+
+export const notFound = (message: string) => new DomainError("not_found", "not_found", message);
+
+export const upstreamError = () =>
+  new DomainError("upstream_failed", "upstream_error", "The model backend returned an error. The request was not billed; please retry.");
+
+export const upstreamTimeout = () =>
+  new DomainError("upstream_timeout", "upstream_timeout", "The model backend did not answer in time. The request was not billed; please retry.");
+
+export const clientGone = (message = "The client closed the request.") => new DomainError("client_gone", "client_closed_request", message);
+
+/**
+ * The ledger cannot write (disk full, database locked or unreachable): the request is refused
+ * before any work, with a generic message — never the storage error's own text.
+ */
+export const serviceUnavailable = (retryAfterSeconds = 2) =>
+  new DomainError(
+    "unavailable",
+    "service_unavailable",
+    "The service cannot take requests right now. Nothing was billed; please retry shortly.",
+    null,
+    retryAfterSeconds,
+  );
+
+/** A domain invariant was broken; clients learn only that something failed, logs get the detail. */
+export class InternalError extends DomainError {
+  constructor(readonly detail: string) {
+    super("internal", "internal_error", "The server had an error while processing your request.");
+  }
+}

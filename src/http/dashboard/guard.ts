@@ -1,0 +1,93 @@
+/**
+ * Who may call a dashboard API route: a live session of the right kind, and for anything that
+ * changes state, proof that the request comes from the dashboard page itself:
+ *   - the browser says the request is same-origin (Sec-Fetch-Site), or, from browsers that do not
+ *     send that header, its Origin names this host;
+ *   - the body is JSON (a cross-site HTML form cannot send that without a CORS preflight, which
+ *     this server never grants);
+ *   - the x-csrf-token header carries the session's own token (only the page, reading it from
+ *     GET /dashboard/api/session, knows it).
+ * The cookie alone is never enough: 127.0.0.1:8080 and 127.0.0.1:9999 are the same "site", so
+ * SameSite=Strict does not stop a page on another port of the same host.
+ */
+import { timingSafeEqual } from "node:crypto";
+import type { Services } from "../../services";
+import { DomainError } from "../../errors";
+import { cookieValue, type DashboardSessions, type Session, type SessionKind } from "../../dashboard/sessions";
+
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+export const signedOut = () =>
+  new DomainError("authentication", "session_required", "You are not signed in to the dashboard, or your session has expired. Sign in again.");
+
+const crossSite = (why: string) => new DomainError("permission", "cross_site_request", `Refused: ${why}. Dashboard changes must come from the dashboard page itself.`);
+
+/** Why this request does not come from a page of this server, or null when it does. */
+export function crossSiteReason(request: Request): string | null {
+  const fetchSite = request.headers.get("sec-fetch-site");
+  if (fetchSite !== null) {
+    return fetchSite === "same-origin" ? null : `the browser reports it as ${fetchSite}`;
+  }
+  const origin = request.headers.get("origin");
+  if (origin === null) return null;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return "its Origin header is not a URL";
+  }
+  return host === request.headers.get("host") ? null : "its Origin is another site";
+}
+
+/** The checks every state-changing dashboard request passes, signed in or not (sign-in itself). */
+export function assertSameOriginWrite(request: Request): void {
+  const reason = crossSiteReason(request);
+  if (reason) throw crossSite(reason);
+  const type = request.headers.get("content-type") ?? "";
+  if (request.method !== "DELETE" && !/^application\/json\b/i.test(type)) {
+    throw new DomainError("invalid_request", "unsupported_media_type", "Dashboard requests send JSON: set 'content-type: application/json'.");
+  }
+}
+
+function sameToken(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export function isHttps(request: Request): boolean {
+  return request.url.startsWith("https:") || request.headers.get("x-forwarded-proto") === "https";
+}
+
+export class DashboardGuard {
+  constructor(private readonly s: Services, readonly sessions: DashboardSessions) {}
+
+  /** The caller's session, checked as described above; throws 401/403 otherwise. */
+  session(request: Request, kind: SessionKind): Session {
+    const session = this.sessions.get(cookieValue(request.headers.get("cookie")));
+    if (!session) throw signedOut();
+    if (WRITES.has(request.method)) {
+      assertSameOriginWrite(request);
+      const sent = request.headers.get("x-csrf-token");
+      if (!sent || !sameToken(sent, session.csrfToken)) {
+        throw new DomainError("permission", "csrf_token_invalid", "Missing or wrong x-csrf-token header. Reload the dashboard and try again.");
+      }
+    }
+    if (session.kind !== kind) {
+      throw new DomainError("permission", "wrong_session", kind === "operator" ? "This needs the operator view: sign in with the admin token." : "This needs an account session: sign in with an API key.");
+    }
+    if (session.kind === "account") this.assertKeyStillValid(session);
+    return session;
+  }
+
+  /** An account session ends when its key is revoked or its account disabled, wherever that was done. */
+  private assertKeyStillValid(session: Session): void {
+    const owner = session.apiKey ? this.s.keys.authenticate(session.apiKey) : null;
+    if (!owner || owner.accountId !== session.accountId || owner.disabled) {
+      this.sessions.destroy(session.id);
+      throw new DomainError("authentication", "session_required", owner?.disabled
+        ? "This account is disabled; the session has ended. Contact the operator of this service."
+        : "The API key this session signed in with was revoked; the session has ended. Sign in with another key.");
+    }
+  }
+}

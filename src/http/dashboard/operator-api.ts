@@ -1,0 +1,76 @@
+/**
+ * The operator view's API (/dashboard/api/operator/*), for a session signed in with the admin
+ * token. Each write is the admin operation the admin API and the CLI run (accounts/admin.ts), so
+ * the three can never disagree; service state and the metric history are read-only.
+ */
+import type { App } from "../app";
+import type { Services } from "../../services";
+import { Admin } from "../../accounts/admin";
+import { dashboardHeaders } from "../../dashboard/assets";
+import type { DashboardGuard } from "./guard";
+import { serviceState } from "../../dashboard/service-state";
+import { MetricsHistory } from "../../dashboard/metrics-history";
+import { requestMetrics } from "../../metrics/request-metrics";
+import { LATENCY_BUCKETS } from "../../metrics/registry";
+
+const LEDGER_ROWS = 200;
+
+export function registerOperatorApi(app: App, s: Services, guard: DashboardGuard): void {
+  const admin = new Admin(s);
+  const history = metricsHistoryOf(s);
+  // Sampling runs while the server does: started when it listens, stopped when it stops.
+  app.onStart(() => history.start());
+  app.onStop(() => history.stop());
+
+  const operator = (request: Request, set: { headers: Record<string, unknown> }) => {
+    dashboardHeaders(set);
+    guard.session(request, "operator");
+  };
+
+  app.get("/dashboard/api/operator/accounts", ({ request, set }) => (operator(request, set), admin.listAccounts()));
+  app.post("/dashboard/api/operator/accounts", ({ request, set, body }) => {
+    operator(request, set);
+    set.status = 201;
+    return admin.createAccount(body);
+  });
+  app.patch("/dashboard/api/operator/accounts/:id", ({ request, set, params, body }) => (operator(request, set), admin.patchAccount(params.id, body)));
+  app.post("/dashboard/api/operator/accounts/:id/credits", ({ request, set, params, body }) => (operator(request, set), admin.adjustCredits(params.id, body)));
+  app.get("/dashboard/api/operator/accounts/:id/ledger", ({ request, set, params }) => (operator(request, set), admin.ledger(params.id, LEDGER_ROWS)));
+  app.get("/dashboard/api/operator/accounts/:id/keys", ({ request, set, params }) => (operator(request, set), admin.listKeys(params.id)));
+  app.post("/dashboard/api/operator/accounts/:id/keys", ({ request, set, params, body }) => {
+    operator(request, set);
+    set.status = 201;
+    return admin.createKey(params.id, body ?? {});
+  });
+  app.delete("/dashboard/api/operator/keys/:id", ({ request, set, params }) => {
+    operator(request, set);
+    const revoked = admin.revokeKey(params.id);
+    guard.sessions.destroyForKey(params.id);
+    return revoked;
+  });
+
+  app.get("/dashboard/api/operator/service", ({ request, set }) => {
+    operator(request, set);
+    return { ...serviceState(s), history: history.points() };
+  });
+}
+
+function metricsHistoryOf(s: Services): MetricsHistory {
+  const m = requestMetrics(s);
+  // API traffic only: the dashboard's own polling and /metrics scrapes are not what operators watch.
+  const api = (labels: string) => labels.startsWith('endpoint="/v1/');
+  return new MetricsHistory(() => {
+    let requests = 0;
+    let clientErrors = 0;
+    let serverErrors = 0;
+    m.requests.forEach((value, labels) => {
+      if (!api(labels)) return;
+      requests += value;
+      const status = /status="(\d)/.exec(labels)?.[1];
+      if (status === "4") clientErrors += value;
+      else if (status === "5") serverErrors += value;
+    });
+    const latency = m.latency.merged(api);
+    return { requests, clientErrors, serverErrors, latencySum: latency.sum, latencyCount: latency.count, buckets: latency.buckets };
+  }, LATENCY_BUCKETS);
+}

@@ -1,0 +1,118 @@
+/**
+ * GET /dashboard: the web dashboard, served from assets inside the binary (README "Dashboard").
+ * This file serves the page and its assets and runs sign-in and sign-out; the account view's and
+ * the operator view's API routes live beside it. Everything is under /dashboard, which is also
+ * the only path the session cookie is sent to.
+ */
+import { Type } from "@sinclair/typebox";
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { App } from "../app";
+import type { Services } from "../../services";
+import type { RouteDocs } from "../route-docs";
+import { DomainError } from "../../errors";
+import { validate } from "../../validate";
+import { dashboardAssets, dashboardHeaders, pageHtml } from "../../dashboard/assets";
+import { assertSameOriginWrite, DashboardGuard, isHttps } from "./guard";
+import { clearedCookie, cookieValue, DashboardSessions, sessionCookie, type Session } from "../../dashboard/sessions";
+import { registerAccountApi } from "./account-api";
+import { registerOperatorApi } from "./operator-api";
+
+const SignInBody = Type.Object({
+  kind: Type.Union([Type.Literal("account"), Type.Literal("operator")]),
+  secret: Type.String({ minLength: 1, maxLength: 4096 }),
+});
+
+const digest = (v: string) => createHash("sha256").update(v).digest();
+
+export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs): void {
+  docs.add({ method: "GET", path: "/dashboard", summary: "The web dashboard: an account view (sign in with an API key) and an operator view (the admin token).", auth: "none", produces: "text/html" });
+  const sessions = new DashboardSessions(s.config.dashboardSessionSeconds * 1000);
+  const guard = new DashboardGuard(s, sessions);
+  const addressOf = (request: Request) => app.server?.requestIP(request)?.address ?? "unknown";
+
+  const page = async (set: { headers: Record<string, unknown> }) => {
+    dashboardHeaders(set);
+    const assets = await dashboardAssets();
+    return new Response(pageHtml(assets.version), { headers: { "content-type": "text/html; charset=utf-8" } });
+  };
+  app.get("/dashboard", ({ set }) => page(set));
+  app.get("/dashboard/", ({ set }) => page(set));
+
+  const asset = async (request: Request, set: { headers: Record<string, unknown> }, kind: "js" | "css") => {
+    dashboardHeaders(set);
+    const assets = await dashboardAssets();
+    const etag = `"${assets.version}"`;
+    // Revalidated each time (cheap: an ETag match answers 304 with no body).
+    set.headers["cache-control"] = "no-cache";
+    set.headers["etag"] = etag;
+    if (request.headers.get("if-none-match") === etag) return new Response(null, { status: 304 });
+    const type = kind === "js" ? "text/javascript; charset=utf-8" : "text/css; charset=utf-8";
+    return new Response(kind === "js" ? assets.js : assets.css, { headers: { "content-type": type } });
+  };
+  app.get("/dashboard/assets/app.js", ({ request, set }) => asset(request, set, "js"));
+  app.get("/dashboard/assets/app.css", ({ request, set }) => asset(request, set, "css"));
+
+  const view = (session: Session) => ({
+    kind: session.kind,
+    csrf_token: session.csrfToken,
+    expires_at: new Date(session.expiresAt).toISOString(),
+    account_id: session.accountId,
+  });
+
+  // Signed out is an ordinary answer here (the page asks on every load), not an error.
+  app.get("/dashboard/api/session", ({ request, set }) => {
+    dashboardHeaders(set);
+    const session = sessions.get(cookieValue(request.headers.get("cookie")));
+    if (!session) return { kind: null };
+    try {
+      return view(guard.session(request, session.kind));
+    } catch (e) {
+      if (e instanceof DomainError && e.kind === "authentication") return { kind: null, reason: e.message };
+      throw e;
+    }
+  });
+
+  app.post("/dashboard/api/session", ({ request, body, set }) => {
+    dashboardHeaders(set);
+    assertSameOriginWrite(request);
+    const b = validate(SignInBody, body);
+    const source = addressOf(request);
+    const gate = s.authThrottle.check(source);
+    if (!gate.ok) {
+      const wait = Math.max(1, Math.ceil(gate.retryAfterMs / 1000));
+      throw new DomainError("rate_limited", "too_many_attempts", `Too many wrong keys or tokens from your address. Try again in ${wait} s.`, null, wait);
+    }
+    let session: Session;
+    if (b.kind === "account") {
+      const key = b.secret.trim();
+      const owner = s.keys.authenticate(key);
+      if (!owner) {
+        s.authThrottle.failure(source);
+        throw new DomainError("authentication", "invalid_api_key", "That API key is not valid: it is unknown or was revoked. Keys start with sy- and are shown once, when created.", "secret");
+      }
+      if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
+      session = sessions.create({ kind: "account", accountId: owner.accountId, keyId: owner.keyId, apiKey: key });
+    } else {
+      if (!s.config.adminToken) throw new DomainError("permission", "operator_view_off", "The operator view is off: this server has no SWITCHYARD_ADMIN_TOKEN.");
+      if (!timingSafeEqual(digest(b.secret.trim()), digest(s.config.adminToken))) {
+        s.authThrottle.failure(source);
+        throw new DomainError("authentication", "invalid_admin_token", "Incorrect admin token.", "secret");
+      }
+      session = sessions.create({ kind: "operator", accountId: null, keyId: null, apiKey: null });
+    }
+    set.headers["set-cookie"] = sessionCookie(session.id, s.config.dashboardSessionSeconds, isHttps(request));
+    return view(session);
+  });
+
+  app.delete("/dashboard/api/session", ({ request, set }) => {
+    dashboardHeaders(set);
+    const session = sessions.get(cookieValue(request.headers.get("cookie")));
+    if (session) guard.session(request, session.kind); // a sign-out needs the CSRF token too
+    if (session) sessions.destroy(session.id);
+    set.headers["set-cookie"] = clearedCookie(isHttps(request));
+    return { signed_out: true };
+  });
+
+  registerAccountApi(app, s, guard);
+  registerOperatorApi(app, s, guard);
+}
