@@ -94,6 +94,13 @@ interface Throughput {
 
 const cpu = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1e6;
 
+/**
+ * Both sessions let their threads spin-wait for a moment after a run (ORT's default, and the
+ * server's choice for this model); on a small machine the one measured next would share the
+ * cores with that spinning. A pause between the two keeps each measurement to itself.
+ */
+const settle = () => Bun.sleep(25);
+
 /** `concurrency` closed-loop clients for `seconds`; tokens per second of model input. */
 async function serverTokensPerSecond(h: Harness, key: string, texts: string[], tokens: number[], concurrency: number, seconds: number): Promise<number> {
   let next = 0;
@@ -160,12 +167,15 @@ export async function benchEmbeddings(h: Harness, key: string, dir: string, seco
       let t = performance.now();
       await bare.run([seqs[j]!]);
       const b = performance.now() - t;
+      await settle();
       t = performance.now();
       await engine.embed([seqs[j]!]);
       const e = performance.now() - t;
+      await settle();
       t = performance.now();
       await post(h, key, texts[j]!);
       const o = performance.now() - t;
+      await settle();
       bareMs.push(b);
       httpMs.push(o);
       engineDiff.push(e - b);
@@ -188,9 +198,11 @@ export async function benchEmbeddings(h: Harness, key: string, dir: string, seco
         let c0 = process.cpuUsage();
         const b = await bareTokensPerSecond(bare, seqs, batch, seconds);
         const bCpu = cpu(process.cpuUsage(c0));
+        await settle();
         c0 = process.cpuUsage();
         const o = await serverTokensPerSecond(h, key, texts, tokens, c, seconds);
         const oCpu = cpu(process.cpuUsage(c0));
+        await settle();
         rows.push({ ours: o, bare: b, oursPerCpu: (o * seconds) / oCpu, barePerCpu: (b * seconds) / bCpu });
       }
       const ours = median(rows.map((x) => x.ours));
