@@ -205,3 +205,22 @@ describe("configuration errors", () => {
     }
   });
 });
+
+describe("models list", () => {
+  test("voices are what voices/*.bin holds; none is marked required", async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), "switchyard-cli-models-"));
+    try {
+      const { writeTinyKokoro } = await import("./support/tiny-kokoro");
+      writeTinyKokoro(modelsDir, { voices: ["jf_alpha", "jm_kumo"] });
+      const out = cli(["models", "list"], { SWITCHYARD_MODELS_DIR: modelsDir });
+      expect(out.code).toBe(0);
+      expect(out.stdout).toContain("present  voices/*.bin: 2 voice pack(s): jf_alpha, jm_kumo");
+      expect(out.stdout).toContain("present  onnx/model.onnx");
+      expect(out.stdout).not.toContain("af_heart");
+      const empty = cli(["models", "list"], { SWITCHYARD_MODELS_DIR: join(modelsDir, "nothing") });
+      expect(empty.stdout).toMatch(/missing {2}voices\/\*\.bin: at least one voice pack is needed/);
+    } finally {
+      rmSync(modelsDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});

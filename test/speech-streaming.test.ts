@@ -111,6 +111,25 @@ describe("speech disconnects", () => {
     expect(sentences).toBeDefined();
   }, 20_000);
 
+  test("FLAC is sent whole: leaving while it is synthesised pays nothing, staying gets one complete file", async () => {
+    const before = ledgerState(h, accountId);
+    // Sixty chunks take the test model far longer than the wait below.
+    const gone = new AbortController();
+    const left = speech({ input: SENTENCE.repeat(60).trim(), response_format: "flac" }, gone.signal).catch((e) => e);
+    await Bun.sleep(30);
+    gone.abort();
+    expect(await left).toBeInstanceOf(Error);
+    await settled(h, accountId, 5_000);
+    expect(ledgerState(h, accountId)).toMatchObject({ sum: before.sum, charges: before.charges, pendingHolds: 0 });
+    const res = await speech({ input: SENTENCE.repeat(2), response_format: "flac" });
+    expect(res.headers.get("content-type")).toBe("audio/flac");
+    const file = new Uint8Array(await res.arrayBuffer());
+    expect(new TextDecoder().decode(file.subarray(0, 4))).toBe("fLaC");
+    const after = await settled(h, accountId, 5_000);
+    expect(after.charges - before.charges).toBe(1);
+    expect(before.sum - after.sum).toBe(speechCost(h.server.services.catalog.get("voice-82m")!, STANDARD, codePoints(SENTENCE.repeat(2))));
+  }, 20_000);
+
   test("leaving before any audio pays nothing", async () => {
     // Four long requests keep the queue full, so the next request's first chunk is still
     // waiting (or just running) when its client gives up.

@@ -49,6 +49,9 @@ const CASES: Case[] = [
   ["unknown model id", { ...ok, model: "not-a-speech-model" }, "model", "model_not_found"],
   ["embedding model id", { ...ok, model: "embedding-300m" }, "model", "wrong_endpoint", /POST \/v1\/embeddings/],
   ["sse stream_format", { ...ok, stream_format: "sse" }, "stream_format"],
+  ["a Japanese voice for the English front end", { ...ok, voice: "jf_alpha" }, "voice", "invalid_value", /Japanese \(j\).*American English \(a\) and British English \(b\).*lang_code/],
+  ["a lang_code the front end does not speak", { ...ok, lang_code: "j" }, "lang_code", "invalid_value", /a, b/],
+  ["a lang_code longer than one letter", { ...ok, lang_code: "en" }, "lang_code"],
 ];
 
 describe("speech bad input", () => {
@@ -93,6 +96,28 @@ describe("speech bad input", () => {
 });
 
 describe("model files", () => {
+  test("the voices are exactly voices/*.bin: Japanese packs alone load, and read English only with lang_code", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "switchyard-speech-ja-"));
+    writeTinyKokoro(dir, { voices: ["jf_alpha", "jm_kumo"] });
+    const h2 = await startHarness({ SWITCHYARD_MODELS_DIR: dir });
+    try {
+      const a = await h2.account(1);
+      const deadline = Date.now() + 12_000;
+      while (!h2.server.services.engines.isLoaded("voice-82m") && Date.now() < deadline) await Bun.sleep(100);
+      const voices = (await (await fetch(h2.base + "/v1/audio/voices")).json()).data.map((v: { id: string; language: string }) => [v.id, v.language]);
+      expect(voices).toEqual([["jf_alpha", "ja"], ["jm_kumo", "ja"]]);
+      const refused = await postSpeech(h2.base, a.key, { ...ok, voice: "jf_alpha" });
+      expect(refused.status).toBe(400);
+      expect((await refused.json()).error.param).toBe("voice");
+      const spoken = await postSpeech(h2.base, a.key, { ...ok, voice: "jm_kumo,jf_alpha", lang_code: "a", response_format: "pcm" });
+      expect(spoken.status).toBe(200);
+      expect((await spoken.arrayBuffer()).byteLength).toBeGreaterThan(0);
+    } finally {
+      await h2.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 20_000);
+
   test("without weights: 503 model_unavailable, not listed; copying them in makes it live without a restart", async () => {
     const empty = mkdtempSync(join(tmpdir(), "switchyard-speech-none-"));
     const h2 = await startHarness({ SWITCHYARD_MODELS_DIR: empty });

@@ -1,7 +1,8 @@
 /**
  * The audio formats of POST /v1/audio/speech, each a streaming encoder: `start()` bytes go out
  * first, `encode()` takes each sentence's samples as they are synthesised and returns whatever
- * complete frames/pages it can, `finish()` flushes the rest. All are pure JS or WebAssembly, so
+ * complete frames/pages it can, `finish()` flushes the rest (FLAC keeps everything for `finish()`,
+ * whose header needs the whole audio: see flac.ts). All are pure JS or WebAssembly, so
  * they work inside the single compiled binary (no ffmpeg, no native addons).
  */
 import { FlacEncoder } from "./flac";
@@ -15,6 +16,8 @@ export type AudioFormat = (typeof SUPPORTED_FORMATS)[number];
 
 export interface AudioEncoder {
   readonly contentType: string;
+  /** The format needs the whole audio before its first byte (FLAC): it is sent once complete. */
+  readonly wholeFile?: boolean;
   start(): Uint8Array;
   encode(samples: Int16Array): Uint8Array;
   finish(): Uint8Array;

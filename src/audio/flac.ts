@@ -1,10 +1,16 @@
 /**
- * A small streaming FLAC encoder (mono, 16-bit): fixed 4096-sample blocks, each subframe the
- * best of constant / fixed linear predictors of order 0–4 with Rice-coded residuals. Written
- * here because no maintained pure-JS/WASM FLAC encoder fits a single compiled binary; the format
- * subset is small and the test suite decodes the output with a reference decoder (libFLAC).
- * STREAMINFO says "total samples unknown" since the stream starts before synthesis ends.
+ * A small FLAC encoder (mono, 16-bit): fixed 4096-sample blocks, each subframe the best of
+ * constant / fixed linear predictors of order 0–4 with Rice-coded residuals. Written here because
+ * no maintained pure-JS/WASM FLAC encoder fits a single compiled binary; the format subset is
+ * small and the test suite decodes the output with a reference decoder (libFLAC).
+ *
+ * FLAC is sent whole, not live: `encode` keeps the frames and `finish` returns the file, whose
+ * STREAMINFO carries the exact total samples, MD5 of the audio and frame sizes. A live stream
+ * would have to leave the total at 0 ("unknown", legal per the spec), and libsndfile, behind
+ * Python's soundfile and many tools, refuses such files ("array is too big"); an estimated total
+ * would be wrong. Clients that want audio while it is synthesised use pcm, wav, mp3 or opus.
  */
+import { createHash, type Hash } from "node:crypto";
 import type { AudioEncoder } from "./encoder";
 import { concatBytes } from "./pcm";
 
@@ -173,30 +179,51 @@ function writeSubframe(w: BitWriter, x: Int16Array): void {
   }
 }
 
+export interface StreamInfo {
+  sampleRate: number;
+  totalSamples: number;
+  /** MD5 of the samples as signed 16-bit little-endian bytes. */
+  md5: Uint8Array;
+  minFrameBytes: number;
+  maxFrameBytes: number;
+}
+
+/** "fLaC" and the one metadata block, STREAMINFO (34 bytes), marked as the last block. */
+export function flacHeader(info: StreamInfo): Uint8Array {
+  const w = new BitWriter();
+  w.write(0x664c6143 >>> 8, 24); // "fLa"
+  w.write(0x43, 8); // "C"
+  w.write(1, 1); // last metadata block
+  w.write(0, 7); // STREAMINFO
+  w.write(34, 24);
+  w.write(FLAC_BLOCK, 16); // min block size (the last block may be shorter, as the spec allows)
+  w.write(FLAC_BLOCK, 16); // max block size
+  w.write(info.minFrameBytes, 24);
+  w.write(info.maxFrameBytes, 24);
+  w.write(info.sampleRate, 20);
+  w.write(0, 3); // channels - 1
+  w.write(15, 5); // bits per sample - 1
+  w.writeLong(info.totalSamples, 36);
+  for (const b of info.md5) w.write(b, 8);
+  return w.finish();
+}
+
 export class FlacEncoder implements AudioEncoder {
   readonly contentType = "audio/flac";
+  readonly wholeFile = true;
   private pending = new Int16Array(0);
   private frameNumber = 0;
+  private frames: Uint8Array[] = [];
+  private totalSamples = 0;
+  private minFrame = Infinity;
+  private maxFrame = 0;
+  private md5: Hash = createHash("md5");
 
   constructor(private readonly sampleRate: number) {}
 
+  /** Nothing yet: the header needs the whole audio (see the file comment). */
   start(): Uint8Array {
-    const w = new BitWriter();
-    w.write(0x664c6143 >>> 8, 24); // "fLa"
-    w.write(0x43, 8); // "C"
-    w.write(1, 1); // last metadata block
-    w.write(0, 7); // STREAMINFO
-    w.write(34, 24);
-    w.write(FLAC_BLOCK, 16); // min block size
-    w.write(FLAC_BLOCK, 16); // max block size
-    w.write(0, 24); // min frame size unknown
-    w.write(0, 24); // max frame size unknown
-    w.write(this.sampleRate, 20);
-    w.write(0, 3); // channels - 1
-    w.write(15, 5); // bits per sample - 1
-    w.writeLong(0, 36); // total samples unknown
-    for (let i = 0; i < 4; i++) w.write(0, 32 - 8), w.write(0, 8); // MD5 unknown (16 zero bytes)
-    return w.finish();
+    return new Uint8Array(0);
   }
 
   private frame(x: Int16Array): Uint8Array {
@@ -220,22 +247,46 @@ export class FlacEncoder implements AudioEncoder {
     return w.finish();
   }
 
+  private keep(frame: Uint8Array, samples: Int16Array): void {
+    this.frames.push(frame);
+    this.totalSamples += samples.length;
+    this.minFrame = Math.min(this.minFrame, frame.length);
+    this.maxFrame = Math.max(this.maxFrame, frame.length);
+    // MD5 is over little-endian sample bytes; typed arrays are little-endian on every platform Bun runs on.
+    this.md5.update(new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength));
+  }
+
+  /** Encodes whole blocks as they fill; the bytes come out of finish(). */
   encode(samples: Int16Array): Uint8Array {
     const all = new Int16Array(this.pending.length + samples.length);
     all.set(this.pending);
     all.set(samples, this.pending.length);
-    const frames: Uint8Array[] = [];
     let at = 0;
-    for (; at + FLAC_BLOCK <= all.length; at += FLAC_BLOCK) frames.push(this.frame(all.subarray(at, at + FLAC_BLOCK)));
+    for (; at + FLAC_BLOCK <= all.length; at += FLAC_BLOCK) {
+      const block = all.subarray(at, at + FLAC_BLOCK);
+      this.keep(this.frame(block), block);
+    }
     this.pending = all.slice(at);
-    return concatBytes(frames);
+    return new Uint8Array(0);
   }
 
+  /** The whole file: STREAMINFO with the exact length, MD5 and frame sizes, then every frame. */
   finish(): Uint8Array {
-    const rest = this.pending;
+    if (this.pending.length > 0) this.keep(this.frame(this.pending), this.pending);
     this.pending = new Int16Array(0);
-    return rest.length > 0 ? this.frame(rest) : new Uint8Array(0);
+    const header = flacHeader({
+      sampleRate: this.sampleRate,
+      totalSamples: this.totalSamples,
+      md5: this.totalSamples > 0 ? new Uint8Array(this.md5.digest()) : new Uint8Array(16),
+      minFrameBytes: this.frames.length ? this.minFrame : 0,
+      maxFrameBytes: this.maxFrame,
+    });
+    const file = concatBytes([header, ...this.frames]);
+    this.frames = [];
+    return file;
   }
 
-  close(): void {}
+  close(): void {
+    this.frames = [];
+  }
 }

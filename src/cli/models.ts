@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config";
-import { MODEL_MANIFESTS, type ModelManifest } from "../engines/model-files";
+import { MODEL_MANIFESTS, presentInFolder, type ModelManifest } from "../engines/model-files";
 import { ChecksumError, DownloadError, OfflineError, pullModel } from "../engines/model-download";
 import { StderrProgress } from "./progress";
 
@@ -20,12 +20,27 @@ function pick(ids: string[]): ModelManifest[] | string {
   return MODEL_MANIFESTS.filter((m) => ids.includes(m.modelId));
 }
 
+const inFolder = (m: ModelManifest, path: string) => m.atLeastOne !== undefined && path.startsWith(`${m.atLeastOne.dir}/`);
+
 function list(config: Config): number {
   for (const m of MODEL_MANIFESTS) {
-    process.stdout.write(`${m.modelId}  (${join(config.modelsDir, m.dir)})\n  source: ${m.source}\n`);
+    const modelDir = join(config.modelsDir, m.dir);
+    process.stdout.write(`${m.modelId}  (${modelDir})\n  source: ${m.source}\n`);
     for (const f of m.files) {
-      const present = existsSync(join(config.modelsDir, m.dir, ...f.path.split("/")));
+      if (inFolder(m, f.path)) continue;
+      const present = existsSync(join(modelDir, ...f.path.split("/")));
       process.stdout.write(`  ${present ? "present" : "missing"}  ${f.path}${f.optional ? " (optional)" : ""}\n`);
+    }
+    if (m.atLeastOne) {
+      // What is served is what the folder holds, not the list pull offers.
+      const { dir, ext, what } = m.atLeastOne;
+      const found = presentInFolder(m, modelDir);
+      const offered = m.files.filter((f) => inFolder(m, f.path)).length;
+      process.stdout.write(
+        found.length > 0
+          ? `  present  ${dir}/*${ext}: ${found.length} ${what}(s): ${found.join(", ")}\n`
+          : `  missing  ${dir}/*${ext}: at least one ${what} is needed (pull offers ${offered})\n`,
+      );
     }
   }
   return 0;
@@ -56,6 +71,10 @@ export async function runModelsCommand(config: Config, sub: string | undefined, 
         progress,
         log: (line) => process.stderr.write(`  ${line}\n`),
       });
+      if (m.atLeastOne && presentInFolder(m, join(config.modelsDir, m.dir)).length === 0) {
+        err(`${m.modelId}: no ${m.atLeastOne.what} could be downloaded into ${m.atLeastOne.dir}/; the model needs at least one`);
+        return 1;
+      }
       const unverified = files.filter((f) => f.verified === "unverified").length;
       process.stderr.write(`${m.modelId}: ready${unverified ? ` (${unverified} file(s) without a pinned checksum; recorded in SHA256SUMS for later pulls)` : ""}\n`);
     } catch (e) {

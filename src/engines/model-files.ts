@@ -3,6 +3,8 @@
  * public ONNX export and where they go under SWITCHYARD_MODELS_DIR (contract §11). Each engine
  * keeps its own list beside it (engines/<name>/files.ts); add it to MODEL_MANIFESTS below.
  */
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { EMBEDDING_FILES } from "./embeddings/files";
 import { SPEECH_FILES } from "./speech/files";
 
@@ -30,6 +32,22 @@ export interface ModelManifest {
   /** Where the files come from, for humans (README, CLI output). */
   source: string;
   files: ModelFile[];
+  /**
+   * A folder of interchangeable files of which at least one is needed (voice packs): whatever
+   * lies there is used, the files listed above in it are only what `pull` offers, each optional.
+   */
+  atLeastOne?: { dir: string; ext: string; what: string };
+}
+
+/** The files of `m.atLeastOne` present in `modelDir` (names without the extension), sorted. */
+export function presentInFolder(m: ModelManifest, modelDir: string): string[] {
+  if (!m.atLeastOne) return [];
+  const { dir, ext } = m.atLeastOne;
+  try {
+    return readdirSync(join(modelDir, dir)).filter((f) => f.endsWith(ext)).map((f) => f.slice(0, -ext.length)).sort();
+  } catch {
+    return [];
+  }
 }
 
 export const MODEL_MANIFESTS: ModelManifest[] = [

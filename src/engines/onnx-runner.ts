@@ -7,7 +7,7 @@
  * worker cannot be started (never when the model itself fails to load: that fails the same way).
  */
 import type * as Ort from "onnxruntime-node";
-import { createSession, type CreatedSession } from "./onnx-session";
+import { createSession, type CreatedSession, type SessionTuning } from "./onnx-session";
 import { ModelLoadError, WorkerSession } from "./onnx-worker-client";
 
 export { ModelLoadError } from "./onnx-worker-client";
@@ -86,8 +86,8 @@ export class InlineSession implements OnnxRunner {
     this.meta = sessionMeta(created);
   }
 
-  static async load(modelPath: string, provider: "cpu" | "cuda", threadNote?: string): Promise<InlineSession> {
-    return new InlineSession(await createSession(modelPath, provider), threadNote);
+  static async load(modelPath: string, provider: "cpu" | "cuda", threadNote?: string, tuning: SessionTuning = {}): Promise<InlineSession> {
+    return new InlineSession(await createSession(modelPath, provider, tuning), threadNote);
   }
 
   run(feeds: Record<string, TensorData>, outputs: readonly string[]): Promise<Record<string, TensorData>> {
@@ -104,13 +104,13 @@ export class InlineSession implements OnnxRunner {
  * that cannot start falls back to this thread, with the reason in `threadNote` for the engine to
  * log; a model that does not load rejects (ModelLoadError) without a second try.
  */
-export async function openOnnxSession(modelPath: string, provider: "cpu" | "cuda", thread: "worker" | "inline" = "worker"): Promise<OnnxRunner> {
-  if (thread === "inline") return InlineSession.load(modelPath, provider);
+export async function openOnnxSession(modelPath: string, provider: "cpu" | "cuda", thread: "worker" | "inline" = "worker", tuning: SessionTuning = {}): Promise<OnnxRunner> {
+  if (thread === "inline") return InlineSession.load(modelPath, provider, undefined, tuning);
   try {
-    return await WorkerSession.load(modelPath, provider);
+    return await WorkerSession.load(modelPath, provider, tuning);
   } catch (e) {
     if (e instanceof ModelLoadError) throw e;
     const why = String((e as Error)?.message ?? e).slice(0, 300);
-    return InlineSession.load(modelPath, provider, `worker thread unavailable (${why}); running in the main thread`);
+    return InlineSession.load(modelPath, provider, `worker thread unavailable (${why}); running in the main thread`, tuning);
   }
 }

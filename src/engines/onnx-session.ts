@@ -15,15 +15,27 @@ export interface CreatedSession {
   fallback?: string;
 }
 
-export async function createSession(modelPath: string, provider: "cpu" | "cuda", opts: Ort.InferenceSession.SessionOptions = {}): Promise<CreatedSession> {
+/**
+ * How an engine wants its session's threads. ORT's intra-op threads spin-wait between the
+ * parallel parts of a run by default; without spinning every operator wakes sleeping threads,
+ * which on a small model adds milliseconds per run (measured on embedding-300m at batch 1:
+ * ~10 ms of a ~40 ms run, test/bench/real-models.bench.ts), while spinning burns CPU the event
+ * loop could use between runs. Each engine picks what its measurements favour.
+ */
+export interface SessionTuning {
+  /** Let idle intra-op threads spin (ORT's default). Default here: false. */
+  spinning?: boolean;
+  /** Intra-op threads; 0 or absent lets ORT choose (one per physical core). */
+  intraOpThreads?: number;
+}
+
+export async function createSession(modelPath: string, provider: "cpu" | "cuda", tuning: SessionTuning = {}): Promise<CreatedSession> {
   const ort = await loadOrt();
+  const spin = tuning.spinning ? "1" : "0";
   const base: Ort.InferenceSession.SessionOptions = {
     graphOptimizationLevel: "all",
-    // ORT's idle worker threads spin-wait by default, burning the cores the event loop (HTTP,
-    // tokenising, encoding) needs between runs; with batches queued back to back, sleeping costs
-    // little and leaves that CPU to the server.
-    extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } },
-    ...opts,
+    ...(tuning.intraOpThreads ? { intraOpNumThreads: tuning.intraOpThreads } : {}),
+    extra: { session: { intra_op: { allow_spinning: spin }, inter_op: { allow_spinning: spin } } },
   };
   if (provider === "cuda") {
     try {

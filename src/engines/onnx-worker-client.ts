@@ -4,6 +4,7 @@
  * pending and later run fails (the request answers 5xx, unbilled).
  */
 import type { OnnxRunner, SessionMeta, TensorData } from "./onnx-runner";
+import type { SessionTuning } from "./onnx-session";
 
 /** The worker started but the model did not load in it. */
 export class ModelLoadError extends Error {}
@@ -41,6 +42,7 @@ export class WorkerSession implements OnnxRunner {
     private readonly spec: string,
     private readonly modelPath: string,
     private readonly provider: "cpu" | "cuda",
+    private readonly tuning: SessionTuning,
   ) {
     this.attach(worker);
   }
@@ -56,12 +58,12 @@ export class WorkerSession implements OnnxRunner {
   }
 
   /** Starts the worker and loads the model in it; rejects if either fails. */
-  static async load(modelPath: string, provider: "cpu" | "cuda"): Promise<WorkerSession> {
+  static async load(modelPath: string, provider: "cpu" | "cuda", tuning: SessionTuning = {}): Promise<WorkerSession> {
     let last: unknown = null;
     for (const spec of workerCandidates()) {
       try {
-        const { worker, meta } = await WorkerSession.start(spec, modelPath, provider);
-        return new WorkerSession(worker, meta, spec, modelPath, provider);
+        const { worker, meta } = await WorkerSession.start(spec, modelPath, provider, tuning);
+        return new WorkerSession(worker, meta, spec, modelPath, provider, tuning);
       } catch (e) {
         last = e;
         // A model that cannot load fails the same way in every worker: do not try the others.
@@ -71,7 +73,7 @@ export class WorkerSession implements OnnxRunner {
     throw last;
   }
 
-  private static start(spec: string, modelPath: string, provider: "cpu" | "cuda"): Promise<{ worker: Worker; meta: SessionMeta }> {
+  private static start(spec: string, modelPath: string, provider: "cpu" | "cuda", tuning: SessionTuning): Promise<{ worker: Worker; meta: SessionMeta }> {
     const worker = new Worker(spec);
     return new Promise((resolve, reject) => {
       worker.onerror = (e) => {
@@ -83,7 +85,7 @@ export class WorkerSession implements OnnxRunner {
         worker.terminate();
         reject(e.data.type === "failed" ? new ModelLoadError(e.data.message) : new Error("inference worker answered out of turn"));
       };
-      worker.postMessage({ type: "load", modelPath, provider });
+      worker.postMessage({ type: "load", modelPath, provider, tuning });
     });
   }
 
@@ -92,7 +94,7 @@ export class WorkerSession implements OnnxRunner {
    * run starts a fresh worker with the same model, so one crash does not take the model down.
    */
   private restart(): Promise<void> {
-    this.restarting ??= WorkerSession.start(this.spec, this.modelPath, this.provider)
+    this.restarting ??= WorkerSession.start(this.spec, this.modelPath, this.provider, this.tuning)
       .then(({ worker }) => {
         this.attach(worker);
         this.dead = null;

@@ -2,12 +2,12 @@
  * The inference worker thread: owns one ONNX Runtime session, so a run (ORT's Node binding runs
  * synchronously on the calling thread) blocks only this thread, never the HTTP server's event
  * loop. Used by every in-process engine through onnx-worker-client.ts. Protocol:
- *   → { type: "load", modelPath, provider }     ← { type: "loaded", meta } | { type: "failed", message }
+ *   → { type: "load", modelPath, provider, tuning }   ← { type: "loaded", meta } | { type: "failed", message }
  *   → { type: "run", id, feeds, outputs }       ← { type: "result", id, outputs } | { type: "error", id, message }
  *   → { type: "close" }                         ← { type: "closed" }
  * Output buffers are transferred back, not copied.
  */
-import { createSession, type CreatedSession } from "./onnx-session";
+import { createSession, type CreatedSession, type SessionTuning } from "./onnx-session";
 import { runSession, sessionMeta, type TensorData } from "./onnx-runner";
 
 declare const self: Worker;
@@ -25,10 +25,10 @@ function transferable(outputs: Record<string, TensorData>): ArrayBuffer[] {
 }
 
 self.onmessage = async (event: MessageEvent) => {
-  const m = event.data as { type: string; id?: number; modelPath?: string; provider?: "cpu" | "cuda"; feeds?: Record<string, TensorData>; outputs?: string[] };
+  const m = event.data as { type: string; id?: number; modelPath?: string; provider?: "cpu" | "cuda"; tuning?: SessionTuning; feeds?: Record<string, TensorData>; outputs?: string[] };
   try {
     if (m.type === "load") {
-      created = await createSession(m.modelPath!, m.provider ?? "cpu");
+      created = await createSession(m.modelPath!, m.provider ?? "cpu", m.tuning ?? {});
       self.postMessage({ type: "loaded", meta: sessionMeta(created) });
     } else if (m.type === "run") {
       const outputs = await runSession(created!, m.feeds!, m.outputs!);

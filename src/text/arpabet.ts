@@ -2,8 +2,11 @@
  * ARPAbet (CMU Pronouncing Dictionary notation) to the IPA-based phoneme set Kokoro-82M was
  * trained on (misaki's): diphthongs are single capital letters (A=eɪ, I=aɪ, W=aʊ, Y=ɔɪ,
  * O=oʊ American, Q=əʊ British), stress marks ˈ ˌ stand before the stressed vowel, American
- * English flaps intervocalic t (ɾ) and keeps r after vowels; British English is non-rhotic and
- * marks long vowels with ː.
+ * English flaps intervocalic t and keeps r after vowels; British English is non-rhotic and
+ * marks long vowels with ː. As in misaki (the front end Kokoro v1.0 was trained with): the flap
+ * is written T, a syllabic l ᵊl ("little" lˈɪTᵊl), t before a syllabic n stays t with no schwa
+ * ("button" bˈʌtn), the vowel of the -ed / -es endings ᵻ ("needed" nˈidᵻd), and a diphthong
+ * before r takes a schwa ("hire" hˈIəɹ).
  */
 import type { Dialect } from "./normalize";
 
@@ -50,6 +53,22 @@ export function arpabetToPhonemes(arpa: string[], dialect: Dialect): string {
     const next = phones[i + 1];
     if (isVowel(p)) {
       const s = mark(p.stress);
+      const prev = phones[i - 1];
+      const final = i === phones.length - 2 || (i === phones.length - 3 && ["Z", "D"].includes(phones[i + 2]!.base));
+      // Syllabic l: an unstressed vowel + l ending the word (or before its -s / -d), after a consonant.
+      if (p.stress === 0 && (p.base === "AH" || p.base === "IH") && next?.base === "L" && final && prev && !isVowel(prev)) {
+        out += "ᵊ";
+        continue;
+      }
+      // Syllabic n after t ("button", "certain", "written"): no schwa, and the t is not flapped.
+      if (p.stress === 0 && (p.base === "AH" || p.base === "IH") && next?.base === "N" && i === phones.length - 2 && prev?.base === "T") continue;
+      // The -ed after t/d and the -es after a sibilant: ᵻ.
+      if (p.stress === 0 && (p.base === "IH" || p.base === "AH") && i === phones.length - 2 && prev) {
+        if ((next?.base === "D" && (prev.base === "T" || prev.base === "D")) || (next?.base === "Z" && ["S", "Z", "SH", "ZH", "CH", "JH"].includes(prev.base))) {
+          out += "ᵻ";
+          continue;
+        }
+      }
       if (dialect === "gb" && next?.base === "R" && !isVowel(phones[i + 2])) {
         out += s + (p.stress === 0 && p.base === "ER" ? "ə" : (GB_R_COLOURED[p.base] ?? vowels[p.base] ?? ""));
         i++; // the r is silent
@@ -60,13 +79,16 @@ export function arpabetToPhonemes(arpa: string[], dialect: Dialect): string {
       if (p.stress === 0 && p.base === "AH") out += "ə";
       else if (p.stress === 0 && p.base === "ER") out += (dialect === "gb" ? "ə" : "əɹ") + linkingR;
       else out += s + (vowels[p.base] ?? "") + linkingR;
+      // A diphthong before an r that ends the syllable takes a schwa ("admires" ədmˈIəɹz).
+      if (dialect === "us" && (p.base === "AY" || p.base === "AW") && next?.base === "R" && !isVowel(phones[i + 2])) out += "ə";
       continue;
     }
     if (p.base === "T" && dialect === "us" && i > 0) {
       const prev = phones[i - 1]!;
+      const syllabicN = (next?.base === "AH" || next?.base === "IH") && next.stress === 0 && phones[i + 2]?.base === "N" && i + 2 === phones.length - 1;
       // Flap: t between a vowel (or r) and an unstressed vowel, as in "water", "better", "party".
-      if ((isVowel(prev) || (prev.base === "R" && isVowel(phones[i - 2]))) && isVowel(next) && next!.stress === 0) {
-        out += "ɾ";
+      if (!syllabicN && (isVowel(prev) || (prev.base === "R" && isVowel(phones[i - 2]))) && isVowel(next) && next!.stress === 0) {
+        out += "T";
         continue;
       }
     }

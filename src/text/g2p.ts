@@ -81,13 +81,15 @@ const UNSTRESSED = new Set([
   "is", "are", "was", "were", "be", "been", "am", "has", "have", "had", "do", "does", "can", "could", "will",
   "would", "shall", "should", "may", "might", "must", "his", "her", "its", "our", "your", "their", "them", "us",
 ]);
-const REDUCED: Record<string, string> = { a: "ɐ", to: "tə", of: "əv", for: "fəɹ", from: "fɹəm", and: "ənd", an: "ən" };
+/** The forms misaki gives these words in running American speech (stress aside). */
+const REDUCED: Record<string, string> = { a: "ɐ", to: "tə", of: "ʌv", for: "fɔɹ", from: "fɹʌm", and: "ænd", an: "ɐn", was: "wʌz", on: "ɔn" };
+const GB_REDUCED: Record<string, string> = { for: "fə", on: "ɒn", was: "wɒz", of: "ɒv", from: "fɹɒm" };
 const STARTS_WITH_VOWEL = /^[ˈˌ]?[aeiouæɑɐɒɔəɛɜɪʊʌAIOWYQᵻ]/;
 
 function functionWord(lower: string, phonemes: string, nextPhonemes: string | null, dialect: Dialect): string {
   if (lower === "the") return nextPhonemes && STARTS_WITH_VOWEL.test(nextPhonemes) ? (dialect === "gb" ? "ðiː" : "ði") : "ðə";
   const reduced = REDUCED[lower];
-  if (reduced) return dialect === "gb" && lower === "for" ? "fə" : reduced;
+  if (reduced) return dialect === "gb" ? (GB_REDUCED[lower] ?? reduced) : reduced;
   return UNSTRESSED.has(lower) ? phonemes.replace(/[ˈˌ]/g, "") : phonemes;
 }
 
@@ -96,11 +98,24 @@ function foldAccents(text: string): string {
   return text.normalize("NFD").replace(/\p{M}+/gu, "").replace(/[æ]/g, "ae").replace(/[œ]/g, "oe").replace(/[ß]/g, "ss");
 }
 
+/**
+ * A capital "A" standing alone is the letter ("plan A", "A M", "gate A four"), except as the
+ * first word of a sentence before an ordinary word ("A cat sat").
+ */
+function isLetterA(tokens: readonly string[], i: number): boolean {
+  if (tokens[i] !== "A") return false;
+  const prev = tokens[i - 1];
+  const next = tokens[i + 1] ?? "";
+  const startsSentence = prev === undefined || /^[.!?…:"“(]$/.test(prev);
+  return !(startsSentence && /^[A-Za-z]{2,}|^[a-z]/.test(next));
+}
+
 /** Normalised text to a phoneme string: words separated by spaces, punctuation kept. */
 export function phonemize(text: string, dialect: Dialect): string {
   const tokens = foldAccents(text).match(/[A-Za-z]+(?:'[A-Za-z]+)*|\S/g) ?? [];
   // Words first (so "the" can look at the next word), then assembly with punctuation.
-  const spoken = tokens.map((tok) => (/^[A-Za-z]/.test(tok) ? wordToPhonemes(tok, dialect) : null));
+  const letterA = tokens.map((_t, i) => isLetterA(tokens, i));
+  const spoken = tokens.map((tok, i) => (letterA[i] ? arpabetToPhonemes(LETTERS.a!.split(" "), dialect) : /^[A-Za-z]/.test(tok) ? wordToPhonemes(tok, dialect) : null));
   let out = "";
   tokens.forEach((tok, i) => {
     if (PUNCTUATION.has(tok)) {
@@ -112,7 +127,7 @@ export function phonemize(text: string, dialect: Dialect): string {
     const own = spoken[i];
     if (!own) return; // unknown characters are dropped
     const next = spoken.slice(i + 1).find((p) => p) ?? null;
-    const ph = functionWord(tok.toLowerCase(), own, /^[A-Za-z]/.test(tokens[i + 1] ?? "") ? next : null, dialect);
+    const ph = letterA[i] ? own : functionWord(tok.toLowerCase(), own, /^[A-Za-z]/.test(tokens[i + 1] ?? "") ? next : null, dialect);
     if (out && !out.endsWith(" ") && !out.endsWith("(") && !out.endsWith("“")) out += " ";
     out += ph;
   });

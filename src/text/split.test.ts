@@ -24,6 +24,18 @@ describe("splitting", () => {
     expect(splitWords("a  b c")).toEqual(["a  ", "b ", "c"]);
   });
 
+  test.each([
+    ["On June 3rd, 2024, we met.", ["On June 3rd, 2024, ", "we met."]],
+    ["One, two, three", ["One, ", "two, ", "three"]],
+    ["Numbers 1, 2, 3 here", ["Numbers 1, ", "2, ", "3 here"]],
+  ])("clauses keep a date's year with it: %j", (text, parts) => expect(splitClauses(text)).toEqual(parts));
+
+  test("words keep what follows a number, and a name after its title", () => {
+    expect(splitWords("at 6:45 pm on Dr. Smith's boat")).toEqual(["at ", "6:45 pm ", "on ", "Dr. Smith's ", "boat"]);
+    expect(splitWords("raised $3 billion today")).toEqual(["raised ", "$3 billion ", "today"]);
+    expect(splitWords("on June 3rd we")).toEqual(["on ", "June 3rd we"]);
+  });
+
   test("pack groups greedily under the limit", () => {
     const len = (g: string[]) => g.join("").length;
     expect(pack(["aa", "bb", "cc", "dddddd", "e"], len, 4)).toEqual([["aa", "bb"], ["cc"], ["dddddd"], ["e"]]);

@@ -34,14 +34,36 @@ export function splitSentences(text: string): string[] {
   return out;
 }
 
+/**
+ * Breaks the normaliser must not see: a date's comma before its year ("June 3rd, 2024"), a
+ * month before its day, a word after a number ("6:45 pm", "3 billion", "5 km") and a name after
+ * its title ("Dr. Smith"), since each half is read on its own.
+ */
+type Hold = (before: string, after: string) => boolean;
+const DATE_YEAR: Hold = (before, after) => /\d(?:st|nd|rd|th)?,\s*$/.test(before) && /^\d{4}\b/.test(after);
+const AFTER_NUMBER: Hold = (before) => /\d\S*\s+$/.test(before);
+const MONTH_DAY: Hold = (before, after) =>
+  /(?:^|\s)(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?\s+$/.test(before) && /^\d/.test(after);
+const AFTER_TITLE: Hold = (before) => /(?:^|\s)(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|No|Gen|Capt|Lt|Sgt|Gov|Sen|Rep|Jr|Sr)\.\s+$/.test(before);
+
+function keepTogether(pieces: string[], holds: Hold[]): string[] {
+  const out: string[] = [];
+  for (const p of pieces) {
+    const prev = out[out.length - 1];
+    if (prev !== undefined && holds.some((held) => held(prev, p))) out[out.length - 1] = prev + p;
+    else out.push(p);
+  }
+  return out;
+}
+
 /** Clause slices: after , ; : — and dashes followed by whitespace. */
 export function splitClauses(text: string): string[] {
-  return splitAfter(text, /([,;:—]|\s-)(\s+)/g);
+  return keepTogether(splitAfter(text, /([,;:—]|\s-)(\s+)/g), [DATE_YEAR]);
 }
 
 /** Word slices (each keeps its trailing whitespace). */
 export function splitWords(text: string): string[] {
-  return splitAfter(text, /(\S)(\s+)/g);
+  return keepTogether(splitAfter(text, /(\S)(\s+)/g), [DATE_YEAR, MONTH_DAY, AFTER_NUMBER, AFTER_TITLE]);
 }
 
 function splitAfter(text: string, re: RegExp): string[] {

@@ -18,7 +18,7 @@ import { KOKORO_VOCAB } from "../../src/text/kokoro-vocab";
 export const SAMPLES_PER_TOKEN = 240;
 export const STYLE_DIM = 256;
 export const ROWS = 510;
-export const TEST_VOICES = ["af_heart", "af_bella", "af_sky", "am_adam", "bf_emma", "bm_george"];
+export const TEST_VOICES = ["af_heart", "af_bella", "af_sky", "am_adam", "bf_emma", "bm_george", "jf_alpha"];
 
 /** Voice j, row r, column c: distinct per voice and per row, inside [-1, 1]. */
 export function voiceValue(j: number, r: number, c: number): number {

@@ -11,6 +11,7 @@ import type { MetricsRegistry } from "../../metrics/registry";
 import { Scheduler, QueueFullError } from "../scheduler/index";
 import { EmbeddingTokenizer } from "./tokenizer";
 import { EmbeddingModel, type EmbeddingModelInfo } from "./model";
+import type { SessionTuning } from "../onnx-session";
 
 /** What the engine needs from a loaded model: EmbeddingModel, or a wrapper around one. */
 export interface EmbeddingRunner {
@@ -78,9 +79,10 @@ export class EmbeddingEngine implements LocalEngine {
 
   /** Loads tokenizer.json (+ tokenizer_config.json if present) and onnx/model.onnx from `dir`. */
   /** `thread`: "worker" (default; falls back to the main thread when no worker can start) or "inline". */
-  static async load(dir: string, provider: "cpu" | "cuda", metrics?: MetricsRegistry, batching: Partial<BatchingOptions> = {}, thread: "worker" | "inline" = "worker"): Promise<EmbeddingEngine> {
+  /** `tuning` overrides the session's thread settings (benchmarks compare them). */
+  static async load(dir: string, provider: "cpu" | "cuda", metrics?: MetricsRegistry, batching: Partial<BatchingOptions> = {}, thread: "worker" | "inline" = "worker", tuning?: SessionTuning): Promise<EmbeddingEngine> {
     const tokenizer = loadTokenizer(dir);
-    const model = await EmbeddingModel.load(join(dir, "onnx", "model.onnx"), provider, tokenizer.padId, thread);
+    const model = await EmbeddingModel.load(join(dir, "onnx", "model.onnx"), provider, tokenizer.padId, thread, tuning);
     return new EmbeddingEngine(dir, tokenizer, model, { ...DEFAULT_BATCHING, ...batching }, metrics);
   }
 

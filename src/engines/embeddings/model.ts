@@ -6,10 +6,16 @@
  * thread (onnx-runner.ts) unless asked to run inline or no worker can be started.
  */
 import type * as Ort from "onnxruntime-node";
-import { describeIo } from "../onnx-session";
+import { describeIo, type SessionTuning } from "../onnx-session";
 import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runner";
 
 export class ModelSignatureError extends Error {}
+
+/**
+ * Spinning: a batch-1 request is a few dozen short operators, and waking sleeping threads for
+ * each added ~10 ms to a ~40 ms run (see SessionTuning).
+ */
+export const EMBEDDING_SESSION_TUNING: SessionTuning = { spinning: true };
 
 export interface EmbeddingModelInfo {
   provider: "cpu" | "cuda";
@@ -37,8 +43,8 @@ export class EmbeddingModel {
     readonly info: EmbeddingModelInfo,
   ) {}
 
-  static async load(modelPath: string, provider: "cpu" | "cuda", padId: number, thread: "worker" | "inline" = "worker"): Promise<EmbeddingModel> {
-    const session = await openOnnxSession(modelPath, provider, thread);
+  static async load(modelPath: string, provider: "cpu" | "cuda", padId: number, thread: "worker" | "inline" = "worker", tuning: SessionTuning = EMBEDDING_SESSION_TUNING): Promise<EmbeddingModel> {
+    const session = await openOnnxSession(modelPath, provider, thread, tuning);
     const { provider: used, fallback } = session.meta;
     try {
       const ids = tensorMeta(session.meta.inputMetadata, "input_ids");

@@ -15,7 +15,10 @@ export const SPEECH_REPO = "onnx-community/Kokoro-82M-v1.0-ONNX";
 /** A branch or commit of the repository; pin a commit hash for reproducible pulls. */
 export const SPEECH_REVISION = "main";
 
-/** The English voices (American a*, British b*); the G2P speaks English, so these are pulled. */
+/**
+ * The English voices (American a*, British b*) that `pull` offers, since the front end speaks
+ * English. None is required: the server serves whatever voices/*.bin holds (at least one).
+ */
 export const SPEECH_VOICES = [
   "af_alloy", "af_aoede", "af_bella", "af_heart", "af_jessica", "af_kore", "af_nicole", "af_nova", "af_river", "af_sarah", "af_sky",
   "am_adam", "am_echo", "am_eric", "am_fenrir", "am_liam", "am_michael", "am_onyx", "am_puck", "am_santa",
@@ -37,8 +40,8 @@ export const SPEECH_FILES: ModelManifest = {
     { path: "config.json", url: url("config.json"), sha256: null, bytes: null, optional: true },
     { path: "tokenizer.json", url: url("tokenizer.json"), sha256: null, bytes: null, optional: true },
     { path: "tokenizer_config.json", url: url("tokenizer_config.json"), sha256: null, bytes: null, optional: true },
-    // af_heart is the one voice the engine cannot start without being pulled; the rest are optional.
-    ...SPEECH_VOICES.map((v) => ({ path: `voices/${v}.bin`, url: url(`voices/${v}.bin`), sha256: null, bytes: VOICE_PACK_BYTES, optional: v !== "af_heart" })),
+    ...SPEECH_VOICES.map((v) => ({ path: `voices/${v}.bin`, url: url(`voices/${v}.bin`), sha256: null, bytes: VOICE_PACK_BYTES, optional: true })),
     { path: "onnx/model.onnx", url: url("onnx/model.onnx"), sha256: null, bytes: null },
   ],
+  atLeastOne: { dir: "voices", ext: ".bin", what: "voice pack" },
 };

@@ -22,7 +22,7 @@ function countingEngine() {
   return { engine, calls };
 }
 
-const chunks = (n: number): SpeechChunk[] => Array.from({ length: n }, () => ({ text: "Hello there. ", chars: 13, phonemes: "", ids: [1, 2, 3] }));
+const chunks = (n: number): SpeechChunk[] => Array.from({ length: n }, () => ({ text: "Hello there. ", chars: 13, phonemes: "", ids: [1, 2, 3], pauseBeforeMs: 0 }));
 
 async function open(n: number, stallTimeoutMs = 60_000) {
   const { engine, calls } = countingEngine();

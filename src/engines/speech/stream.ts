@@ -7,9 +7,10 @@
  * their audio delivered, and whether the stream completed, failed, or was cancelled.
  */
 import type { AudioEncoder } from "../../audio/encoder";
-import { floatToInt16 } from "../../audio/pcm";
+import { concatBytes, floatToInt16 } from "../../audio/pcm";
 import type { SpeechChunk } from "../../text/frontend";
-import type { SpeechEngine } from "./engine";
+import { SAMPLE_RATE, type SpeechEngine } from "./engine";
+import { shapeChunk } from "./silence";
 
 export interface SpeechPlan {
   engine: SpeechEngine;
@@ -75,6 +76,12 @@ export async function openSpeechStream(
   };
 
   const timed = plan.timed ?? (<T>(work: Promise<T>) => work);
+  // Each chunk loses Kokoro's own leading and trailing silence and gets the pause its place in
+  // the text calls for (silence.ts).
+  const encodeChunk = (i: number, wave: Float32Array): Uint8Array => {
+    const pause = (plan.chunks[i]!.pauseBeforeMs * SAMPLE_RATE) / 1000 / plan.speed;
+    return plan.encoder.encode(floatToInt16(shapeChunk(wave, pause, SAMPLE_RATE)));
+  };
   let first: Float32Array;
   let next: Promise<Float32Array> | null;
   try {
@@ -90,9 +97,17 @@ export async function openSpeechStream(
     throw err;
   }
 
+  if (plan.encoder.wholeFile) return wholeFile(plan, first, next, submit, encodeChunk, timed, clientSignal, finish, () => {
+    abort.abort();
+    clientSignal?.removeEventListener("abort", onClientGone);
+  });
+
   /** Bytes enqueued so far, and where each chunk's audio ends in them (with its characters). */
   let enqueued = 0;
   const chunkEnds: { end: number; chars: number }[] = [];
+  // Characters whose audio is encoded but still held by the encoder: their chunk ends with the
+  // next bytes sent.
+  let encodedChars = 0;
   /** Bytes the client's connection took, as of the last pull (never more than it did take). */
   let taken = 0;
   /** Characters whose audio the client took in full: what a client that leaves pays for. */
@@ -135,8 +150,16 @@ export async function openSpeechStream(
       if (cancelled || bytes.length === 0) return;
       enqueued += bytes.length;
       controller.enqueue(bytes);
+      if (encodedChars > 0) {
+        chunkEnds.push({ end: enqueued, chars: encodedChars });
+        encodedChars = 0;
+      }
     };
-    const chunkSent = (i: number) => chunkEnds.push({ end: enqueued, chars: plan.chunks[i]!.chars });
+    const sendChunk = (i: number, wave: Float32Array) => {
+      const bytes = encodeChunk(i, wave);
+      encodedChars += plan.chunks[i]!.chars;
+      send(bytes);
+    };
     const closeQuietly = () => {
       try {
         if (!cancelled) controller.close();
@@ -146,8 +169,7 @@ export async function openSpeechStream(
     };
     try {
       send(plan.encoder.start());
-      send(plan.encoder.encode(floatToInt16(first)));
-      chunkSent(0);
+      sendChunk(0, first);
       await new Promise<void>((resolve) => setImmediate(resolve));
       let stalled = false;
       for (let i = 1; i < plan.chunks.length && !cancelled && !abort.signal.aborted; i++) {
@@ -159,8 +181,7 @@ export async function openSpeechStream(
         }
         const wave = await timed(next!);
         next = submit(i + 1);
-        send(plan.encoder.encode(floatToInt16(wave)));
-        chunkSent(i);
+        sendChunk(i, wave);
         // When synthesis outpaces encoding, every wait above is already resolved; without a real
         // turn of the event loop the socket would only be written once the whole text is encoded.
         await new Promise<void>((resolve) => setImmediate(resolve));
@@ -212,4 +233,45 @@ export async function openSpeechStream(
     },
     { highWaterMark: SPEECH_HIGH_WATER_BYTES, size: (chunk) => chunk?.byteLength ?? 0 },
   );
+}
+
+/**
+ * A format sent whole (FLAC): every chunk is synthesised before the response starts, so until
+ * then a client that leaves, or a failed chunk, is an error status with nothing billed, exactly
+ * as before the first chunk of a streamed format. The charge is durable before the file is sent.
+ */
+async function wholeFile(
+  plan: SpeechPlan,
+  first: Float32Array,
+  next: Promise<Float32Array> | null,
+  submit: (i: number) => Promise<Float32Array> | null,
+  encodeChunk: (i: number, wave: Float32Array) => Uint8Array,
+  timed: <T>(work: Promise<T>) => Promise<T>,
+  clientSignal: AbortSignal | undefined,
+  finish: (outcome: SpeechOutcome) => Promise<void>,
+  cleanUp: () => void,
+): Promise<ReadableStream<Uint8Array>> {
+  let file: Uint8Array;
+  try {
+    const parts = [plan.encoder.start(), encodeChunk(0, first)];
+    for (let i = 1; i < plan.chunks.length; i++) {
+      const wave = await timed(next!);
+      next = submit(i + 1);
+      if (clientSignal?.aborted) throw new ClientGoneError();
+      parts.push(encodeChunk(i, wave));
+    }
+    parts.push(plan.encoder.finish());
+    if (clientSignal?.aborted) throw new ClientGoneError();
+    file = concatBytes(parts);
+    await finish({ kind: "completed", deliveredChars: plan.chunks.reduce((n, c) => n + c.chars, 0) });
+  } finally {
+    cleanUp();
+    plan.encoder.close();
+  }
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(file);
+      controller.close();
+    },
+  });
 }

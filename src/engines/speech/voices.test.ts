@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { dialectOf, STYLE_DIM, VoiceBank, voiceInfo } from "./voices";
+import { dialectOf, frontEndFor, STYLE_DIM, VoiceBank, voiceInfo } from "./voices";
 import { DomainError } from "../../errors";
 
 function pack(base: number, rows = 510): Float32Array {
@@ -65,5 +65,35 @@ describe("voice bank", () => {
     expect(voiceInfo("am_adam").language).toBe("en-US");
     expect(dialectOf(["bm_george", "af_sky"])).toBe("gb");
     expect(dialectOf(["af_sky", "bm_george"])).toBe("us");
+  });
+});
+
+describe("front end by language code", () => {
+  const rejects = (ids: string[], lang: string | undefined, param: string, text: RegExp) => {
+    try {
+      frontEndFor(ids, lang);
+      throw new Error("accepted");
+    } catch (e) {
+      expect(e).toBeInstanceOf(DomainError);
+      expect((e as DomainError).kind).toBe("invalid_request");
+      expect((e as DomainError).param).toBe(param);
+      expect((e as DomainError).message).toMatch(text);
+    }
+  };
+  test.each([
+    [["af_heart"], undefined, "us"],
+    [["bf_emma", "af_sky"], undefined, "gb"],
+    [["jf_alpha"], "a", "us"],
+    [["jf_alpha"], "b", "gb"],
+    [["af_heart"], "b", "gb"],
+  ] as const)("%j with lang_code %j → %s", (ids, lang, dialect) => expect(frontEndFor(ids, lang)).toBe(dialect));
+
+  test.each(["jf_alpha", "zf_xiaobei", "ef_dora", "ff_siwis", "hf_alpha", "if_sara", "pf_dora"])("%s without lang_code: 400 naming the languages spoken", (id) => {
+    rejects([id], undefined, "voice", /speaks only American English \(a\) and British English \(b\).*lang_code/);
+  });
+
+  test("an unknown prefix and a lang_code the front end does not speak are 400s too", () => {
+    rejects(["xx_voice"], undefined, "voice", /unknown language/);
+    rejects(["af_heart"], "j", "lang_code", /must be one of a, b/);
   });
 });

@@ -18,9 +18,16 @@ export interface VoiceInfo {
   gender: "female" | "male" | null;
 }
 
-const LANGUAGES: Record<string, string> = {
+/** Kokoro's language codes: the first letter of a voice id. */
+export const LANGUAGES: Record<string, string> = {
   a: "en-US", b: "en-GB", e: "es", f: "fr", h: "hi", i: "it", j: "ja", p: "pt-BR", z: "zh",
 };
+const LANGUAGE_NAMES: Record<string, string> = {
+  a: "American English", b: "British English", e: "Spanish", f: "French", h: "Hindi", i: "Italian", j: "Japanese", p: "Brazilian Portuguese", z: "Mandarin Chinese",
+};
+
+/** The languages the text front end speaks (src/text): English, American or British. */
+export const FRONT_END_LANGUAGES: Record<string, Dialect> = { a: "us", b: "gb" };
 
 export function voiceInfo(id: string): VoiceInfo {
   const g = id[1];
@@ -94,4 +101,28 @@ export class VoiceBank {
 /** British English voices (b*) get British pronunciation; every other voice American. */
 export function dialectOf(voiceIds: readonly string[]): Dialect {
   return voiceIds[0]?.startsWith("b") ? "gb" : "us";
+}
+
+const spoken = () => Object.keys(FRONT_END_LANGUAGES).map((c) => `${LANGUAGE_NAMES[c]} (${c})`).join(" and ");
+
+/**
+ * The front end that reads the text: chosen by the first voice's language code, or by
+ * `langCode` when given (Kokoro-FastAPI's `lang_code`: an explicit choice, e.g. to read English
+ * with a Japanese voice). A language the front end does not speak is a 400 naming those it does.
+ */
+export function frontEndFor(voiceIds: readonly string[], langCode?: string): Dialect {
+  if (langCode !== undefined) {
+    const d = FRONT_END_LANGUAGES[langCode];
+    if (!d) throw invalidField("lang_code", `must be one of ${Object.keys(FRONT_END_LANGUAGES).join(", ")}: the text front end speaks ${spoken()}`);
+    return d;
+  }
+  const first = voiceIds[0] ?? "";
+  const code = first[0] ?? "";
+  const d = FRONT_END_LANGUAGES[code];
+  if (d) return d;
+  const language = LANGUAGE_NAMES[code] ? `${LANGUAGE_NAMES[code]} (${code})` : `an unknown language ('${code}')`;
+  throw invalidField(
+    "voice",
+    `voice '${first}' is for ${language}, but the text front end speaks only ${spoken()}; use an ${Object.keys(FRONT_END_LANGUAGES).join("* or ")}* voice, or set lang_code to "a" or "b" to read English text with this voice`,
+  );
 }

@@ -21,7 +21,7 @@ import { codePoints, speechCost } from "../../billing/prices";
 import { createEncoder, SUPPORTED_FORMATS } from "../../audio/encoder";
 import { planSpeech } from "../../text/frontend";
 import { MAX_TOKENS, SAMPLE_RATE, SPEECH_MODEL_ID, type SpeechEngine } from "../../engines/speech/engine";
-import { dialectOf, voiceInfo } from "../../engines/speech/voices";
+import { frontEndFor, voiceInfo } from "../../engines/speech/voices";
 import { ClientGoneError, openSpeechStream, type SpeechOutcome } from "../../engines/speech/stream";
 import { timeEngine } from "../../metrics/engine-time";
 import { wantsPriority } from "../../chat/request";
@@ -37,6 +37,8 @@ export const SpeechRequest = Type.Object(
     response_format: Type.Optional(Type.Union(SUPPORTED_FORMATS.map((f) => Type.Literal(f)))),
     speed: Type.Optional(Type.Number({ minimum: 0.25, maximum: 4 })),
     stream_format: Type.Optional(Type.Union([Type.Literal("audio")])),
+    /** Kokoro-FastAPI's field: the text's language code ("a", "b"), overriding the voice's own. */
+    lang_code: Type.Optional(Type.String({ minLength: 1, maxLength: 1 })),
     /** "priority" on voice-82m is the same as voice-82m-turbo (contract §7). */
     service_tier: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   },
@@ -70,7 +72,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
     if (!engine) throw modelUnavailable(resolved.requestedId);
     const voices = engine.voices.parse(req.voice);
     const format = req.response_format ?? "mp3";
-    const chunks = planSpeech(req.input, dialectOf(voices), engine.vocab, MAX_TOKENS);
+    const chunks = planSpeech(req.input, frontEndFor(voices, req.lang_code), engine.vocab, MAX_TOKENS);
     // Unsupported characters are dropped; input made only of them has nothing to synthesise,
     // and silence is not worth billing.
     if (!chunks.some((c) => c.ids.length > 0)) {
