@@ -74,7 +74,7 @@ export class SqliteLedgerStore implements LedgerStore {
         const acct = this.q.account.get(h.accountId);
         return { ok: false, available: acct ? Math.max(0, acct.balance - acct.reserved) : 0 };
       }
-      // A repeated request id fails here, and its savepoint takes the grant back with it.
+      // A repeated request id fails here, and the grant above is rolled back with it (see group-commit.ts).
       this.q.insertHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, nowSeconds());
       return { ok: true };
     }, "commit");
@@ -91,7 +91,7 @@ export class SqliteLedgerStore implements LedgerStore {
         if (existing) return { charged: -existing.amount, balanceAfter: existing.balance_after, fresh: false };
         throw new Error(`post of ${p.requestId}: no pending hold`);
       }
-      // The store's own check of the ceiling; the savepoint undoes the post above.
+      // The store's own check of the ceiling; the post above is rolled back with it.
       if (p.amount > hold.amount) throw new Error(`post of ${p.requestId}: ${p.amount} exceeds its hold of ${hold.amount}`);
       const balanceAfter = this.q.debit.get(p.amount, hold.amount, hold.account_id)!.balance;
       this.q.insertEntry.run(
