@@ -108,15 +108,14 @@ export async function streamForRoute(
   return new Response(body, { headers: { ...SSE_HEADERS, ...(ctx.set.headers as Record<string, string>) } });
 }
 
-const encoder = new TextEncoder();
-
 async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: StreamFraming, w: StreamWriter): Promise<void> {
   // The frames of one step go out as one write: one encode, one enqueue, one socket write.
   const untaken = new UntakenText();
   let written = 0;
   const send = (frames: string, text = "") => {
     if (frames === "") return;
-    const bytes = encoder.encode(frames);
+    // Buffer.from encodes UTF-8 in about half the time TextEncoder takes here.
+    const bytes = Buffer.from(frames, "utf8");
     w.write(bytes);
     written += bytes.byteLength;
     untaken.add(written, text);
