@@ -308,15 +308,17 @@ try {
         console.log(`| ${m.label} | ${t.name} | ${fmt(pct(m, t.name, 50), 2)} | ${fmt(pct(m, t.name, 99), 2)} | ${added(50)} | ${added(99)} |`);
       }
     }
-    console.log("");
-    console.log(`The same one request at a time (concurrency 1, 2 interleaved rounds of ${SERIAL_REQUESTS}): what the path adds without queueing:`);
-    console.log("");
-    console.log("| mode | path | p50 ms | added p50 ms |");
-    console.log("|---|---|---:|---:|");
-    const serialP50 = (m: Mode, name: string) => percentile((serial.get(`${m.key}|${name}`) ?? []).sort((a, b) => a - b), 50);
-    for (const m of LATENCY_MODES) {
-      for (const t of targets) {
-        console.log(`| ${m.label} | ${t.name} | ${fmt(serialP50(m, t.name), 2)} | ${t.name === "direct" ? "-" : fmt(serialP50(m, t.name) - serialP50(m, "direct"), 2)} |`);
+    if (SERIAL_REQUESTS > 0) {
+      console.log("");
+      console.log(`The same one request at a time (concurrency 1, 2 interleaved rounds of ${SERIAL_REQUESTS}): what the path adds without queueing:`);
+      console.log("");
+      console.log("| mode | path | p50 ms | added p50 ms |");
+      console.log("|---|---|---:|---:|");
+      const serialP50 = (m: Mode, name: string) => percentile((serial.get(`${m.key}|${name}`) ?? []).sort((a, b) => a - b), 50);
+      for (const m of LATENCY_MODES) {
+        for (const t of targets) {
+          console.log(`| ${m.label} | ${t.name} | ${fmt(serialP50(m, t.name), 2)} | ${t.name === "direct" ? "-" : fmt(serialP50(m, t.name) - serialP50(m, "direct"), 2)} |`);
+        }
       }
     }
     const cpuOf = (key: Mode["key"]) => {
@@ -334,7 +336,8 @@ try {
         // The serial requests came last, after the concurrent ones (and their warm-up).
         const xs = all.slice(0, all.length - 2 * SERIAL_REQUESTS).sort((a, b) => a - b);
         const ys = all.slice(all.length - 2 * SERIAL_REQUESTS).sort((a, b) => a - b);
-        console.log(`  ${t.name}, ${m.label}: overhead p50 ${fmt(percentile(xs, 50), 2)} ms, p99 ${fmt(percentile(xs, 99), 2)} ms over ${xs.length} requests at concurrency ${LAT_CONCURRENCY}; p50 ${fmt(percentile(ys, 50), 2)} ms one at a time`);
+        const serialPart = ys.length > 0 ? `; p50 ${fmt(percentile(ys, 50), 2)} ms one at a time` : "";
+        console.log(`  ${t.name}, ${m.label}: overhead p50 ${fmt(percentile(xs, 50), 2)} ms, p99 ${fmt(percentile(xs, 99), 2)} ms over ${xs.length} requests at concurrency ${LAT_CONCURRENCY}${serialPart}`);
       }
     }
     console.log("");
