@@ -144,7 +144,8 @@ export class ChatStream {
         }
         if (batch.length > 0) yield { chunks: batch, text: batchText };
         // A long output is counted as it goes; its count sets the pace (see token-tally.ts).
-        await this.delivered.caughtUp();
+        const counting = this.delivered.caughtUp();
+        if (counting) await counting;
         if (failure) throw failure;
         if (read.done) break;
       }

@@ -135,7 +135,8 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
       for (let i = 0; i < chunks.length; i++) frames += framing.push(chunks[i]!);
       send(frames, batch.text);
       // Backpressure: the upstream is read again only once the client took most of this.
-      await w.ready();
+      const room = w.ready();
+      if (room) await room;
       untaken.settleUpTo(w.taken);
     }
   } catch (err) {

@@ -18,10 +18,10 @@ export interface StreamWriter {
   /** Queues bytes for the client; never blocks (call ready() before producing more). */
   write(bytes: Uint8Array): void;
   /**
-   * Resolves once the bytes queued for the client are below the high-water mark (at once if they
-   * are), or once the stream has ended (check `closed`).
+   * Resolves once the bytes queued for the client are below the high-water mark, or once the
+   * stream has ended (check `closed`); undefined when that is so already (nothing to wait for).
    */
-  ready(): Promise<void>;
+  ready(): Promise<void> | undefined;
   readonly closed: boolean;
   /** Bytes the client's connection has taken so far (the rest are still queued here). */
   readonly taken: number;
@@ -134,7 +134,7 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
       }
     },
     ready() {
-      if (closed || queuedBytes < highWater) return Promise.resolve();
+      if (closed || queuedBytes < highWater) return undefined;
       return new Promise<void>((resolve) => waiters.push(resolve));
     },
     get closed() {
