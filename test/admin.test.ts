@@ -3,6 +3,26 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ADMIN_TOKEN, startHarness, type Harness } from "./support/harness";
 import { storeState } from "./support/ledger-state";
 import { describeEachStore } from "./support/stores";
+import { connect } from "node:net";
+
+/** The status of a bodiless request sent from a chosen loopback address (fetch cannot choose one). */
+function rawStatus(base: string, localAddress: string, requestLine: string, authorization: string): Promise<number> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: url.hostname, port: Number(url.port), localAddress });
+    let received = "";
+    socket.on("error", reject);
+    socket.on("connect", () => socket.write(`${requestLine} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: ${authorization}\r\nconnection: close\r\n\r\n`));
+    socket.on("data", (d) => {
+      received += d.toString();
+      const line = received.split("\r\n")[0]!;
+      if (received.includes("\r\n")) {
+        socket.destroy();
+        resolve(Number(line.split(" ")[1]));
+      }
+    });
+  });
+}
 
 describeEachStore("admin API", (store) => {
   let h: Harness;
@@ -201,23 +221,62 @@ describeEachStore("admin API", (store) => {
   });
 
   describe("admin authentication", () => {
-    test.each([
-      [null, "missing_api_key"],
-      ["wrong-token-wrong-token", "invalid_api_key"],
-    ])("token %p → 401 %s on every admin route", async (token, code) => {
-      for (const [method, path] of [
-        ["GET", "/admin/accounts"],
-        ["POST", "/admin/accounts"],
-        ["GET", "/admin/accounts/acct_x"],
-        ["PATCH", "/admin/accounts/acct_x"],
-        ["POST", "/admin/accounts/acct_x/keys"],
-        ["DELETE", "/admin/keys/key_x"],
-        ["POST", "/admin/accounts/acct_x/credits"],
-        ["GET", "/admin/accounts/acct_x/ledger"],
-      ] as const) {
-        const res = await call(method, path, method === "GET" || method === "DELETE" ? undefined : { name: "x", amount: 1, reason: "r" }, token);
-        expect({ method, path, status: res.status, code: res.body.error?.code }).toEqual({ method, path, status: 401, code });
+    const ROUTES = [
+      ["GET", "/admin/accounts"],
+      ["POST", "/admin/accounts"],
+      ["GET", "/admin/accounts/acct_x"],
+      ["PATCH", "/admin/accounts/acct_x"],
+      ["POST", "/admin/accounts/acct_x/keys"],
+      ["DELETE", "/admin/keys/key_x"],
+      ["POST", "/admin/accounts/acct_x/credits"],
+      ["GET", "/admin/accounts/acct_x/ledger"],
+    ] as const;
+    const bodyFor = (method: string) => (method === "GET" || method === "DELETE" ? undefined : { name: "x", amount: 1, reason: "r" });
+
+    test("no token → 401 missing_api_key on every admin route (and a missing token is no guess: never throttled)", async () => {
+      for (const [method, path] of ROUTES) {
+        const res = await call(method, path, bodyFor(method), null);
+        expect({ method, path, status: res.status, code: res.body.error?.code }).toEqual({ method, path, status: 401, code: "missing_api_key" });
         expect(res.headers.get("x-request-id")).toMatch(/^req_/);
+      }
+    });
+
+    // Issue 10: wrong admin tokens were answered at 2,735/s with no throttling.
+    test("wrong tokens → 401 on every admin route until the address is throttled: then 429 with Retry-After, even for the right token", async () => {
+      const own = await startHarness({}, {}, store);
+      try {
+        const statuses: [number, string][] = [];
+        for (const [method, path] of ROUTES) {
+          const res = await call(method, path, bodyFor(method), "wrong-token-wrong-token", own.base);
+          statuses.push([res.status, res.body.error?.code]);
+          if (res.status === 429) expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+        }
+        expect(statuses).toEqual([...Array(5).fill([401, "invalid_api_key"]), ...Array(3).fill([429, "too_many_failed_attempts"])]);
+        // While throttled, not even the right token is compared: a correct guess cannot be confirmed.
+        expect((await call("GET", "/admin/accounts", undefined, ADMIN_TOKEN, own.base)).status).toBe(429);
+        // Another address is not affected (the server sees the client's own loopback address).
+        expect(await rawStatus(own.base, "127.0.0.2", "GET /admin/accounts", `Bearer ${ADMIN_TOKEN}`)).toBe(200);
+      } finally {
+        await own.stop();
+      }
+    });
+
+    test("the Authorization scheme is case-insensitive, for admin tokens and API keys alike", async () => {
+      for (const scheme of ["bearer", "BEARER", "Bearer"]) {
+        const res = await fetch(h.base + "/admin/accounts", { headers: { authorization: `${scheme} ${ADMIN_TOKEN}` } });
+        expect({ scheme, status: res.status }).toEqual({ scheme, status: 200 });
+      }
+      const a = await h.account(1);
+      for (const scheme of ["bearer", "BEARER"]) {
+        const usage = await fetch(h.base + "/v1/usage", { headers: { authorization: `${scheme} ${a.key}` } });
+        expect({ scheme, status: usage.status }).toEqual({ scheme, status: 200 });
+        const count = await fetch(h.base + "/v1/messages/count_tokens", {
+          method: "POST",
+          headers: { authorization: `${scheme} ${a.key}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "glm-4.6", messages: [{ role: "user", content: "hi" }] }),
+        });
+        // Admitted before its body was read (no upstream is configured here, so the model is then 503).
+        expect({ scheme, status: count.status, type: ((await count.json()) as any).error?.type }).toEqual({ scheme, status: 503, type: "overloaded_error" });
       }
     });
 

@@ -248,7 +248,7 @@ describe("expiry, throttling and switching the dashboard off", () => {
       const r = await signIn(short, kind, secret);
       expect(r.status).toBe(429);
       expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
-      expect(((await r.json()) as any).error.message).toContain("Too many wrong keys or tokens from your address");
+      expect(((await r.json()) as any).error.message).toContain("Too many wrong keys or tokens from this address");
     }
   });
 

@@ -10,7 +10,7 @@
  * then the first matching glob in the document's order. A real catalog id is never aliased.
  * Aliases are not models: they are not listed, and a request is billed and reported as its target.
  */
-import { readFileSync, statSync } from "node:fs";
+import { ConfigDocument } from "../config-document";
 
 export class AliasesError extends Error {}
 
@@ -18,8 +18,6 @@ interface Table {
   exact: Map<string, string>;
   globs: { pattern: RegExp; target: string }[];
 }
-
-const RELOAD_CHECK_MS = 200;
 
 function globToRegExp(glob: string): RegExp {
   const body = glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
@@ -45,73 +43,45 @@ export function parseAliases(text: string): Table {
   return table;
 }
 
-export const isInlineAliases = (source: string) => source.trim().startsWith("{");
-
 export class ModelAliases {
   private table: Table = { exact: new Map(), globs: [] };
-  private stamp = "";
-  private lastCheck = 0;
+  private readonly document: ConfigDocument | null;
 
   /** Throws AliasesError when the document is invalid (start-up names the variable). */
   constructor(
-    private readonly source: string | null,
+    source: string | null,
     private readonly onReloadError: (message: string) => void = () => {},
   ) {
-    if (source !== null) this.load();
-  }
-
-  private get path(): string | null {
-    return this.source !== null && !isInlineAliases(this.source) ? this.source : null;
-  }
-
-  private load(): void {
-    const path = this.path;
-    let text: string;
-    if (path === null) text = this.source!;
-    else {
+    this.document = source === null ? null : new ConfigDocument(source);
+    if (this.document) {
+      let text: string;
       try {
-        this.stamp = stampOf(path);
-        text = readFileSync(path, "utf8");
+        text = this.document.read();
       } catch {
         throw new AliasesError("cannot read the aliases file");
       }
+      this.table = parseAliases(text);
     }
-    this.table = parseAliases(text);
   }
 
+  /** Re-reads the file when it changed; a broken edit keeps the last good aliases. */
   private refresh(): void {
-    const path = this.path;
-    if (path === null) return;
-    const now = Date.now();
-    if (now - this.lastCheck < RELOAD_CHECK_MS) return;
-    this.lastCheck = now;
-    let stamp: string;
     try {
-      stamp = stampOf(path);
-    } catch {
-      return; // A file being replaced may be briefly absent; keep the last aliases.
-    }
-    if (stamp === this.stamp) return;
-    try {
-      this.load();
+      const text = this.document!.changed();
+      if (text !== null) this.table = parseAliases(text);
     } catch (err) {
-      this.stamp = stamp;
-      this.onReloadError(`SWITCHYARD_MODEL_ALIASES: reload failed, keeping the previous aliases: ${(err as Error).message}`);
+      const why = err instanceof AliasesError ? err.message : "cannot read the aliases file";
+      this.onReloadError(`SWITCHYARD_MODEL_ALIASES: reload failed, keeping the previous aliases: ${why}`);
     }
   }
 
   /** The public id an alias stands for, or null when `id` is no alias. */
   target(id: string): string | null {
-    if (this.source === null) return null;
+    if (this.document === null) return null;
     this.refresh();
     const exact = this.table.exact.get(id);
     if (exact !== undefined) return exact;
     for (const g of this.table.globs) if (g.pattern.test(id)) return g.target;
     return null;
   }
-}
-
-function stampOf(path: string): string {
-  const st = statSync(path);
-  return `${st.mtimeMs}:${st.size}:${st.ino}`;
 }

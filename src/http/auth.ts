@@ -17,8 +17,13 @@ export interface Caller {
   limits: AccountLimits;
 }
 
+/**
+ * The API key a request presents: a Bearer credential (the scheme in any case), or on
+ * /v1/messages* an `x-api-key` header. `bearer` is what @elysiajs/bearer found (exact "Bearer ").
+ */
 export function presentedKey(request: Request, bearer: string | undefined): string | null {
-  if (bearer) return bearer;
+  const credential = bearer || bearerOf(request);
+  if (credential) return credential;
   const url = request.url;
   const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
   if (path.startsWith("/v1/messages")) {
@@ -76,11 +81,23 @@ export function admitBeforeBody(s: Services, request: Request, path: string, set
   if (admitted instanceof Promise) return admitted;
 }
 
-/** The bearer token as @elysiajs/bearer reads it (derived only after the body is parsed). */
+const BEARER = /^bearer[ \t]+(\S.*)$/i;
+
+/**
+ * The bearer credential of a request: the Authorization header's Bearer scheme — matched in any
+ * case, as HTTP authentication schemes are case-insensitive (RFC 9110 §11.1; @elysiajs/bearer
+ * matches "Bearer" exactly) — or, as the plugin also allows, an `access_token` query parameter.
+ * Usable before the body is parsed (the plugin's value is derived only after).
+ */
 export function bearerOf(request: Request): string | undefined {
   const authorization = request.headers.get("authorization");
-  if (authorization?.startsWith("Bearer")) return authorization.slice("Bearer".length + 1);
-  return new URL(request.url).searchParams.get("access_token") ?? undefined;
+  if (authorization) {
+    const m = BEARER.exec(authorization);
+    if (m) return m[1]!.trim();
+  }
+  const url = request.url;
+  if (!url.includes("access_token=")) return undefined;
+  return new URL(url).searchParams.get("access_token") ?? undefined;
 }
 
 /**
@@ -119,11 +136,31 @@ function callerFrom(s: Services, owner: KeyOwner | null): Caller {
 
 const digest = (v: string) => createHash("sha256").update(v).digest();
 
-/** Admin token check, in constant time (hashing first makes the lengths equal). */
-export function authenticateAdmin(s: Services, bearer: string | undefined): void {
+/**
+ * Admin token check, in constant time (hashing first makes the lengths equal). Wrong tokens are
+ * throttled per source address (limits/auth-throttle.ts, shared with dashboard sign-in): past a
+ * burst of 5, one more guess every 12 s, and while a source is throttled its attempts are refused
+ * (429 with Retry-After) before the token is even compared.
+ */
+export function authenticateAdmin(s: Services, request: Request, bearer: string | undefined, source: string): void {
   if (!s.config.adminToken) throw new DomainError("not_found", "not_found", "The admin API is off: set SWITCHYARD_ADMIN_TOKEN to enable it.");
-  if (!bearer) throw new DomainError("authentication", "missing_api_key", "The admin API needs 'Authorization: Bearer <SWITCHYARD_ADMIN_TOKEN>'.");
-  if (!timingSafeEqual(digest(bearer), digest(s.config.adminToken))) {
+  const token = bearer || bearerOf(request);
+  if (!token) throw new DomainError("authentication", "missing_api_key", "The admin API needs 'Authorization: Bearer <SWITCHYARD_ADMIN_TOKEN>'.");
+  const gate = s.authThrottle.check(source);
+  if (!gate.ok) throw tooManyFailures(gate.retryAfterMs, "admin tokens");
+  if (!timingSafeEqual(digest(token), digest(s.config.adminToken))) {
+    s.authThrottle.failure(source);
     throw new DomainError("authentication", "invalid_api_key", "Incorrect admin token.");
   }
+}
+
+/** 429 for a source whose wrong credentials are being throttled. */
+export function tooManyFailures(retryAfterMs: number, what: string): DomainError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new DomainError("rate_limited", "too_many_failed_attempts", `Too many wrong ${what} from this address. Retry after ${seconds} s.`, null, seconds);
+}
+
+/** The client's address as the server saw it (the key of per-source throttles). */
+export function sourceAddress(app: { server: { requestIP(r: Request): { address: string } | null } | null }, request: Request): string {
+  return app.server?.requestIP(request)?.address ?? "unknown";
 }

@@ -5,12 +5,12 @@
  * id). Each route carries its circuit breaker, kept across reloads while the route is unchanged.
  * Nothing from here is ever shown to a client.
  */
-import { readFileSync, statSync } from "node:fs";
+import { ConfigDocument } from "../config-document";
 import { ConfigError, type Config } from "../config";
 import { RouteHealth, type BreakerState } from "./breaker";
 import { planRoutes } from "./select";
 import {
-  DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, isInlineRoutes, parseRoutes, RoutesConfigError,
+  DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, parseRoutes, RoutesConfigError,
   type RoutesTable, type UpstreamSpec,
 } from "./routes-config";
 
@@ -56,17 +56,13 @@ export interface RouteStatus {
   failures: number;
 }
 
-/** How often the routes file's mtime is checked, at most. */
-const RELOAD_CHECK_MS = 200;
-
 export class ConfiguredRouteRegistry implements RouteRegistry {
   private table: RoutesTable | null = null;
   private readonly defaultUpstream: Upstream | null;
   private readonly policy = { ...DEFAULT_BREAKER };
   private readonly health = new Map<string, RouteHealth>();
   private readonly routeCache = new Map<string, Route[]>();
-  private fileStamp = "";
-  private lastCheck = 0;
+  private readonly document: ConfigDocument | null;
 
   /** Throws RoutesConfigError when the routes are invalid (start-up turns it into ConfigError). */
   constructor(
@@ -77,27 +73,16 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     this.defaultUpstream = source.upstreamUrl
       ? { name: "default", baseUrl: source.upstreamUrl, apiKey: source.upstreamKey, ...DEFAULT_TIMEOUTS, priorityHint: DEFAULT_PRIORITY_HINT }
       : null;
-    if (source.routes !== null) this.load();
-  }
-
-  private get filePath(): string | null {
-    const r = this.source.routes;
-    return r !== null && !isInlineRoutes(r) ? r : null;
-  }
-
-  private load(): void {
-    const path = this.filePath;
-    let text: string;
-    if (path === null) text = this.source.routes!;
-    else {
+    this.document = source.routes === null ? null : new ConfigDocument(source.routes);
+    if (this.document) {
+      let text: string;
       try {
-        this.fileStamp = stampOf(path);
-        text = readFileSync(path, "utf8");
+        text = this.document.read();
       } catch {
         throw new RoutesConfigError("cannot read the routes file");
       }
+      this.apply(parseRoutes(text, this.env));
     }
-    this.apply(parseRoutes(text, this.env));
   }
 
   private apply(table: RoutesTable): void {
@@ -107,25 +92,15 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     this.routeCache.clear();
   }
 
-  /** Re-reads the file when its stamp changed; a broken edit keeps the last good routes serving. */
+  /** Re-reads the file when it changed; a broken edit keeps the last good routes serving. */
   private refresh(): void {
-    const path = this.filePath;
-    if (path === null) return;
-    const now = Date.now();
-    if (now - this.lastCheck < RELOAD_CHECK_MS) return;
-    this.lastCheck = now;
-    let stamp: string;
+    if (this.document === null) return;
     try {
-      stamp = stampOf(path);
-    } catch {
-      return; // A file being replaced may be briefly absent; keep serving.
-    }
-    if (stamp === this.fileStamp) return;
-    try {
-      this.load();
+      const text = this.document.changed();
+      if (text !== null) this.apply(parseRoutes(text, this.env));
     } catch (err) {
-      this.fileStamp = stamp;
-      this.onReloadError(`SWITCHYARD_ROUTES: reload failed, keeping the previous routes: ${(err as Error).message}`);
+      const why = err instanceof RoutesConfigError ? err.message : "cannot read the routes file";
+      this.onReloadError(`SWITCHYARD_ROUTES: reload failed, keeping the previous routes: ${why}`);
     }
   }
 
@@ -169,11 +144,6 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
       })),
     );
   }
-}
-
-function stampOf(path: string): string {
-  const st = statSync(path);
-  return `${st.mtimeMs}:${st.size}:${st.ino}`;
 }
 
 /** The registry start-up builds; an invalid SWITCHYARD_ROUTES stops start-up naming the variable. */

@@ -100,11 +100,6 @@ export interface RoutesTable {
   breaker: { failures: number; cooldownMs: number };
 }
 
-/** Inline JSON starts with "{"; anything else is a file path. */
-export function isInlineRoutes(value: string): boolean {
-  return value.trimStart().startsWith("{");
-}
-
 export function parseRoutes(text: string, env: Record<string, string | undefined> = process.env): RoutesTable {
   let json: unknown;
   try {

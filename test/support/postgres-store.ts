@@ -3,6 +3,7 @@
  * ledger store, limiter), on a fresh database of the shared test server — for store-level tests.
  * `instance()` adds another instance on the same database, to test what they share.
  */
+import { afterAll, beforeAll, setDefaultTimeout } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { PgDatabase } from "../../src/store/postgres/database";
 import { migratePostgres } from "../../src/store/postgres/migrate";
@@ -83,4 +84,27 @@ export async function pgFixture(url?: string): Promise<PgFixture> {
       await admin.close();
     },
   };
+}
+
+/**
+ * A test file's fixture: created before its tests and closed after them, with the generous
+ * per-test timeout real servers on a shared machine need (also when the file runs alone, without
+ * npm test's --timeout). The object forwards to the fixture once it exists.
+ */
+export function usePgFixture(): PgFixture {
+  setDefaultTimeout(30_000);
+  let fixture: PgFixture | null = null;
+  beforeAll(async () => {
+    fixture = await pgFixture();
+  }, 60_000);
+  afterAll(async () => {
+    await fixture?.close();
+  });
+  return new Proxy({} as PgFixture, {
+    get(_target, name) {
+      if (!fixture) throw new Error("the PostgreSQL fixture is used before beforeAll created it");
+      const value = (fixture as unknown as Record<string | symbol, unknown>)[name];
+      return typeof value === "function" ? value.bind(fixture) : value;
+    },
+  });
 }

@@ -10,6 +10,7 @@ import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { DomainError } from "../../errors";
+import { sourceAddress, tooManyFailures } from "../auth";
 import { validate } from "../../validate";
 import { dashboardAssets, dashboardHeaders, pageHtml } from "../../dashboard/assets";
 import { assertSameOriginWrite, DashboardGuard, isHttps } from "./guard";
@@ -28,7 +29,7 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
   docs.add({ method: "GET", path: "/dashboard", summary: "The web dashboard: an account view (sign in with an API key) and an operator view (the admin token).", auth: "none", produces: "text/html" });
   const sessions = new DashboardSessions(s.config.dashboardSessionSeconds * 1000);
   const guard = new DashboardGuard(s, sessions);
-  const addressOf = (request: Request) => app.server?.requestIP(request)?.address ?? "unknown";
+  const addressOf = (request: Request) => sourceAddress(app, request);
 
   const page = async (set: { headers: Record<string, unknown> }) => {
     dashboardHeaders(set);
@@ -78,10 +79,7 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     const b = validate(SignInBody, body);
     const source = addressOf(request);
     const gate = s.authThrottle.check(source);
-    if (!gate.ok) {
-      const wait = Math.max(1, Math.ceil(gate.retryAfterMs / 1000));
-      throw new DomainError("rate_limited", "too_many_attempts", `Too many wrong keys or tokens from your address. Try again in ${wait} s.`, null, wait);
-    }
+    if (!gate.ok) throw tooManyFailures(gate.retryAfterMs, "keys or tokens");
     let session: Session;
     if (b.kind === "account") {
       const key = b.secret.trim();

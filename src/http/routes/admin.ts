@@ -2,7 +2,7 @@
 import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticateAdmin } from "../auth";
+import { authenticateAdmin, sourceAddress } from "../auth";
 import { Admin, CreateAccountBody, CreateKeyBody, CreditsBody, PatchAccountBody } from "../../accounts/admin";
 
 export function registerAdminRoutes(app: App, s: Services, docs: RouteDocs): void {
@@ -18,22 +18,23 @@ export function registerAdminRoutes(app: App, s: Services, docs: RouteDocs): voi
   d("DELETE", "/admin/keys/:id", "Revoke an API key.");
   d("POST", "/admin/accounts/:id/credits", "Add (positive) or deduct (negative) credits.", CreditsBody);
   d("GET", "/admin/accounts/:id/ledger", "The account's ledger entries, newest first.");
+  const authorized = (request: Request, bearer: string | undefined) => authenticateAdmin(s, request, bearer, sourceAddress(app, request));
 
-  app.post("/admin/accounts", ({ bearer, body, set }) => {
-    authenticateAdmin(s, bearer);
+  app.post("/admin/accounts", ({ request, bearer, body, set }) => {
+    authorized(request, bearer);
     set.status = 201;
     return admin.createAccount(body);
   });
-  app.get("/admin/accounts", ({ bearer }) => (authenticateAdmin(s, bearer), admin.listAccounts()));
-  app.get("/admin/accounts/:id", ({ bearer, params }) => (authenticateAdmin(s, bearer), admin.getAccount(params.id)));
-  app.patch("/admin/accounts/:id", ({ bearer, params, body }) => (authenticateAdmin(s, bearer), admin.patchAccount(params.id, body)));
-  app.post("/admin/accounts/:id/keys", ({ bearer, params, body, set }) => {
-    authenticateAdmin(s, bearer);
+  app.get("/admin/accounts", ({ request, bearer }) => (authorized(request, bearer), admin.listAccounts()));
+  app.get("/admin/accounts/:id", ({ request, bearer, params }) => (authorized(request, bearer), admin.getAccount(params.id)));
+  app.patch("/admin/accounts/:id", ({ request, bearer, params, body }) => (authorized(request, bearer), admin.patchAccount(params.id, body)));
+  app.post("/admin/accounts/:id/keys", ({ request, bearer, params, body, set }) => {
+    authorized(request, bearer);
     set.status = 201;
     return admin.createKey(params.id, body);
   });
-  app.get("/admin/accounts/:id/keys", ({ bearer, params }) => (authenticateAdmin(s, bearer), admin.listKeys(params.id)));
-  app.delete("/admin/keys/:id", ({ bearer, params }) => (authenticateAdmin(s, bearer), admin.revokeKey(params.id)));
-  app.post("/admin/accounts/:id/credits", ({ bearer, params, body }) => (authenticateAdmin(s, bearer), admin.adjustCredits(params.id, body)));
-  app.get("/admin/accounts/:id/ledger", ({ bearer, params }) => (authenticateAdmin(s, bearer), admin.ledger(params.id)));
+  app.get("/admin/accounts/:id/keys", ({ request, bearer, params }) => (authorized(request, bearer), admin.listKeys(params.id)));
+  app.delete("/admin/keys/:id", ({ request, bearer, params }) => (authorized(request, bearer), admin.revokeKey(params.id)));
+  app.post("/admin/accounts/:id/credits", ({ request, bearer, params, body }) => (authorized(request, bearer), admin.adjustCredits(params.id, body)));
+  app.get("/admin/accounts/:id/ledger", ({ request, bearer, params }) => (authorized(request, bearer), admin.ledger(params.id)));
 }

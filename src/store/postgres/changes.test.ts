@@ -3,20 +3,11 @@
  * limits changed — by any connection, plain SQL included — notifies every listener within
  * milliseconds; balance changes (every charge) do not.
  */
-import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
+import { expect, test } from "bun:test";
 import { listenForChanges, type Change } from "./changes";
-import { pgFixture, type PgFixture } from "../../../test/support/postgres-store";
+import { usePgFixture } from "../../../test/support/postgres-store";
 
-// Real servers on a shared machine: generous limits (bunfig's [test] timeout is not applied to every test).
-setDefaultTimeout(30_000);
-
-let f: PgFixture;
-beforeAll(async () => {
-  f = await pgFixture();
-}, 60_000);
-afterAll(async () => {
-  await f.close();
-});
+const f = usePgFixture();
 
 test("revocations and account changes notify every instance; charges do not", async () => {
   const b = await f.instance();

@@ -3,20 +3,11 @@
  * instance whose heartbeat expired, exactly once, and never anything of a live instance; a
  * released instance can no longer take holds and registers again.
  */
-import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { StoreUnavailable } from "../../billing/ledger-store";
-import { pgFixture, type PgFixture, type PgInstance } from "../../../test/support/postgres-store";
+import { usePgFixture, type PgInstance } from "../../../test/support/postgres-store";
 
-// Real servers on a shared machine: generous limits (bunfig's [test] timeout is not applied to every test).
-setDefaultTimeout(30_000);
-
-let f: PgFixture;
-beforeAll(async () => {
-  f = await pgFixture();
-}, 60_000);
-afterAll(async () => {
-  await f.close();
-});
+const f = usePgFixture();
 
 const limits = { rateLimitRpm: 1_000_000, concurrencyLimit: 100 };
 let seq = 0;

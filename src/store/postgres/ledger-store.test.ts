@@ -3,22 +3,13 @@
  * every rule of the LedgerStore port, the constraints behind them, batching, and concurrency
  * across instances sharing the database.
  */
-import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { StoreUnavailable } from "../../billing/ledger-store";
 import { MAX_BALANCE } from "../../billing/ledger";
 import { DomainError, InternalError } from "../../errors";
-import { pgFixture, type PgFixture } from "../../../test/support/postgres-store";
+import { usePgFixture } from "../../../test/support/postgres-store";
 
-// Real servers on a shared machine: generous limits (bunfig's [test] timeout is not applied to every test).
-setDefaultTimeout(30_000);
-
-let f: PgFixture;
-beforeAll(async () => {
-  f = await pgFixture();
-}, 60_000);
-afterAll(async () => {
-  await f.close();
-});
+const f = usePgFixture();
 
 const hold = (requestId: string, accountId: string, amount: number) => ({ requestId, accountId, amount, endpoint: "/v1/chat/completions", model: "m" });
 let seq = 0;

@@ -3,20 +3,11 @@
  * limiter (one parameterised suite over both), then what only the shared one can promise —
  * one rate and one concurrency limit across instances, with no per-instance slack.
  */
-import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { AccountLimiter, type Limiter } from "../../limits/limiter";
-import { pgFixture, type PgFixture } from "../../../test/support/postgres-store";
+import { usePgFixture } from "../../../test/support/postgres-store";
 
-// Real servers on a shared machine: generous limits (bunfig's [test] timeout is not applied to every test).
-setDefaultTimeout(30_000);
-
-let f: PgFixture;
-beforeAll(async () => {
-  f = await pgFixture();
-}, 60_000);
-afterAll(async () => {
-  await f.close();
-});
+const f = usePgFixture();
 
 interface Subject {
   limiter: Limiter;
