@@ -26,9 +26,9 @@ beforeAll(() => {
         heartbeatMs: 100,
         onCancel: () => cancelled++,
         produce: async (w) => {
-          w.write(sseData({ n: 1 }));
+          w.write(new TextEncoder().encode(sseData({ n: 1 })));
           await Bun.sleep(1_600);
-          w.write(sseData({ n: 2 }));
+          w.write(new TextEncoder().encode(sseData({ n: 2 })));
         },
       });
       return new Response(body, { headers: { "content-type": "text/event-stream" } });

@@ -82,6 +82,9 @@ type HoldState = "open" | "settling" | "posted" | "released";
 
 const QUANTITIES = ["inputTokens", "outputTokens", "characters"] as const;
 
+/** What release() of a posted hold resolves to. */
+const POSTED: Promise<boolean> = Promise.resolve(false);
+
 export class Hold implements AsyncDisposable {
   readonly requestId: string;
   readonly accountId: string;
@@ -180,7 +183,8 @@ export class Hold implements AsyncDisposable {
    * store cannot write (it is retried until it can). Idempotent; never rejects.
    */
   release(): Promise<boolean> {
-    this.releasing ??= this.releaseOnce();
+    // Posted: nothing to void (the usual end of a request), so no async step either.
+    this.releasing ??= this.state === "posted" ? POSTED : this.releaseOnce();
     return this.releasing;
   }
 

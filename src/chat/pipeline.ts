@@ -129,6 +129,26 @@ export async function checkContextWindow(s: Services, call: ChatCall): Promise<v
 }
 
 /**
+ * The checks and rewrites before the hold: the context window (only when the cheap bound says the
+ * prompt might not fit) and inline images (only when some message has content parts). Nothing to
+ * wait for in the usual case, and then no promise either.
+ */
+function beforeHold(s: Services, call: ChatCall): Promise<void> | undefined {
+  const checkContext = mayExceedContext(call.request, call.resolved.entry);
+  const images = hasContentParts(call.request.messages);
+  if (!checkContext && !images) return undefined;
+  return (async () => {
+    if (checkContext) await checkContextWindow(s, call);
+    if (images) await prepareChatImages(s, call);
+  })();
+}
+
+function hasContentParts(messages: { content?: unknown }[]): boolean {
+  for (let i = 0; i < messages.length; i++) if (Array.isArray(messages[i]!.content)) return true;
+  return false;
+}
+
+/**
  * A plain chat call: hold, dispatch, check the reply, then charge. `present` turns the rewritten
  * chat body and its cost into what the route returns, and may name a stored response to write in
  * the charge's own transaction.
@@ -138,8 +158,8 @@ export async function completeChat<T>(
   call: ChatCall,
   present: (chat: ChatObject, result: ChatResult) => { value: T; storedResponse?: StoredResponseRecord },
 ): Promise<{ value: T; result: ChatResult }> {
-  await checkContextWindow(s, call);
-  await prepareChatImages(s, call);
+  const before = beforeHold(s, call);
+  if (before) await before;
   const { hold } = await reserveChat(s, call);
   try {
     const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId, call.accountId));
@@ -168,8 +188,8 @@ export async function completeChat<T>(
 
 /** Opens a relayed stream; resolves once an upstream accepted the request (errors before that throw). */
 export async function openChatStream(s: Services, call: ChatCall): Promise<ChatStream> {
-  await checkContextWindow(s, call);
-  await prepareChatImages(s, call);
+  const before = beforeHold(s, call);
+  if (before) await before;
   const { hold, budget } = await reserveChat(s, call);
   try {
     // Aborted by the client going away or by the stream's own cancel/failure.

@@ -24,6 +24,13 @@ type ChatObject = Record<string, unknown>;
 /** The upstream broke the stream; nothing is billed and the client gets an error event. */
 export class StreamFailure extends Error {}
 
+/** The rewritten chunks with content from one upstream read, and the text they deliver. */
+export interface RelayBatch {
+  chunks: ChatObject[];
+  /** Content, reasoning and tool-call text of the chunks (what the client is sent). */
+  text: string;
+}
+
 export class ChatStream {
   private usage: UpstreamUsage | null = null;
   /** The output relayed so far, counted as it goes (see token-tally.ts). */
@@ -58,7 +65,7 @@ export class ChatStream {
    * Usage-only chunks are held back (the relay sends its own). Ends normally when the upstream
    * completes or the output cap is reached; throws StreamFailure when the upstream breaks.
    */
-  async *batches(): AsyncGenerator<ChatObject[]> {
+  async *batches(): AsyncGenerator<RelayBatch> {
     const reader = this.response.body;
     const parser = new SseParser();
     const rewrite = { id: completionId(this.call.requestId), model: this.call.resolved.requestedId, serviceTier: this.call.resolved.tier };
@@ -77,6 +84,7 @@ export class ChatStream {
         }
         const events = read.done ? parser.end() : parser.push(read.value!);
         const batch: ChatObject[] = [];
+        let batchText = "";
         // A failure ends the stream only after the chunks that came before it in this read.
         let failure: StreamFailure | null = null;
         for (const ev of events) {
@@ -123,6 +131,7 @@ export class ChatStream {
           if (typeof obj.created === "number") created = obj.created;
           this.delivered.add(text);
           this.deliveredChunks++;
+          batchText += text;
           batch.push(rewriteChatObject(obj, rewrite));
         }
         if (this.capped) {
@@ -130,12 +139,13 @@ export class ChatStream {
           this.upstream.abort();
           const ending = [...(unfinished.size > 0 ? unfinished : [0])].map((index) => ({ index, delta: {}, finish_reason: "length" }));
           batch.push(rewriteChatObject({ id: "", object: "chat.completion.chunk", created, model: "", choices: ending }, rewrite));
-          yield batch;
+          yield { chunks: batch, text: batchText };
           return;
         }
-        if (batch.length > 0) yield batch;
+        if (batch.length > 0) yield { chunks: batch, text: batchText };
         // A long output is counted as it goes; its count sets the pace (see token-tally.ts).
-        await this.delivered.caughtUp();
+        const counting = this.delivered.caughtUp();
+        if (counting) await counting;
         if (failure) throw failure;
         if (read.done) break;
       }

@@ -65,9 +65,12 @@ export class TokenTally {
     if (last === undefined || cut - last >= CUT_SPACING) this.safe.push(cut);
   }
 
-  /** Resolves once no part is being counted (a producer waits here before adding more). */
-  caughtUp(): Promise<void> {
-    return this.inFlight ?? Promise.resolve();
+  /**
+   * Resolves once no part is being counted (a producer waits here before adding more); undefined
+   * when none is (nothing to wait for).
+   */
+  caughtUp(): Promise<void> | undefined {
+    return this.inFlight ?? undefined;
   }
 
   /**

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { openStore, type Store } from "../store/database";
 import { newRequestId } from "../http/request-context";
 import { SqliteOutcomeRecords } from "../store/sqlite/outcomes";
-import { arrivalOfRequestId, RequestOutcomes, requestIdBefore, type RequestOutcome } from "./outcomes";
+import { arrivalOfRequestId, RequestOutcomes, requestIdBefore, type OutcomeRecords, type RequestOutcome } from "./outcomes";
 
 let dir: string;
 let db: Store;
@@ -79,5 +79,44 @@ describe("RequestOutcomes", () => {
     expect(late < requestIdBefore(t)).toBe(false);
     expect(arrivalOfRequestId(late)).toBe(t);
     expect(arrivalOfRequestId("chatcmpl-x")).toBeNull();
+  });
+});
+
+describe("the timer's flush", () => {
+  test("writes a busy second's rows in slices, one per turn of the event loop; rows recorded meanwhile wait for the next tick", async () => {
+    const writes: number[] = [];
+    const turns: number[] = [];
+    // Counts turns of the event loop.
+    let turn = 0;
+    let counting = true;
+    const bump = () => {
+      turn++;
+      if (counting) setImmediate(bump);
+    };
+    bump();
+    const records: OutcomeRecords = {
+      write(rows) {
+        writes.push(rows.length);
+        turns.push(turn);
+        return true;
+      },
+      async get() {
+        return null;
+      },
+      sweep() {},
+    };
+    const o = new RequestOutcomes(records, () => {}, { flushMs: 40, maxPending: 10_000, retentionMs: 86_400_000, sliceRows: 500 });
+    const t = Date.now();
+    for (let i = 0; i < 1_200; i++) o.record(outcome(newRequestId(t + i)));
+    while (writes.length === 0) await Bun.sleep(1);
+    // Recorded after the tick began: not part of its slices.
+    for (let i = 0; i < 10; i++) o.record(outcome(newRequestId(t + 2_000 + i)));
+    while (writes.length < 3) await Bun.sleep(1);
+    expect(writes.slice(0, 3)).toEqual([500, 500, 200]);
+    expect(new Set(turns.slice(0, 3)).size).toBe(3);
+    while (writes.length < 4) await Bun.sleep(5);
+    expect(writes[3]).toBe(10);
+    counting = false;
+    o.close();
   });
 });

@@ -21,7 +21,6 @@ import { SSE_HEADERS } from "../protocols/sse";
 import { DomainError, chargeNotRecorded, clientGone, midStreamFailure } from "../errors";
 import { requestMetrics } from "../metrics/request-metrics";
 import { producerStream, type StreamWriter } from "./streaming";
-import { deliveredText } from "../chat/rewrite";
 
 export const STREAM_HEARTBEAT_MS = 15_000;
 
@@ -30,18 +29,23 @@ type Headers = Record<string, string | number>;
 
 /** How a stream ends once its charge is known. */
 export interface StreamEnding {
-  frames: Uint8Array[];
+  /** SSE text. */
+  frames: string;
   /** A Responses turn to store in the charge's own transaction. */
   storedResponse?: StoredResponseRecord;
 }
 
+/**
+ * The protocol's SSE text for each step of a stream. Text, not bytes: the frames of one upstream
+ * read are joined and encoded once, as one write.
+ */
 export interface StreamFraming {
   /** Frames sent before the first chunk (e.g. message_start). */
-  start?(): Uint8Array[];
+  start?(): string;
   /** Frames for one rewritten chat chunk. */
-  push(chunk: Json): Uint8Array[];
+  push(chunk: Json): string;
   /** Frames when the stream failed after it started (the error says whether it was billed). */
-  failed(error: DomainError): Uint8Array[];
+  failed(error: DomainError): string;
   /** Final frames of a completed stream, built before its charge is written and sent after. */
   finish(result: ChatResult): StreamEnding;
 }
@@ -105,12 +109,13 @@ export async function streamForRoute(
 }
 
 async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: StreamFraming, w: StreamWriter): Promise<void> {
-  // Frames produced together go out as one write: one enqueue, one socket write.
+  // The frames of one step go out as one write: one encode, one enqueue, one socket write.
   const untaken = new UntakenText();
   let written = 0;
-  const send = (frames: Uint8Array[], text = "") => {
-    const bytes = frames.length === 1 ? frames[0]! : frames.length > 1 ? Buffer.concat(frames) : null;
-    if (!bytes) return;
+  const send = (frames: string, text = "") => {
+    if (frames === "") return;
+    // Buffer.from encodes UTF-8 in about half the time TextEncoder takes here.
+    const bytes = Buffer.from(frames, "utf8");
     w.write(bytes);
     written += bytes.byteLength;
     untaken.add(written, text);
@@ -122,14 +127,16 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     for await (const batch of stream.batches()) {
       if (w.closed) {
         // Read from the upstream, never written: not delivered.
-        untaken.add(Infinity, textOf(batch));
+        untaken.add(Infinity, batch.text);
         break;
       }
-      const frames: Uint8Array[] = [];
-      for (const chunk of batch) for (const f of framing.push(chunk)) frames.push(f);
-      send(frames, textOf(batch));
+      const { chunks } = batch;
+      let frames = "";
+      for (let i = 0; i < chunks.length; i++) frames += framing.push(chunks[i]!);
+      send(frames, batch.text);
       // Backpressure: the upstream is read again only once the client took most of this.
-      await w.ready();
+      const room = w.ready();
+      if (room) await room;
       untaken.settleUpTo(w.taken);
     }
   } catch (err) {
@@ -170,16 +177,6 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     return;
   }
   send(ending.frames);
-}
-
-/** The delivered text (content, reasoning, tool calls) of a batch of rewritten chat chunks. */
-function textOf(batch: Json[]): string {
-  let text = "";
-  for (const chunk of batch) {
-    const choices = chunk.choices as { delta?: Json }[] | undefined;
-    if (Array.isArray(choices)) for (const c of choices) text += deliveredText(c?.delta);
-  }
-  return text;
 }
 
 /**

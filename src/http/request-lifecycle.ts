@@ -16,6 +16,7 @@ import type { App } from "./app";
 import type { Services } from "../services";
 import { beginRequest, contextOf, endRequest, type RequestContext } from "./request-context";
 import { requestMetrics, type RequestMetrics } from "../metrics/request-metrics";
+import type { Cell, HistogramSeries } from "../metrics/registry";
 import { watchProducerEnd, type StreamEnd } from "./streaming";
 import type { RequestEnd } from "../generations/outcomes";
 import { ElysiaCustomStatusResponse } from "elysia";
@@ -28,10 +29,11 @@ export interface HookContext {
   responseValue?: unknown;
 }
 
-/** The label sets one request records with, made once per endpoint, model and status. */
+/** The series one request records into, looked up once per endpoint, model and status. */
 interface SeriesLabels {
-  labels: { endpoint: string; model: string; status: number };
-  endpointLabels: { endpoint: string };
+  requests: Cell;
+  latency: HistogramSeries;
+  overhead: HistogramSeries;
 }
 
 /**
@@ -56,7 +58,11 @@ export function installRequestLifecycle(app: App, s: Services): void {
     const k = `${endpoint} ${model} ${status}`;
     let set = seriesCache.get(k);
     if (set === undefined) {
-      set = { labels: { endpoint, model, status }, endpointLabels: { endpoint } };
+      set = {
+        requests: metrics.requests.cell({ endpoint, model, status }),
+        latency: metrics.latency.seriesOf({ endpoint }),
+        overhead: metrics.overhead.seriesOf({ endpoint }),
+      };
       // Bounded: endpoints are route patterns, models catalog ids (or "unknown"/"none"), statuses few.
       if (seriesCache.size < 10_000) seriesCache.set(k, set);
     }
@@ -70,9 +76,9 @@ export function installRequestLifecycle(app: App, s: Services): void {
     const endpoint = hc.route ?? "unmatched";
     const model = modelLabel(s, hc.body);
     const series = seriesFor(endpoint, model, status);
-    metrics.requests.inc(series.labels);
-    metrics.latency.observe(totalMs / 1000, series.endpointLabels);
-    metrics.overhead.observe(overheadMs / 1000, series.endpointLabels);
+    series.requests.value++;
+    metrics.latency.observeIn(series.latency, totalMs / 1000);
+    metrics.overhead.observeIn(series.overhead, overheadMs / 1000);
     if (status === 502 || status === 504) metrics.upstreamErrors.inc({ endpoint, kind: status === 502 ? "upstream_error" : "upstream_timeout" });
     // For generation records: an array push here, written in batches off the request path.
     if (ctx.accountId) {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { producerStream, watchProducerEnd, type StreamEnd, type StreamWriter } from "./streaming";
+import { activePeriods } from "./shared-ticker";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -110,5 +111,29 @@ describe("backpressure", () => {
     expect(reasons).toEqual(["gone"]);
     expect(writer.taken).toBe(1024);
     expect(writer.closed).toBe(true);
+  });
+});
+
+describe("timers", () => {
+  test("heartbeat and stall checks share timers that are gone once the streams end, however they end", async () => {
+    const before = activePeriods();
+    const opts = { heartbeatMs: 15_000, stallTimeoutMs: 60_000 };
+    const completed = producerStream({ ...opts, onCancel() {}, async produce(w) { w.write(bytes("a")); } });
+    const cancelled = producerStream({ ...opts, onCancel() {}, produce: () => new Promise(() => {}) });
+    const aborted = producerStream({ ...opts, onCancel() {}, async produce(w) { w.abort(); } });
+    // Three streams, six checks, one timer: both kinds are checked every 5 s at these settings.
+    expect(activePeriods()).toBe(before + 1);
+    expect(await new Response(completed).text()).toBe("a");
+    await cancelled.cancel();
+    await new Response(aborted).text().catch(() => {});
+    expect(activePeriods()).toBe(before);
+  });
+
+  test("a quiet stream gets a heartbeat comment", async () => {
+    let writer!: StreamWriter;
+    const body = producerStream({ heartbeatMs: 20, onCancel() {}, produce: (w) => { writer = w; return Bun.sleep(70); } });
+    const text = await new Response(body).text();
+    expect(writer.closed).toBe(true);
+    expect(text).toContain(": keep-alive\n\n");
   });
 });

@@ -7,6 +7,9 @@
  * that goes away triggers `onCancel` at once.
  */
 import { sseComment } from "../protocols/sse";
+import { everyPeriod } from "./shared-ticker";
+
+const HEARTBEAT = new TextEncoder().encode(sseComment());
 
 /** Bytes queued for one client above which its producer should wait (see StreamWriter.ready). */
 export const STREAM_HIGH_WATER_BYTES = 32 * 1024;
@@ -15,10 +18,10 @@ export interface StreamWriter {
   /** Queues bytes for the client; never blocks (call ready() before producing more). */
   write(bytes: Uint8Array): void;
   /**
-   * Resolves once the bytes queued for the client are below the high-water mark (at once if they
-   * are), or once the stream has ended (check `closed`).
+   * Resolves once the bytes queued for the client are below the high-water mark, or once the
+   * stream has ended (check `closed`); undefined when that is so already (nothing to wait for).
    */
-  ready(): Promise<void>;
+  ready(): Promise<void> | undefined;
   readonly closed: boolean;
   /** Bytes the client's connection has taken so far (the rest are still queued here). */
   readonly taken: number;
@@ -61,8 +64,9 @@ export function watchProducerEnd(body: ReadableStream<Uint8Array>, done: (outcom
 export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> {
   const highWater = opts.highWaterBytes ?? STREAM_HIGH_WATER_BYTES;
   let closed = false;
-  let timer: ReturnType<typeof setInterval> | null = null;
-  let stallTimer: ReturnType<typeof setInterval> | null = null;
+  /** Unregister the heartbeat and stall checks (shared timers, see shared-ticker.ts). */
+  let stopHeartbeat: (() => void) | null = null;
+  let stopStallCheck: (() => void) | null = null;
   let lastWrite = Date.now();
   let ended: StreamEnd | null = null;
   let onEnd: ((outcome: StreamEnd) => void) | null = null;
@@ -93,9 +97,9 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
     for (const w of woken) w();
   };
   const stopTimer = () => {
-    if (timer) clearInterval(timer);
-    if (stallTimer) clearInterval(stallTimer);
-    timer = stallTimer = null;
+    stopHeartbeat?.();
+    stopStallCheck?.();
+    stopHeartbeat = stopStallCheck = null;
   };
   /** Hands the oldest queued chunk to the server's read. */
   const handOver = () => {
@@ -130,7 +134,7 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
       }
     },
     ready() {
-      if (closed || queuedBytes < highWater) return Promise.resolve();
+      if (closed || queuedBytes < highWater) return undefined;
       return new Promise<void>((resolve) => waiters.push(resolve));
     },
     get closed() {
@@ -160,17 +164,18 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
     {
       start(c) {
         controller = c;
-        if (opts.heartbeatMs) {
-          timer = setInterval(() => {
+        const heartbeatMs = opts.heartbeatMs;
+        if (heartbeatMs) {
+          stopHeartbeat = everyPeriod(Math.min(heartbeatMs, 5_000), () => {
             // A client that is not reading needs no heartbeat, and must not get one queued.
-            if (!closed && queue.length === 0 && Date.now() - lastWrite >= opts.heartbeatMs!) w.write(sseComment());
-          }, Math.min(opts.heartbeatMs, 5_000));
+            if (!closed && queue.length === 0 && Date.now() - lastWrite >= heartbeatMs) w.write(HEARTBEAT);
+          });
         }
         const stallMs = opts.stallTimeoutMs;
         if (stallMs) {
-          stallTimer = setInterval(() => {
+          stopStallCheck = everyPeriod(Math.max(10, Math.round(Math.min(stallMs / 4, 5_000))), () => {
             if (waitingSince !== null && Date.now() - waitingSince >= stallMs) stalled();
-          }, Math.max(10, Math.min(stallMs / 4, 5_000)));
+          });
         }
         opts
           .produce(w)

@@ -64,7 +64,7 @@ abstract class Metric {
   abstract render(): string[];
 }
 
-interface Cell {
+export interface Cell {
   value: number;
 }
 const newCell = (): Cell => ({ value: 0 });
@@ -76,6 +76,13 @@ export class Counter extends Metric {
   }
   inc(labels: Labels = {}, by = 1): void {
     this.series.at(labels).value += by;
+  }
+  /**
+   * The series for these labels, for a caller that records into it again and again: adding to
+   * its `value` is an increment without building the label key each time.
+   */
+  cell(labels: Labels = {}): Cell {
+    return this.series.at(labels);
   }
   get(labels: Labels = {}): number {
     return this.series.find(labels)?.value ?? 0;
@@ -109,7 +116,7 @@ export class Gauge extends Metric {
   }
 }
 
-interface HistogramSeries {
+export interface HistogramSeries {
   /** Observations per bucket, not cumulative (rendering sums them): one increment per observation. */
   perBucket: number[];
   sum: number;
@@ -123,7 +130,14 @@ export class Histogram extends Metric {
     this.series = new SeriesMap(() => ({ perBucket: new Array<number>(bounds.length).fill(0), sum: 0, count: 0 }));
   }
   observe(value: number, labels: Labels = {}): void {
-    const s = this.series.at(labels);
+    this.observeIn(this.series.at(labels), value);
+  }
+  /** The series for these labels, for a caller that observes into it again and again (observeIn). */
+  seriesOf(labels: Labels = {}): HistogramSeries {
+    return this.series.at(labels);
+  }
+  /** Records `value` in a series of this histogram (from seriesOf). */
+  observeIn(s: HistogramSeries, value: number): void {
     const bounds = this.bounds;
     let i = 0;
     while (i < bounds.length && value > bounds[i]!) i++;
@@ -172,21 +186,23 @@ export class Histogram extends Metric {
 export class MetricsRegistry {
   private readonly metrics = new Map<string, Metric>();
 
-  private add<M extends Metric>(m: M): M {
-    const existing = this.metrics.get(m.name);
+  /** The metric of that name, made by `make` the first time it is asked for. */
+  private add<M extends Metric>(name: string, make: () => M): M {
+    const existing = this.metrics.get(name);
     if (existing) return existing as M;
-    this.metrics.set(m.name, m);
+    const m = make();
+    this.metrics.set(name, m);
     return m;
   }
 
   counter(name: string, help: string): Counter {
-    return this.add(new Counter(name, help));
+    return this.add(name, () => new Counter(name, help));
   }
   gauge(name: string, help: string, collect?: () => number): Gauge {
-    return this.add(new Gauge(name, help, collect));
+    return this.add(name, () => new Gauge(name, help, collect));
   }
   histogram(name: string, help: string, bounds: number[]): Histogram {
-    return this.add(new Histogram(name, help, bounds));
+    return this.add(name, () => new Histogram(name, help, bounds));
   }
 
   render(): string {

@@ -4,7 +4,7 @@
  * account ids or anything a client can make up.
  */
 import type { Services } from "../services";
-import { LATENCY_BUCKETS, type Counter, type Histogram } from "../metrics/registry";
+import { LATENCY_BUCKETS, type Cell, type Counter, type Histogram } from "../metrics/registry";
 
 export interface RequestMetrics {
   requests: Counter;
@@ -14,6 +14,16 @@ export interface RequestMetrics {
 }
 
 const cache = new WeakMap<Services, RequestMetrics>();
+
+interface ChargeSeries {
+  labels: { endpoint: string; model: string };
+  tier: string;
+  input: Cell | null;
+  output: Cell | null;
+  characters: Cell | null;
+  credits: Cell | null;
+  charges: Cell | null;
+}
 
 export function requestMetrics(s: Services): RequestMetrics {
   const hit = cache.get(s);
@@ -34,13 +44,21 @@ export function requestMetrics(s: Services): RequestMetrics {
   s.ledger.onClamped((c) => clamps.inc({ endpoint: c.endpoint, model: c.model }));
   m.gauge("switchyard_requests_in_flight", "Admitted requests holding a concurrency slot.", () => s.limits.totalInFlight());
   m.counter("switchyard_limit_rejections_total", "Requests refused by a per-account limit.");
+  // The series of each endpoint, model and tier, looked up once (bounded like their labels); a
+  // series appears in the exposition only once something was recorded in it, as before.
+  const chargeSeries = new Map<string, ChargeSeries>();
   s.ledger.onSettled((c) => {
-    const labels = { endpoint: c.endpoint, model: c.model };
-    if (c.inputTokens) tokens.inc({ ...labels, direction: "input" }, c.inputTokens);
-    if (c.outputTokens) tokens.inc({ ...labels, direction: "output" }, c.outputTokens);
-    if (c.characters) characters.inc(labels, c.characters);
-    credits.inc(labels, c.charged);
-    charges.inc({ ...labels, tier: c.serviceTier });
+    const k = `${c.endpoint} ${c.model} ${c.serviceTier}`;
+    let x = chargeSeries.get(k);
+    if (x === undefined) {
+      x = { labels: { endpoint: c.endpoint, model: c.model }, tier: c.serviceTier, input: null, output: null, characters: null, credits: null, charges: null };
+      if (chargeSeries.size < 10_000) chargeSeries.set(k, x);
+    }
+    if (c.inputTokens) (x.input ??= tokens.cell({ ...x.labels, direction: "input" })).value += c.inputTokens;
+    if (c.outputTokens) (x.output ??= tokens.cell({ ...x.labels, direction: "output" })).value += c.outputTokens;
+    if (c.characters) (x.characters ??= characters.cell(x.labels)).value += c.characters;
+    (x.credits ??= credits.cell(x.labels)).value += c.charged;
+    (x.charges ??= charges.cell({ ...x.labels, tier: x.tier })).value++;
   });
   cache.set(s, defined);
   return defined;

@@ -38,7 +38,7 @@ describe("SseParser", () => {
     }
   });
   test("framing", () => {
-    expect(new TextDecoder().decode(sseData({ a: 1 }))).toBe('data: {"a":1}\n\n');
-    expect(new TextDecoder().decode(sseEvent("ping", { type: "ping" }))).toBe('event: ping\ndata: {"type":"ping"}\n\n');
+    expect(sseData({ a: 1 })).toBe('data: {"a":1}\n\n');
+    expect(sseEvent("ping", { type: "ping" })).toBe('event: ping\ndata: {"type":"ping"}\n\n');
   });
 });

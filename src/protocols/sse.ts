@@ -73,24 +73,24 @@ export class SseParser {
   }
 }
 
-const encoder = new TextEncoder();
+// Frames are text: a relay joins the frames of one upstream read and encodes them once.
 
 /** `data: <json>\n\n` */
-export function sseData(payload: unknown): Uint8Array {
-  return encoder.encode(`data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`);
+export function sseData(payload: unknown): string {
+  return `data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`;
 }
 
 /** `event: <name>\ndata: <json>\n\n` — Anthropic's SDK dispatches on the event name. */
-export function sseEvent(name: string, payload: unknown): Uint8Array {
-  return encoder.encode(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
+export function sseEvent(name: string, payload: unknown): string {
+  return `event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`;
 }
 
 /** A comment line: keeps idle connections open without producing an event. */
-export function sseComment(text = "keep-alive"): Uint8Array {
-  return encoder.encode(`: ${text}\n\n`);
+export function sseComment(text = "keep-alive"): string {
+  return `: ${text}\n\n`;
 }
 
-export const SSE_DONE = encoder.encode("data: [DONE]\n\n");
+export const SSE_DONE = "data: [DONE]\n\n";
 
 export const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",

@@ -12,6 +12,7 @@ import type { ServiceTier } from "../catalog/catalog";
 import { DomainError, modelUnavailable, upstreamError, upstreamTimeout } from "../errors";
 import { postChatCompletions, UpstreamFailure, type UpstreamReply } from "./client";
 import type { Route } from "./registry";
+import type { Cell, Counter } from "../metrics/registry";
 
 /** Thrown when the client disconnected while we were still waiting for an upstream. */
 export class ClientGone extends Error {}
@@ -52,7 +53,7 @@ export async function dispatchChat(
         onMidStreamFailure: () => route.health.failure(),
       });
       route.health.success();
-      attempts.inc({ route: route.label, outcome: "ok" });
+      okAttempts(attempts, route).value++;
       return { response, route };
     } catch (err) {
       if (!(err instanceof UpstreamFailure)) {
@@ -73,6 +74,14 @@ export async function dispatchChat(
   }
   if (last === null) throw modelUnavailable(publicId);
   throw mapFailure(last);
+}
+
+/** Each route's series of successful attempts, looked up once (per registry: tests run several). */
+const okSeries = new WeakMap<Route, { counter: Counter; cell: Cell }>();
+function okAttempts(counter: Counter, route: Route): Cell {
+  let hit = okSeries.get(route);
+  if (hit === undefined || hit.counter !== counter) okSeries.set(route, (hit = { counter, cell: counter.cell({ route: route.label, outcome: "ok" }) }));
+  return hit.cell;
 }
 
 const CONTEXT_HINT = /context length|context window|maximum context|too many tokens|prompt is too long/i;

@@ -11,12 +11,18 @@
  *      is its own read, as from a real engine). Rounds are interleaved (the order of the paths
  *      rotates each round) and medians reported, so noise from other work hits every path alike.
  *   2. Added latency over direct with a 50 ms upstream at concurrency 64, plain and streamed
- *      (p50/p99 of whole-body latency, pooled over interleaved rounds).
+ *      (p50/p99 of whole-body latency, pooled over interleaved rounds); and the same one request
+ *      at a time (concurrency 1), which leaves out queueing: what the path itself adds.
  *   3. The ledger afterwards: one charge per gateway request, no pending hold, sum = balance.
  *
  *   BENCH_REQUESTS (3000 per round and path; paced: half)  BENCH_CONCURRENCY (32)  BENCH_ROUNDS (5)
- *   BENCH_LATENCY_REQUESTS (1024)  BENCH_LATENCY_ROUNDS (3)  BENCH_DELAY_MS (50)  BENCH_WARMUP (3000)
- *   BENCH_MODES (plain,streamed,paced)
+ *   BENCH_LATENCY_REQUESTS (1024)  BENCH_LATENCY_ROUNDS (3)  BENCH_DELAY_MS (50)  BENCH_SERIAL_REQUESTS (40)
+ *   BENCH_WARMUP (3000)  BENCH_WARMUP_MAX (40000)  BENCH_MODES (plain,streamed,paced)
+ *
+ * Warm-up: every path takes BENCH_WARMUP requests of each mode, then more, a slice at a time, until
+ * its JIT compiler threads are quiet (under JIT_QUIET_US per request over the last slice) or it has
+ * taken BENCH_WARMUP_MAX: JavaScriptCore keeps compiling a gateway's code for some 15,000 requests,
+ * and that one-time cost is not what a request costs a running server.
  *   BENCH_BASELINE (a directory): also runs the Switchyard checked out there (with its own
  *     node_modules), as one more path of every round: before/after figures under the same noise.
  *
@@ -41,6 +47,10 @@ const LAT_ROUNDS = Number(process.env.BENCH_LATENCY_ROUNDS ?? 3);
 const DELAY_MS = Number(process.env.BENCH_DELAY_MS ?? 50);
 const LAT_CONCURRENCY = 64;
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3000);
+const WARMUP_MAX = Number(process.env.BENCH_WARMUP_MAX ?? 40_000);
+/** JIT threads' CPU per request below which a path counts as warm. */
+const JIT_QUIET_US = 3;
+const SERIAL_REQUESTS = Number(process.env.BENCH_SERIAL_REQUESTS ?? 40);
 const STREAM_CHUNKS = 20;
 const PACE_MS = 1;
 
@@ -169,6 +179,8 @@ try {
     const measured = plainSy.proc!.proc.pid;
     await load(sy, PROFILE, WARMUP, CONCURRENCY);
     if (plainSy !== sy) await load(plainSy, PROFILE, WARMUP, CONCURRENCY);
+    const warmed = await warmUntilQuiet(plainSy !== sy ? [sy, plainSy] : [sy], (t, m, n) => load(t, m, n, CONCURRENCY));
+    console.log(`warm-up until the JIT threads were quiet: ${[...warmed].map(([name, n]) => `${name} ${n}`).join(", ")} requests`);
     // For attaching an outside profiler (perf record -p) to the measured run.
     console.log(`gateway pid ${measured}: measuring`);
     const windows: { fromMs: number; toMs: number }[] = [];
@@ -202,6 +214,7 @@ try {
     }
   } else {
     for (const t of targets) for (const m of selected) await load(t, m, WARMUP, CONCURRENCY);
+    const warmed = await warmUntilQuiet(targets.filter((t) => t.proc !== null), (t, m, n) => load(t, m, n, CONCURRENCY));
 
     // 1. CPU per request and throughput.
     type Sample = { cpu: number | null; upstreamCpu: number | null; clientCpu: number; rps: number };
@@ -238,11 +251,26 @@ try {
       }
     }
 
+    // 3. The same, one request at a time: no queueing, only what the path adds.
+    const serial = new Map<string, number[]>();
+    for (let round = 0; round < 2 && SERIAL_REQUESTS > 0; round++) {
+      for (const m of LATENCY_MODES) {
+        for (let k = 0; k < targets.length; k++) {
+          const t = targets[(k + round) % targets.length]!;
+          const r = await load(t, { ...m, requests: SERIAL_REQUESTS }, SERIAL_REQUESTS, 1);
+          const key = `${m.key}|${t.name}`;
+          serial.set(key, [...(serial.get(key) ?? []), ...r.latencies]);
+        }
+      }
+    }
+
     console.log(`\n## hot path (${new Date().toISOString()}, Bun ${Bun.version}, ${availableParallelism()} CPUs, load average ${loadAverage()})`);
     console.log(
       `${ROUNDS} interleaved rounds per path at concurrency ${CONCURRENCY}, medians shown; streamed = ${STREAM_CHUNKS} content chunks. ` +
         `Switchyard: billing, limits, metrics and the info request log on.`,
     );
+    console.log("");
+    console.log(`Warm-up until the JIT threads were quiet: ${[...warmed].map(([name, n]) => `${name} ${n}`).join(", ")} requests per mode.`);
     console.log("");
     console.log("| mode | path | CPU µs/req (proxy process) | req/s | × bare CPU | × direct req/s | upstream µs/req | client µs/req |");
     console.log("|---|---|---:|---:|---:|---:|---:|---:|");
@@ -280,19 +308,36 @@ try {
         console.log(`| ${m.label} | ${t.name} | ${fmt(pct(m, t.name, 50), 2)} | ${fmt(pct(m, t.name, 99), 2)} | ${added(50)} | ${added(99)} |`);
       }
     }
+    if (SERIAL_REQUESTS > 0) {
+      console.log("");
+      console.log(`The same one request at a time (concurrency 1, 2 interleaved rounds of ${SERIAL_REQUESTS}): what the path adds without queueing:`);
+      console.log("");
+      console.log("| mode | path | p50 ms | added p50 ms |");
+      console.log("|---|---|---:|---:|");
+      const serialP50 = (m: Mode, name: string) => percentile((serial.get(`${m.key}|${name}`) ?? []).sort((a, b) => a - b), 50);
+      for (const m of LATENCY_MODES) {
+        for (const t of targets) {
+          console.log(`| ${m.label} | ${t.name} | ${fmt(serialP50(m, t.name), 2)} | ${t.name === "direct" ? "-" : fmt(serialP50(m, t.name) - serialP50(m, "direct"), 2)} |`);
+        }
+      }
+    }
     const cpuOf = (key: Mode["key"]) => {
       const m = selected.find((x) => x.key === key);
       return m ? stat(m, "Switchyard").cpu : null;
     };
     const addedP50 = (i: number) => pct(LATENCY_MODES[i]!, "Switchyard", 50) - pct(LATENCY_MODES[i]!, "direct", 50);
     console.log("");
-    console.log("The same requests as the gateways logged them (overhead_ms: request time not spent waiting on the upstream):");
+    console.log("The slow upstream's requests as the gateways logged them (overhead_ms: request time not spent waiting on the upstream):");
     for (const t of targets) {
       if (!t.gateway) continue;
       const lines = logLines(t.gateway.dataDir);
       for (const m of LATENCY_MODES) {
-        const xs = lines.filter((l) => l.model === m.model).map((l) => l.overhead_ms as number).sort((a, b) => a - b);
-        console.log(`  ${t.name}, ${m.label}: overhead p50 ${fmt(percentile(xs, 50), 2)} ms, p99 ${fmt(percentile(xs, 99), 2)} ms over ${xs.length} requests`);
+        const all = lines.filter((l) => l.model === m.model).map((l) => l.overhead_ms as number);
+        // The serial requests came last, after the concurrent ones (and their warm-up).
+        const xs = all.slice(0, all.length - 2 * SERIAL_REQUESTS).sort((a, b) => a - b);
+        const ys = all.slice(all.length - 2 * SERIAL_REQUESTS).sort((a, b) => a - b);
+        const serialPart = ys.length > 0 ? `; p50 ${fmt(percentile(ys, 50), 2)} ms one at a time` : "";
+        console.log(`  ${t.name}, ${m.label}: overhead p50 ${fmt(percentile(xs, 50), 2)} ms, p99 ${fmt(percentile(xs, 99), 2)} ms over ${xs.length} requests at concurrency ${LAT_CONCURRENCY}${serialPart}`);
       }
     }
     console.log("");
@@ -305,6 +350,33 @@ try {
   if (!PROFILE) for (const t of targets) if (t.gateway) checkLedger(t);
 } finally {
   await stopAll();
+}
+
+/**
+ * Warms every proxying path until its JIT compiler threads are quiet: slices of `slice` requests
+ * of each mode until the JIT threads used less than JIT_QUIET_US per request over the last slice
+ * (or WARMUP_MAX requests per mode). Returns the warm-up requests each path took, per mode.
+ */
+async function warmUntilQuiet(ts: Target[], run: (t: Target, m: Mode, n: number) => Promise<unknown>): Promise<Map<string, number>> {
+  const slice = 2000;
+  const taken = new Map<string, number>();
+  for (const t of ts) {
+    let n = WARMUP;
+    for (; n < WARMUP_MAX; n += slice) {
+      const before = jitSeconds(await threadCpuSeconds(t.proc!.proc.pid));
+      for (const m of selected) await run(t, m, slice);
+      const perRequest = ((jitSeconds(await threadCpuSeconds(t.proc!.proc.pid)) - before) * 1e6) / (slice * selected.length);
+      if (perRequest < JIT_QUIET_US) break;
+    }
+    taken.set(t.name, n);
+  }
+  return taken;
+}
+
+function jitSeconds(threads: Map<string, number>): number {
+  let s = 0;
+  for (const [name, sec] of threads) if (/JIT|WarmUp/i.test(name)) s += sec;
+  return s;
 }
 
 /** Every gateway request charged exactly once, nothing left held, and the books balance. */

@@ -31,17 +31,17 @@ export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void
     return streamForRoute(s, call, { request, server, set }, {
       push(chunk) {
         if (typeof chunk.created === "number") created = chunk.created;
-        return [sseData(chunk)];
+        return sseData(chunk);
       },
-      failed: (error) => [sseData(errorBody(error, "openai"))],
+      failed: (error) => sseData(errorBody(error, "openai")),
       finish(result) {
         const usage = includeUsage
-          ? [sseData({
+          ? sseData({
               id: completionId(requestId), object: "chat.completion.chunk", created, model: resolved.requestedId,
               service_tier: resolved.tier, choices: [], usage: usageObject(null, result),
-            })]
-          : [];
-        return { frames: [...usage, SSE_DONE] };
+            })
+          : "";
+        return { frames: usage + SSE_DONE };
       },
     });
   });

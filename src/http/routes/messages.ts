@@ -78,11 +78,15 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
       throw err instanceof CountAborted ? clientGone() : err;
     });
     const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens, stopSequences, omitThinking, cacheAccounting, toolId });
-    const frames = (events: AnthropicEvent[]) => events.map((e) => sseEvent(e.event, e.data));
+    const frames = (events: AnthropicEvent[]) => {
+      let text = "";
+      for (const e of events) text += sseEvent(e.event, e.data);
+      return text;
+    };
     return streamForRoute(s, call, { request, server, set }, {
       start: () => frames(translator.start()),
       push: (chunk) => frames(translator.push(chunk)),
-      failed: (error) => [sseEvent("error", errorBody(error, "anthropic"))],
+      failed: (error) => sseEvent("error", errorBody(error, "anthropic")),
       finish: (result) => ({ frames: frames(translator.finish(result)) }),
     });
   });

@@ -77,15 +77,19 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     }
 
     const translator = new ResponsesStreamTranslator(shell, itemId);
-    const frames = (events: ResponsesEvent[]) => events.map((e) => sseEvent(e.event, e.data));
+    const frames = (events: ResponsesEvent[]) => {
+      let text = "";
+      for (const e of events) text += sseEvent(e.event, e.data);
+      return text;
+    };
     return streamForRoute(s, call, { request, server, set }, {
       start: () => frames(translator.start()),
       push: (chunk) => frames(translator.push(chunk)),
-      failed: (error) => [...frames(translator.fail(error.message)), SSE_DONE],
+      failed: (error) => frames(translator.fail(error.message)) + SSE_DONE,
       finish(result) {
         const { events, response } = translator.finish(result);
         // Stored with the charge, before the final event: retrievable as soon as a client sees the end.
-        return { frames: [...frames(events), SSE_DONE], storedResponse: stored(response) };
+        return { frames: frames(events) + SSE_DONE, storedResponse: stored(response) };
       },
     });
   });

@@ -1,8 +1,9 @@
 /**
  * Group commit: writes queued during one turn of the event loop share one SQLite transaction,
- * so one fsync covers many settlements. Each write runs in its own savepoint, so a write that
- * breaks a rule rolls back alone and rejects only its own promise. The queue is strictly in
- * order, so a write queued before another is always committed before (or with) it.
+ * so one fsync covers many settlements. A write that breaks a rule rolls back alone and rejects
+ * only its own promise: the batch is then run again with a savepoint per write (see runBatch).
+ * The queue is strictly in order, so a write queued before another is always committed before
+ * (or with) it.
  *
  * A write's caller waits either for the COMMIT (holds and voids: a hold lost in a crash is voided
  * on restart anyway) or for the fsync after it (charges, credits). A batch of commit-only writes
@@ -70,6 +71,8 @@ export class GroupCommit {
   /** Writes that waited for durability; commit-only writes are counted in `background`. */
   writes = 0;
   background = 0;
+  /** Batches run a second time, one savepoint per write, because a write in them threw. */
+  replays = 0;
   /** The WAL file's descriptor, once it exists (null: not a WAL database, or not opened yet). */
   private walFd: number | null = null;
   private readonly walPath: string | null;
@@ -251,34 +254,52 @@ export class GroupCommit {
   }
 
   private runBatch(batch: Pending<any>[], deferSync: boolean): Outcome[] {
-    const outcomes: Outcome[] = [];
     const { sql } = this;
     // Only this commit skips the in-line sync; durable() syncs it before anyone hears of it.
     if (deferSync) sql.deferSync.run();
     try {
-      sql.begin.run();
-      try {
-        for (const p of batch) {
-          sql.savepoint.run();
-          try {
-            const value = p.write();
-            sql.releaseSavepoint.run();
-            outcomes.push({ ok: true, value });
-          } catch (error) {
-            // The disk, not the write, failed: SQLite may have rolled the whole transaction back.
-            if (storageFailure(error) || isBusy(error)) throw error;
-            sql.rollbackSavepoint.run();
-            sql.releaseSavepoint.run();
-            outcomes.push({ ok: false, error });
-          }
-        }
-        sql.commit.run();
-      } catch (error) {
-        if (this.db.inTransaction) sql.rollback.run();
-        throw error;
-      }
+      // A write that breaks a rule is rare: the batch runs without savepoints first, and only when
+      // a write throws is it rolled back whole and run again with one savepoint per write, so that
+      // write fails alone. Writes only read and write the database, so the second run decides
+      // everything afresh from the same state.
+      return this.runWrites(batch, false) ?? this.runWrites(batch, true)!;
     } finally {
       if (deferSync) sql.restoreSync.run();
+    }
+  }
+
+  /**
+   * One transaction over the batch. With `isolated`, each write runs in its own savepoint and a
+   * write that throws rolls back alone; without, the first write that throws rolls the whole
+   * transaction back and null is returned (nothing of the batch is written).
+   */
+  private runWrites(batch: Pending<any>[], isolated: boolean): Outcome[] | null {
+    const outcomes: Outcome[] = new Array(batch.length);
+    const { sql } = this;
+    sql.begin.run();
+    try {
+      for (let i = 0; i < batch.length; i++) {
+        if (isolated) sql.savepoint.run();
+        try {
+          outcomes[i] = { ok: true, value: batch[i]!.write() };
+          if (isolated) sql.releaseSavepoint.run();
+        } catch (error) {
+          // The disk, not the write, failed: SQLite may have rolled the whole transaction back.
+          if (storageFailure(error) || isBusy(error)) throw error;
+          if (!isolated) {
+            if (this.db.inTransaction) sql.rollback.run();
+            this.replays++;
+            return null;
+          }
+          sql.rollbackSavepoint.run();
+          sql.releaseSavepoint.run();
+          outcomes[i] = { ok: false, error };
+        }
+      }
+      sql.commit.run();
+    } catch (error) {
+      if (this.db.inTransaction) sql.rollback.run();
+      throw error;
     }
     return outcomes;
   }

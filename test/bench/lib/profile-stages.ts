@@ -55,7 +55,11 @@ export const STAGE_RULES: Rule[] = [
   // TypeBox's compiled checkers are functions named "check" without a file.
   ["validation + token budget", (p, f) => under("src/validate.ts", "src/chat/request.ts", "src/chat/tokens.ts", "node_modules/@sinclair/typebox/")(p) || (f.url === "" && f.functionName === "check")],
   ["catalog + routing", under("src/catalog/", "src/upstream/registry.ts", "src/upstream/select.ts", "src/upstream/breaker.ts")],
-  ["ledger: hold, settle, group commit, fsync", under("src/billing/")],
+  ["ledger: hold, settle (billing/)", under("src/billing/")],
+  // The SQLite statements run inside the group commit's batch; the fsync is on the thread pool.
+  ["ledger store: SQLite batch (group commit)", under("src/store/sqlite/ledger-store.ts", "src/store/sqlite/group-commit.ts", "src/store/sqlite/responses.ts")],
+  ["generation outcomes (batched rows)", under("src/generations/", "src/store/sqlite/outcomes.ts")],
+  ["other store reads (key and account changes)", under("src/store/")],
   ["timeouts + upstream body reads", under("src/upstream/timeouts.ts")],
   ["upstream request (fetch)", under("src/upstream/client.ts", "src/upstream/dispatch.ts")],
   [REPLY, under("src/chat/rewrite.ts", "src/chat/stream.ts", "src/chat/upstream-shape.ts", "src/protocols/")],

@@ -1,0 +1,82 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Database } from "bun:sqlite";
+import { GroupCommit } from "./group-commit";
+
+let dir: string;
+let db: Database;
+let commits: GroupCommit;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "group-commit-"));
+  db = new Database(join(dir, "t.db"), { create: true, strict: true });
+  db.run("PRAGMA journal_mode = WAL");
+  db.run("PRAGMA synchronous = FULL");
+  db.run("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER NOT NULL CHECK (v >= 0))");
+  db.run("CREATE TABLE counter (n INTEGER NOT NULL)");
+  db.run("INSERT INTO counter VALUES (0)");
+  commits = new GroupCommit(db);
+});
+
+afterEach(() => {
+  commits.close();
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const insert = (k: string, v: number) => () => {
+  // Two statements: a write that fails on the second must leave nothing of the first behind.
+  db.run("UPDATE counter SET n = n + 1");
+  db.run("INSERT INTO t (k, v) VALUES (?, ?)", [k, v]);
+  return k;
+};
+const counter = () => (db.query("SELECT n FROM counter").get() as { n: number }).n;
+const keys = () => (db.query("SELECT k FROM t ORDER BY k").all() as { k: string }[]).map((r) => r.k);
+
+describe("group commit", () => {
+  test("writes queued in one turn share one transaction, with no second run", async () => {
+    const results = await Promise.all([commits.submit(insert("a", 1)), commits.submit(insert("b", 2), "commit"), commits.submit(insert("c", 3))]);
+    expect(results).toEqual(["a", "b", "c"]);
+    expect(commits.batches).toBe(1);
+    expect(commits.replays).toBe(0);
+    expect(keys()).toEqual(["a", "b", "c"]);
+    expect(counter()).toBe(3);
+  });
+
+  test("a write that breaks a rule fails alone: its partial changes are undone, the others in its batch commit", async () => {
+    const outcomes = await Promise.allSettled([
+      commits.submit(insert("a", 1)),
+      // The counter update succeeds, then the CHECK constraint fails.
+      commits.submit(insert("bad", -1)),
+      commits.submit(insert("b", 2), "commit"),
+      // A repeated key: the primary key refuses it.
+      commits.submit(insert("a", 5)),
+      commits.submit(insert("c", 3)),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "rejected", "fulfilled"]);
+    expect(String((outcomes[1] as PromiseRejectedResult).reason)).toMatch(/CHECK constraint/);
+    expect(String((outcomes[3] as PromiseRejectedResult).reason)).toMatch(/UNIQUE constraint/);
+    // One batch, run a second time with a savepoint per write.
+    expect(commits.batches).toBe(1);
+    expect(commits.replays).toBe(1);
+    expect(keys()).toEqual(["a", "b", "c"]);
+    // Only the three writes that succeeded counted.
+    expect(counter()).toBe(3);
+    expect(db.inTransaction).toBe(false);
+  });
+
+  test("a write that throws before writing anything still leaves the rest of its batch committed", async () => {
+    const outcomes = await Promise.allSettled([
+      commits.submit(insert("a", 1)),
+      commits.submit(() => {
+        throw new RangeError("refused by its own rule");
+      }),
+      commits.submit(insert("b", 2)),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(keys()).toEqual(["a", "b"]);
+    expect(counter()).toBe(2);
+  });
+});
