@@ -13,9 +13,16 @@
  */
 import type { TokenCounter } from "./token-counter";
 
-/** More than a relay can have written but not yet handed to its client: its queue's high-water
- * mark plus one upstream read (http/streaming.ts, upstream/timeouts.ts). */
-const KEEP_CHARS = 48 * 1024;
+/**
+ * More text than a relay can have read but not handed to its client when it ends: its queue
+ * (below the 32 KiB high-water mark when it last wrote), the write that took it over the mark,
+ * and the batch read after the client was cut off, which is never written — each of the last
+ * two one upstream read of at most 16 KiB (http/streaming.ts, upstream/timeouts.ts). Text is at
+ * most as many UTF-16 units as its UTF-8 bytes, so 64 Ki characters; the rest is margin. A
+ * smaller window (48 Ki) let the text dropped from a cut-off stream's bill reach into what had
+ * already been counted, and the client paid for a few hundred characters it never got.
+ */
+export const KEEP_CHARS = 80 * 1024;
 const FLUSH_CHARS = 16 * 1024;
 const HARD_CUT_CHARS = 256 * 1024;
 /** Cut points are remembered at most once per this many characters (a few hundred per tail). */
