@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { abortWith, idleGuardedReader, IdleTimeout, readAllText } from "./timeouts";
+import { abortWith, idleGuardedReader, IdleTimeout, MAX_READ_BYTES, readAllText } from "./timeouts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -67,6 +67,28 @@ describe("idleGuardedReader", () => {
     src.controller.error(new Error("reset"));
     await expect(read).rejects.toThrow("reset");
     expect(h.seen).toEqual(["broken"]);
+  });
+
+  test("a large read is handed out in pieces, and what is left of it stops holding the whole read", async () => {
+    const src = source();
+    const h = hooks();
+    const body = idleGuardedReader(null, src.reader, 1000, h);
+    const read = new Uint8Array(512 * 1024).map((_, i) => i % 251);
+    src.controller.enqueue(read);
+    const pieces: Uint8Array[] = [];
+    while (pieces.length * MAX_READ_BYTES < read.byteLength) {
+      const r = await body.read();
+      expect(r.done).toBe(false);
+      pieces.push(r.value!.slice());
+      // Every piece is a view of at most twice what is still to come (plus the piece itself):
+      // a relay that stops here for a slow client holds no more than that of this read.
+      const left = read.byteLength - pieces.length * MAX_READ_BYTES;
+      expect(r.value!.buffer.byteLength).toBeLessThanOrEqual(2 * (left + MAX_READ_BYTES));
+    }
+    expect(Math.max(...pieces.map((p) => p.byteLength))).toBe(MAX_READ_BYTES);
+    expect(Buffer.concat(pieces).equals(Buffer.from(read))).toBe(true);
+    src.controller.close();
+    expect((await body.read()).done).toBe(true);
   });
 
   test("cancel stops the upstream body and the deadline", async () => {

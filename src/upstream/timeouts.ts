@@ -102,7 +102,11 @@ export function idleGuardedReader(
       pending = null;
       return all;
     }
-    pending = all.subarray(MAX_READ_BYTES);
+    const rest = all.subarray(MAX_READ_BYTES);
+    // Once most of a large read is handed out, the rest is copied out of it, so that a relay
+    // waiting for a slow client holds the bytes it has yet to hand out, not the whole read (Bun
+    // returns up to 512 KiB at once). Each byte is copied at most once on average.
+    pending = rest.byteLength * 2 < rest.buffer.byteLength ? rest.slice() : rest;
     return all.subarray(0, MAX_READ_BYTES);
   };
   /** A read is waiting on the upstream (the timer only matters then). */
