@@ -7,26 +7,11 @@ import { int } from "./database";
 import type { SumRow, UsageRecords } from "../../billing/usage-report";
 import type { Grouping } from "../../billing/usage-query";
 import type { ChargeRecords, ChargeRow } from "../../generations/records";
+import { usageSumsSql, type UsageDialect } from "../usage-sql";
 
 type Row = Record<string, unknown>;
 
-const COLUMN: Record<Grouping, string> = {
-  day: "to_char(to_timestamp(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day",
-  model: "model",
-  endpoint: "endpoint",
-};
-
-/** Only fixed column names from GROUPINGS reach the text; values are parameters. */
-function sumsSql(groupBy: Grouping[]): string {
-  const cols = groupBy.map((g) => COLUMN[g] + ",").join(" ");
-  const group = groupBy.length ? `GROUP BY ${groupBy.join(", ")} ORDER BY ${groupBy.join(", ")}` : "";
-  return `SELECT ${cols} COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0) AS input_tokens,
-      COALESCE(SUM(output_tokens), 0) AS output_tokens, COALESCE(SUM(characters), 0) AS characters,
-      COALESCE(-SUM(amount), 0) AS cost_units
-    FROM ledger_entries
-    WHERE account_id = $1 AND kind = 'charge' AND created_at >= $2 AND created_at < $3
-    ${group}`;
-}
+const POSTGRES: UsageDialect = { day: "to_char(to_timestamp(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')", param: (n) => `$${n}` };
 
 function charge(r: Row): ChargeRow {
   return {
@@ -52,7 +37,7 @@ export class PgUsageRecords implements UsageRecords, ChargeRecords {
   }
 
   async sums(accountId: string, fromSeconds: number, toSeconds: number, groupBy: Grouping[]): Promise<SumRow[]> {
-    const rows = (await this.db.ask((sql) => sql.unsafe(sumsSql(groupBy), [accountId, fromSeconds, toSeconds]))) as Row[];
+    const rows = (await this.db.ask((sql) => sql.unsafe(usageSumsSql(groupBy, POSTGRES), [accountId, fromSeconds, toSeconds]))) as Row[];
     return rows.map((r) => ({
       ...(r.day !== undefined ? { day: r.day as string } : {}),
       ...(r.model !== undefined ? { model: (r.model as string | null) ?? null } : {}),

@@ -3,25 +3,9 @@ import type { Store } from "../database";
 import type { SumRow, UsageRecords } from "../../billing/usage-report";
 import type { Grouping } from "../../billing/usage-query";
 import type { ChargeRecords, ChargeRow } from "../../generations/records";
+import { CHARGE_COLUMNS, usageSumsSql, type UsageDialect } from "../usage-sql";
 
-const COLUMN: Record<Grouping, string> = {
-  day: "strftime('%Y-%m-%d', created_at, 'unixepoch') AS day",
-  model: "model",
-  endpoint: "endpoint",
-};
-
-function sumsSql(groupBy: Grouping[]): string {
-  const cols = groupBy.map((g) => COLUMN[g] + ",").join(" ");
-  const group = groupBy.length ? `GROUP BY ${groupBy.join(", ")} ORDER BY ${groupBy.join(", ")}` : "";
-  return `SELECT ${cols} COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0) AS input_tokens,
-      COALESCE(SUM(output_tokens), 0) AS output_tokens, COALESCE(SUM(characters), 0) AS characters,
-      COALESCE(-SUM(amount), 0) AS cost_units
-    FROM ledger_entries
-    WHERE account_id = ?1 AND kind = 'charge' AND created_at >= ?2 AND created_at < ?3
-    ${group}`;
-}
-
-const CHARGE_COLUMNS = "request_id, endpoint, model, service_tier, amount, input_tokens, output_tokens, characters, reason, created_at";
+const SQLITE: UsageDialect = { day: "strftime('%Y-%m-%d', created_at, 'unixepoch')", param: (n) => `?${n}` };
 
 export class SqliteUsageRecords implements UsageRecords, ChargeRecords {
   private readonly q;
@@ -47,7 +31,7 @@ export class SqliteUsageRecords implements UsageRecords, ChargeRecords {
   }
 
   async sums(accountId: string, fromSeconds: number, toSeconds: number, groupBy: Grouping[]): Promise<SumRow[]> {
-    return this.db.query<SumRow, [string, number, number]>(sumsSql(groupBy)).all(accountId, fromSeconds, toSeconds);
+    return this.db.query<SumRow, [string, number, number]>(usageSumsSql(groupBy, SQLITE)).all(accountId, fromSeconds, toSeconds);
   }
 
   async credited(accountId: string): Promise<number> {
