@@ -16,23 +16,13 @@ import { join } from "node:path";
 import { startHarness, type Harness } from "../support/harness";
 import { writeTinyKokoro } from "../support/tiny-kokoro";
 import { decodeAudio } from "../support/audio-decode";
+import { HARBOUR_PASSAGE } from "./lib/passage";
+import { timedSpeech } from "./lib/timed-speech";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const FORMATS = ["pcm", "wav", "mp3", "opus", "flac"];
 
-const TEXT = (
-  "The harbour was quiet when the ferry came in at 6:45 pm on June 3rd, 2024. " +
-  "Forty-two passengers stepped onto the pier, and a porter charged $3.50 for each bag. " +
-  "Dr. Patel, who had crossed the strait more than 1,200 times, said the weather looked unusually calm. " +
-  "Gulls circled above the fish market while the lamps along the promenade flickered on, one by one. " +
-  "Somewhere a radio played an old song about leaving home; nobody seemed to mind. " +
-  "By nine o'clock the last taxi had gone, the cafés had closed, and only the lighthouse kept turning. " +
-  "Tomorrow, the timetable promised, the first boat would leave at 7:15 sharp, whatever the tide. " +
-  "The harbour master wrote it all down in a ledger older than anyone could remember, page after page. " +
-  "Then she locked the office, checked the moorings twice, and walked home along the wet cobbles. " +
-  "Her cat was waiting by the door, as it had every evening for eleven years, and it followed her inside without a sound. " +
-  "Outside, the sea kept its own slow time, patient and grey."
-).slice(0, 1000);
+const TEXT = HARBOUR_PASSAGE.slice(0, 1000);
 
 interface Row {
   format: string;
@@ -43,31 +33,9 @@ interface Row {
 }
 
 async function measure(h: Harness, key: string, format: string): Promise<Row> {
-  const t0 = performance.now();
-  const res = await fetch(h.base + "/v1/audio/speech", {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "voice-82m", voice: "af_heart", input: TEXT, response_format: format }),
-  });
-  if (res.status !== 200) throw new Error(`${format}: HTTP ${res.status} ${await res.text()}`);
-  const reader = res.body!.getReader();
-  const parts: Uint8Array[] = [];
-  let ttfb = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    if (value.length > 0 && ttfb === 0) ttfb = performance.now() - t0;
-    parts.push(value);
-  }
-  const totalMs = performance.now() - t0;
-  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    bytes.set(p, at);
-    at += p.length;
-  }
+  const { ttfbMs, totalMs, bytes } = await timedSpeech(h.base, key, { model: "voice-82m", voice: "af_heart", input: TEXT, response_format: format });
   const { samples, sampleRate } = await decodeAudio(format, bytes);
-  return { format, ttfbMs: ttfb, totalMs, audioSeconds: samples.length / sampleRate, bytes: bytes.length };
+  return { format, ttfbMs, totalMs, audioSeconds: samples.length / sampleRate, bytes: bytes.length };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -4,13 +4,8 @@
  * killed. Behaviour comes from the FAKE_UPSTREAM_BEHAVIOUR environment variable (JSON).
  */
 import { startFakeUpstream, type Behaviour } from "./fake-upstream";
+import { serveUntilKilled } from "./serve-until-killed";
 
 const behaviour = JSON.parse(process.env.FAKE_UPSTREAM_BEHAVIOUR ?? "{}") as Behaviour;
 const fake = startFakeUpstream(behaviour, { recordRequests: false });
-process.stdout.write(JSON.stringify({ url: fake.url }) + "\n");
-const stop = () => {
-  fake.stop();
-  process.exit(0);
-};
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
+serveUntilKilled(fake.url, () => fake.stop());

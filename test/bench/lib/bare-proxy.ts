@@ -10,6 +10,8 @@
  *
  * Prints `{"url": "http://127.0.0.1:<port>"}` on stdout once listening.
  */
+import { serveUntilKilled } from "../../support/serve-until-killed";
+
 const upstream = process.env.BARE_PROXY_UPSTREAM;
 if (!upstream) throw new Error("BARE_PROXY_UPSTREAM is not set");
 
@@ -90,12 +92,5 @@ const server = Bun.serve({
   },
 });
 
-process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${server.port}` }) + "\n");
-const stop = () => {
-  server.stop(true);
-  process.exit(0);
-};
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
+serveUntilKilled(`http://127.0.0.1:${server.port}`, () => server.stop(true));
 
-export {};

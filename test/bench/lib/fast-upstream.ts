@@ -13,6 +13,8 @@
  * tokens: every chunk arrives in its own read). Prints
  * `{"url": "http://127.0.0.1:<port>"}` (an origin, no /v1) on stdout once listening.
  */
+import { serveUntilKilled } from "../../support/serve-until-killed";
+
 const STREAM_CHUNKS = Number(process.env.BENCH_STREAM_CHUNKS ?? 20);
 
 const enc = new TextEncoder();
@@ -87,12 +89,5 @@ const server = Bun.serve({
   },
 });
 
-process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${server.port}` }) + "\n");
-const stop = () => {
-  server.stop(true);
-  process.exit(0);
-};
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
+serveUntilKilled(`http://127.0.0.1:${server.port}`, () => server.stop(true));
 
-export {};

@@ -19,23 +19,13 @@ import type { Harness } from "../../support/harness";
 import { planSpeech, type SpeechChunk } from "../../../src/text/frontend";
 import { loadVocab } from "../../../src/engines/speech/engine";
 import { VoiceBank } from "../../../src/engines/speech/voices";
+import { HARBOUR_PASSAGE } from "./passage";
+import { timedSpeech, type TimedSpeech } from "./timed-speech";
 
 export const VOICE = "jf_alpha";
 const RATE = 24_000;
 
-export const LONG_TEXT = (
-  "The harbour was quiet when the ferry came in at 6:45 pm on June 3rd, 2024. " +
-  "Forty-two passengers stepped onto the pier, and a porter charged $3.50 for each bag. " +
-  "Dr. Patel, who had crossed the strait more than 1,200 times, said the weather looked unusually calm. " +
-  "Gulls circled above the fish market while the lamps along the promenade flickered on, one by one. " +
-  "Somewhere a radio played an old song about leaving home; nobody seemed to mind. " +
-  "By nine o'clock the last taxi had gone, the cafés had closed, and only the lighthouse kept turning. " +
-  "Tomorrow, the timetable promised, the first boat would leave at 7:15 sharp, whatever the tide. " +
-  "The harbour master wrote it all down in a ledger older than anyone could remember, page after page. " +
-  "Then she locked the office, checked the moorings twice, and walked home along the wet cobbles. " +
-  "Her cat was waiting by the door, as it had every evening for eleven years, and it followed her inside without a sound. " +
-  "Outside, the sea kept its own slow time, patient and grey."
-).slice(0, 1009);
+export const LONG_TEXT = HARBOUR_PASSAGE.slice(0, 1009);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const cpuSeconds = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1e6;
@@ -86,30 +76,8 @@ class BareKokoro {
   }
 }
 
-interface Served {
-  ttfbMs: number;
-  totalMs: number;
-  bytes: Uint8Array;
-}
-
-async function serve(h: Harness, key: string, input: string, format: string): Promise<Served> {
-  const t0 = performance.now();
-  const res = await fetch(h.base + "/v1/audio/speech", {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "voice-82m", voice: VOICE, lang_code: "a", input, response_format: format }),
-  });
-  if (res.status !== 200) throw new Error(`speech HTTP ${res.status}: ${await res.text()}`);
-  const reader = res.body!.getReader();
-  const parts: Uint8Array[] = [];
-  let ttfb = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    if (value.length > 0 && ttfb === 0) ttfb = performance.now() - t0;
-    parts.push(value);
-  }
-  return { ttfbMs: ttfb, totalMs: performance.now() - t0, bytes: Buffer.concat(parts) };
+function serve(h: Harness, key: string, input: string, format: string): Promise<TimedSpeech> {
+  return timedSpeech(h.base, key, { model: "voice-82m", voice: VOICE, lang_code: "a", input, response_format: format });
 }
 
 const pcmSamples = (bytes: Uint8Array) => {
