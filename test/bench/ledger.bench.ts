@@ -2,7 +2,10 @@
  * Money under load, measured:
  *   1. ledger settlements per second, group commit (many settlements per fsynced SQLite
  *      transaction) against one transaction per settlement (GroupCommit maxBatch 1);
- *   2. gateway overhead with limits and billing on: the gateway's own
+ *   2. CPU per hold and charge (reserve + post on the SQLite store, all threads: the WAL fsync
+ *      runs on the thread pool) by how many requests share a batch — the batch size a gateway
+ *      gets from its concurrency sets most of its ledger cost;
+ *   3. gateway overhead with limits and billing on: the gateway's own
  *      switchyard_gateway_overhead_seconds histogram (request time minus time waiting on the
  *      upstream), plus end-to-end latency against the same upstream hit directly.
  * Run alone: ./node_modules/.bin/bun test/bench/ledger.bench.ts
@@ -73,6 +76,38 @@ const single = await settlementsPerSecond(1, SETTLEMENTS, INFLIGHT);
 console.log(`| group commit (maxBatch 512) | ${fmt(group.perSecond, 0)} | ${group.batches} | ${fmt(group.avgBatch, 1)} |`);
 console.log(`| one transaction per settlement (maxBatch 1) | ${fmt(single.perSecond, 0)} | ${single.batches} | ${fmt(single.avgBatch, 1)} |`);
 console.log(`group commit speed-up: ${fmt(group.perSecond / single.perSecond, 1)}x`);
+
+/**
+ * CPU (all threads) per reserve + post when `batch` requests' holds share one commit and their
+ * charges the next: what a hold and a charge cost the SQLite store at that batch size.
+ */
+async function cpuPerSettlement(batch: number, rounds: number) {
+  const dir = mkdtempSync(join(tmpdir(), "switchyard-ledger-bench-"));
+  const db = openStore(dir, { busyTimeoutMs: 0 });
+  try {
+    const store = new SqliteLedgerStore(db);
+    await store.createAccount({ id: "acct_bench", name: "bench", createdAt: 0 }, 1_000_000_000_000, "bench credits");
+    let seq = 0;
+    const round = async () => {
+      const ids = Array.from({ length: batch }, () => `req_${(seq++).toString(36).padStart(10, "0")}`);
+      await Promise.all(ids.map((requestId) => store.reserve({ requestId, accountId: "acct_bench", amount: 50_000, endpoint: "/v1/chat/completions", model: "m" })));
+      await Promise.all(ids.map((requestId) => store.post({ requestId, amount: 40_000, inputTokens: 12, outputTokens: 20, serviceTier: "default" })));
+    };
+    for (let i = 0; i < Math.ceil(rounds / 5); i++) await round();
+    const before = process.cpuUsage();
+    for (let i = 0; i < rounds; i++) await round();
+    const used = process.cpuUsage(before);
+    return (used.user + used.system) / (rounds * batch);
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+console.log("");
+console.log("| requests per batch | CPU µs per hold + charge (all threads) |");
+console.log("|---:|---:|");
+for (const batch of [1, 4, 8, 32]) console.log(`| ${batch} | ${fmt(await cpuPerSettlement(batch, Math.max(200, Math.round(16_000 / batch))), 1)} |`);
 
 // Gateway overhead with limits and billing on: one account, limits enforced (set high enough
 // that none refuses), every request reserved, settled durably and metered.
