@@ -17,7 +17,7 @@ import { DataDirLocked, lockDataDir, LOCK_FILE, type DataDirLock } from "./store
 import { openPostgres, type PostgresDataStore } from "./store/postgres/open";
 import { Accounts } from "./accounts/accounts";
 import { ApiKeys } from "./accounts/api-keys";
-import { Ledger, MAX_BALANCE } from "./billing/ledger";
+import { Ledger } from "./billing/ledger";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
 import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
@@ -93,7 +93,7 @@ const cannotOpen = (config: Config, e: unknown) =>
 
 async function openData(config: Config, mode: ServicesMode, overrides: ServiceOverrides, late: LateHooks): Promise<DataStore> {
   if (config.databaseUrl) {
-    return openPostgres(config, MAX_BALANCE, {
+    return openPostgres(config, {
       // A key revoked, an account disabled or its limits changed anywhere: no cached owner survives it.
       onChange: () => late.services?.keys.forget(),
       onReleasedOther: (r) => late.services?.log.warn("released the holds and slots of an instance whose heartbeat expired", {

@@ -1,12 +1,12 @@
 /**
  * An account's money at a glance, for the self-service endpoints (GET /v1/key, /v1/credits) and
  * the dashboard: what the operator credited, what was spent (all time and in the current UTC day,
- * week and month) and the balance. Spend comes from usageReport, so every figure is the same
+ * week and month) and the balance. Spend is usageReport's totals row, so every figure is the same
  * sum of ledger charge entries that GET /v1/usage reports for that period.
  */
 import { usdNumber } from "./money";
 import { currentMonth } from "./usage-query";
-import { usageReport, type UsageRecords } from "./usage-report";
+import { chargedInPeriod, type UsageRecords } from "./usage-report";
 
 const DAY_MS = 86_400_000;
 /** Far enough ahead to include every charge, near enough to stay a valid date. */
@@ -39,7 +39,7 @@ export function currentDayAndWeek(nowMs: number): { dayStartMs: number; weekStar
 }
 
 async function spent(records: UsageRecords, accountId: string, startMs: number, endMs: number): Promise<number> {
-  return (await usageReport(records, accountId, { startMs, endMs, groupBy: [] })).totals.cost;
+  return usdNumber(await chargedInPeriod(records, accountId, startMs, endMs));
 }
 
 export async function spendPeriods(records: UsageRecords, accountId: string, nowMs: number = Date.now()): Promise<SpendPeriods> {

@@ -33,11 +33,10 @@
 import { DomainError, InternalError, insufficientCredits, serviceUnavailable } from "../errors";
 import type { Log } from "../log";
 import { formatUsd, MAX_BALANCE } from "./money";
-import { StoreUnavailable, type ChargeRecord, type LedgerEntryRow, type LedgerStore } from "./ledger-store";
+import { StoreUnavailable, type ChargeRecord, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult } from "./ledger-store";
 import { Hold, type HoldLedger, type HoldSpec, type Quote, type SettleRequest, type Settlement, type VoidOutcome } from "./hold";
 
 export { MAX_BALANCE };
-export type { ChargeRecord as SettledCharge };
 
 /** After a store failure, reserves are refused without a write for this long; then one probes. */
 export const PROBE_INTERVAL_MS = 500;
@@ -115,13 +114,10 @@ export class Ledger implements HoldLedger {
 
   /** HoldLedger: writes a hold's charge (Hold.settle calls this once per attempt). */
   async post(hold: Hold, quote: Quote, request: SettleRequest): Promise<Settlement> {
-    const note = quote.clamped ? "clamped to hold" : null;
     const epoch = this.failures;
     let r;
     try {
-      r = await this.store.post({
-        requestId: hold.requestId, amount: quote.amount, serviceTier: request.serviceTier, note, storedResponse: request.storedResponse, ...quote.recorded,
-      });
+      r = await this.store.post(postRequest(hold, quote, request));
     } catch (e) {
       if (e instanceof StoreUnavailable) {
         this.markUnavailable(e);
@@ -134,7 +130,7 @@ export class Ledger implements HoldLedger {
     if (quote.clamped) this.noteClamp(hold, quote);
     // Listeners hear only of charges that are durable, once each (not of idempotent repeats).
     if (r.fresh) this.notifySettled(hold, quote, request, r.charged);
-    return { ...quote, requestId: hold.requestId, charged: r.charged, balanceAfter: r.balanceAfter };
+    return settlementOf(hold, quote, r);
   }
 
   private notifySettled(hold: Hold, quote: Quote, request: SettleRequest, charged: number): void {
@@ -181,10 +177,7 @@ export class Ledger implements HoldLedger {
   async recover(hold: Hold, quote: Quote, request: SettleRequest): Promise<Settlement | null> {
     let r;
     try {
-      r = await this.store.post({
-        requestId: hold.requestId, amount: quote.amount, serviceTier: request.serviceTier, note: quote.clamped ? "clamped to hold" : null,
-        storedResponse: request.storedResponse, ...quote.recorded,
-      });
+      r = await this.store.post(postRequest(hold, quote, request));
     } catch (e) {
       if (e instanceof StoreUnavailable) this.markUnavailable(e);
       this.log.warn("a hold whose charge could not be confirmed has nothing pending; the client is not told it was not billed", { request_id: hold.requestId });
@@ -195,7 +188,7 @@ export class Ledger implements HoldLedger {
     this.log.warn("a charge whose answer was lost had been written: the request is charged", { request_id: hold.requestId, charged_usd: formatUsd(r.charged) });
     if (quote.clamped) this.noteClamp(hold, quote);
     this.notifySettled(hold, quote, request, r.charged);
-    return { ...quote, requestId: hold.requestId, charged: r.charged, balanceAfter: r.balanceAfter };
+    return settlementOf(hold, quote, r);
   }
 
   private closeVoided(hold: Hold | null): void {
@@ -380,4 +373,16 @@ export class Ledger implements HoldLedger {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
   }
+}
+
+/** The store's post of a hold's charge (a first attempt and a recovery write the same). */
+function postRequest(hold: Hold, quote: Quote, request: SettleRequest): PostRequest {
+  return {
+    requestId: hold.requestId, amount: quote.amount, serviceTier: request.serviceTier, note: quote.clamped ? "clamped to hold" : null,
+    storedResponse: request.storedResponse, ...quote.recorded,
+  };
+}
+
+function settlementOf(hold: Hold, quote: Quote, r: PostResult): Settlement {
+  return { ...quote, requestId: hold.requestId, charged: r.charged, balanceAfter: r.balanceAfter };
 }

@@ -43,10 +43,19 @@ function figures(r: SumRow) {
   };
 }
 
+/** Ledger times are whole seconds: [start, end) in ms maps to [ceil(start), ceil(end)) seconds. */
+function periodSeconds(startMs: number, endMs: number): [from: number, to: number] {
+  return [Math.ceil(startMs / 1000), Math.ceil(endMs / 1000)];
+}
+
+/** The units charged to the account in [startMs, endMs): the totals row of usageReport. */
+export async function chargedInPeriod(records: UsageRecords, accountId: string, startMs: number, endMs: number): Promise<number> {
+  const [total] = await records.sums(accountId, ...periodSeconds(startMs, endMs), []);
+  return total!.cost_units;
+}
+
 export async function usageReport(records: UsageRecords, accountId: string, q: UsageQuery) {
-  // Ledger times are whole seconds: [start, end) in ms maps to [ceil(start), ceil(end)) seconds.
-  const from = Math.ceil(q.startMs / 1000);
-  const to = Math.ceil(q.endMs / 1000);
+  const [from, to] = periodSeconds(q.startMs, q.endMs);
   const [acct, [total], rows] = await Promise.all([
     records.balance(accountId),
     records.sums(accountId, from, to, []),

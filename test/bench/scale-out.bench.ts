@@ -30,7 +30,6 @@ import { migratePostgres } from "../../src/store/postgres/migrate";
 import { InstanceRegistry } from "../../src/store/postgres/instances";
 import { PostgresLedgerStore } from "../../src/store/postgres/ledger-store";
 import { Ledger } from "../../src/billing/ledger";
-import { MAX_BALANCE } from "../../src/billing/money";
 import type { LedgerStore } from "../../src/billing/ledger-store";
 import { Log } from "../../src/log";
 import { startPostgres, type PgServer } from "../support/postgres";
@@ -113,7 +112,7 @@ try {
         await reg.register();
         dbs.push(db);
         registries.push(reg);
-        ledgers.push(new Ledger(new PostgresLedgerStore(db, reg, { maxBalance: MAX_BALANCE }) as LedgerStore, log));
+        ledgers.push(new Ledger(new PostgresLedgerStore(db, reg) as LedgerStore, log));
       }
       for (const id of accountIds(Math.max(...ACCOUNT_COUNTS))) await ledgers[0]!.openAccount({ id, name: "bench", createdAt: 0 }, CREDITS, "bench");
       await settle(ledgers, accountIds(1), "warm");

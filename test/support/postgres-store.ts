@@ -10,7 +10,6 @@ import { migratePostgres } from "../../src/store/postgres/migrate";
 import { InstanceRegistry, type RegistryOptions } from "../../src/store/postgres/instances";
 import { PostgresLedgerStore, type PostgresLedgerOptions } from "../../src/store/postgres/ledger-store";
 import { PostgresLimiter } from "../../src/store/postgres/limiter";
-import { MAX_BALANCE } from "../../src/billing/ledger";
 import { testDatabase } from "./postgres";
 
 export interface PgInstance {
@@ -45,7 +44,7 @@ export async function pgFixture(url?: string): Promise<PgFixture> {
     const db = new PgDatabase({ url: dbUrl, pool: opts.pool ?? 4 });
     const registry = new InstanceRegistry(db, { name: opts.name ?? `test-${randomBytes(3).toString("hex")}`, timeoutMs: opts.timeoutMs ?? 15_000, ...opts });
     await registry.register();
-    const ledger = new PostgresLedgerStore(db, registry, { maxBalance: MAX_BALANCE, ...opts.ledger });
+    const ledger = new PostgresLedgerStore(db, registry, opts.ledger);
     const limiter = new PostgresLimiter(db, registry);
     const inst: PgInstance = {
       db, registry, ledger, limiter,

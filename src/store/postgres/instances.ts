@@ -86,12 +86,6 @@ export class InstanceRegistry implements InstanceIdentity {
     return { holdsVoided: row?.holds_voided ?? 0, slotsReleased: row?.slots_released ?? 0 };
   }
 
-  /** One heartbeat; false when this run had been released (the caller then registers again). */
-  async heartbeat(): Promise<boolean> {
-    const [row] = (await this.db.run((sql) => sql`SELECT switchyard_heartbeat(${this.id}) AS alive`)) as { alive: boolean }[];
-    return row?.alive === true;
-  }
-
   /** One survivor pass: releases every expired instance; returns what was released. */
   async reap(): Promise<Released[]> {
     const rows = (await this.db.run((sql) => sql`
@@ -137,6 +131,7 @@ export class InstanceRegistry implements InstanceIdentity {
     void this.beat();
   }
 
+  /** One heartbeat, answered within `ms`; false when this run had been released (it then registers again). */
   private async heartbeatWithin(ms: number): Promise<boolean> {
     const [row] = (await this.db.run((sql) => sql`SELECT switchyard_heartbeat(${this.id}) AS alive`, ms)) as { alive: boolean }[];
     return row?.alive === true;

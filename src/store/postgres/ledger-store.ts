@@ -29,16 +29,14 @@ import type {
   HoldRequest, LedgerEntryRow, LedgerStore, PostRequest, PostResult, ReserveResult,
 } from "../../billing/ledger-store";
 import { StoreUnavailable } from "../../billing/ledger-store";
-import { DomainError, InternalError } from "../../errors";
-import { formatUsd } from "../../billing/money";
+import { InternalError, invalidField, notFound } from "../../errors";
+import { formatUsd, MAX_BALANCE } from "../../billing/money";
 import { nowSeconds } from "../../accounts/accounts";
 import { int, outcomeUnknown, toStoreError, type PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
 import { WriteBatcher } from "./write-batcher";
 
 export interface PostgresLedgerOptions {
-  /** The largest balance an account may hold (the ledger's MAX_BALANCE). */
-  maxBalance: number;
   /** Most posts (or voids) per statement. */
   maxBatch?: number;
   /**
@@ -62,11 +60,9 @@ interface PostRow {
 export class PostgresLedgerStore implements LedgerStore {
   private readonly posts: WriteBatcher<PostRequest, PostResult>;
   private readonly voids: WriteBatcher<string, boolean>;
-  private readonly maxBalance: number;
   private readonly failureListeners: ((e: StoreUnavailable) => void)[] = [];
 
-  constructor(private readonly db: PgDatabase, private readonly instance: InstanceIdentity, opts: PostgresLedgerOptions) {
-    this.maxBalance = opts.maxBalance;
+  constructor(private readonly db: PgDatabase, private readonly instance: InstanceIdentity, opts: PostgresLedgerOptions = {}) {
     const batch = { maxBatch: opts.maxBatch ?? 256, maxInFlight: opts.maxInFlight ?? 1, retryMs: opts.retryMs ?? 10_000 };
     this.posts = new WriteBatcher((items, maybeApplied) => this.postBatch(items, maybeApplied), batch);
     this.voids = new WriteBatcher((ids) => this.voidBatch(ids), batch);
@@ -162,7 +158,7 @@ export class PostgresLedgerStore implements LedgerStore {
   async adjust(accountId: string, amount: number, reason: string): Promise<{ balanceAfter: number }> {
     if (!Number.isSafeInteger(amount) || amount === 0) throw new RangeError(`bad adjustment ${amount}`);
     const [row] = (await this.db.run((sql) => sql`
-      SELECT outcome, balance_after FROM switchyard_adjust(${accountId}, ${amount}, ${reason}, ${nowSeconds()}, ${this.maxBalance})`)) as {
+      SELECT outcome, balance_after FROM switchyard_adjust(${accountId}, ${amount}, ${reason}, ${nowSeconds()}, ${MAX_BALANCE})`)) as {
       outcome: string;
       balance_after: string | null;
     }[];
@@ -170,20 +166,20 @@ export class PostgresLedgerStore implements LedgerStore {
       case "ok":
         return { balanceAfter: int(row!.balance_after) };
       case "not_found":
-        throw new DomainError("not_found", "not_found", `No account with id '${accountId}'.`);
+        throw notFound(`No account with id '${accountId}'.`);
       case "below_reserved":
-        throw new DomainError("invalid_request", "invalid_value", "Invalid 'amount': the deduction exceeds the available balance (balance minus reserved).", "amount");
+        throw invalidField("amount", "the deduction exceeds the available balance (balance minus reserved)");
       default:
-        throw new DomainError("invalid_request", "invalid_value", `Invalid 'amount': the balance may not exceed ${formatUsd(this.maxBalance)} USD.`, "amount");
+        throw invalidField("amount", `the balance may not exceed ${formatUsd(MAX_BALANCE)} USD`);
     }
   }
 
   async createAccount(a: { id: string; name: string; createdAt: number }, credits: number, reason: string): Promise<void> {
     if (!Number.isSafeInteger(credits) || credits < 0) throw new RangeError(`bad opening credits ${credits}`);
     const [row] = (await this.db.run((sql) => sql`
-      SELECT switchyard_create_account(${a.id}, ${a.name}, ${a.createdAt}, ${credits}, ${reason}, ${this.maxBalance}) AS outcome`)) as { outcome: string }[];
+      SELECT switchyard_create_account(${a.id}, ${a.name}, ${a.createdAt}, ${credits}, ${reason}, ${MAX_BALANCE}) AS outcome`)) as { outcome: string }[];
     if (row!.outcome !== "ok") {
-      throw new DomainError("invalid_request", "invalid_value", `Invalid 'credits': the balance may not exceed ${formatUsd(this.maxBalance)} USD.`, "credits");
+      throw invalidField("credits", `the balance may not exceed ${formatUsd(MAX_BALANCE)} USD`);
     }
   }
 

@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, ConfigError } from "../../config";
-import { MAX_BALANCE } from "../../billing/ledger";
 import { openPostgres } from "./open";
 import { testDatabase } from "../../../test/support/postgres";
 
@@ -25,7 +24,7 @@ const hooks = { onChange: () => {} };
 
 test("a restarted instance releases its previous run's holds and slots at once", async () => {
   const config = loadConfig({ SWITCHYARD_DATABASE_URL: url, SWITCHYARD_DATA_DIR: dataDir });
-  const first = await openPostgres(config, MAX_BALANCE, hooks);
+  const first = await openPostgres(config, hooks);
   await first.db.sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_open', 'o', 0)`;
   await first.ledger.adjust("acct_open", 1000, "test");
   expect((await first.limiter.admit("acct_open", { rateLimitRpm: 100, concurrencyLimit: 10 })).ok).toBe(true);
@@ -34,7 +33,7 @@ test("a restarted instance releases its previous run's holds and slots at once",
   first.registry!.halt();
   await first.db.close();
 
-  const second = await openPostgres(config, MAX_BALANCE, hooks);
+  const second = await openPostgres(config, hooks);
   try {
     expect(second.registry!.name).toBe(first.registry!.name);
     expect(second.releasedAtStart).toEqual({ holdsVoided: 1, slotsReleased: 1 });
@@ -45,7 +44,7 @@ test("a restarted instance releases its previous run's holds and slots at once",
     await second.close();
   }
   // A clean close released the run: nothing left for a survivor.
-  const third = await openPostgres(config, MAX_BALANCE, hooks);
+  const third = await openPostgres(config, hooks);
   try {
     const [inst] = (await third.db.sql`
       SELECT count(*)::int AS n FROM instances WHERE name = ${first.registry!.name} AND released_at IS NULL`) as [{ n: number }];
@@ -58,7 +57,7 @@ test("a restarted instance releases its previous run's holds and slots at once",
 
 test("an unreachable database is a configuration error naming SWITCHYARD_DATABASE_URL, without the password", async () => {
   const config = loadConfig({ SWITCHYARD_DATABASE_URL: "postgres://u:hunter2secret@127.0.0.1:1/x", SWITCHYARD_DATA_DIR: dataDir });
-  const e = await openPostgres(config, MAX_BALANCE, hooks).catch((err) => err);
+  const e = await openPostgres(config, hooks).catch((err) => err);
   expect(e).toBeInstanceOf(ConfigError);
   expect(e.message).toContain("SWITCHYARD_DATABASE_URL");
   expect(e.message).not.toContain("hunter2secret");

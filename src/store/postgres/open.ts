@@ -70,7 +70,7 @@ export function instanceName(dataDir: string): string {
 /** A CLI command credits, creates and revokes, but never holds: it needs no registered instance. */
 const CLI_IDENTITY: InstanceIdentity = { id: "cli", name: "cli" };
 
-export async function openPostgres(config: Config, maxBalance: number, hooks: OpenHooks, options: OpenOptions = {}): Promise<PostgresDataStore> {
+export async function openPostgres(config: Config, hooks: OpenHooks, options: OpenOptions = {}): Promise<PostgresDataStore> {
   if (!config.databaseUrl) throw new Error("openPostgres without SWITCHYARD_DATABASE_URL");
   const serve = (options.mode ?? "serve") === "serve";
   const db = new PgDatabase({ url: config.databaseUrl, pool: serve ? config.databasePool : 2, applicationName: serve ? "switchyard" : "switchyard-cli" });
@@ -97,7 +97,7 @@ export async function openPostgres(config: Config, maxBalance: number, hooks: Op
       releasedAtStart = await registry.releasePrevious();
     }
     const identity = registry ?? CLI_IDENTITY;
-    ledger = new PostgresLedgerStore(db, identity, { maxBalance });
+    ledger = new PostgresLedgerStore(db, identity);
     const limiter = new PostgresLimiter(db, identity);
     if (registry) {
       registry.start();

@@ -47,7 +47,7 @@ export function writeOrUnavailable<T>(write: () => T): T {
   try {
     return write();
   } catch (e) {
-    if (storageFailure(e) || isBusy(e)) throw serviceUnavailable();
+    if (storageFailure(e)) throw serviceUnavailable();
     throw e;
   }
 }

@@ -285,7 +285,7 @@ export class GroupCommit {
           if (isolated) sql.releaseSavepoint.run();
         } catch (error) {
           // The disk, not the write, failed: SQLite may have rolled the whole transaction back.
-          if (storageFailure(error) || isBusy(error)) throw error;
+          if (storageFailure(error)) throw error;
           if (!isolated) {
             if (this.db.inTransaction) sql.rollback.run();
             this.replays++;

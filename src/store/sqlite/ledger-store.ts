@@ -17,7 +17,7 @@ import {
   StoreUnavailable,
   type HoldRequest, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult, type ReserveResult,
 } from "../../billing/ledger-store";
-import { DomainError } from "../../errors";
+import { invalidField, notFound } from "../../errors";
 import { formatUsd, MAX_BALANCE } from "../../billing/money";
 import { GroupCommit, type GroupCommitOptions } from "./group-commit";
 import { StoredResponseWriter } from "./responses";
@@ -118,13 +118,13 @@ export class SqliteLedgerStore implements LedgerStore {
     if (!Number.isSafeInteger(amount) || amount === 0) return Promise.reject(new RangeError(`bad adjustment ${amount}`));
     return this.commits.submit(() => {
       const acct = this.q.account.get(accountId);
-      if (!acct) throw new DomainError("not_found", "not_found", `No account with id '${accountId}'.`);
+      if (!acct) throw notFound(`No account with id '${accountId}'.`);
       if (amount < 0 && acct.balance - acct.reserved + amount < 0) {
-        throw new DomainError("invalid_request", "invalid_value", "Invalid 'amount': the deduction exceeds the available balance (balance minus reserved).", "amount");
+        throw invalidField("amount", "the deduction exceeds the available balance (balance minus reserved)");
       }
       const balanceAfter = acct.balance + amount;
       if (balanceAfter > MAX_BALANCE) {
-        throw new DomainError("invalid_request", "invalid_value", `Invalid 'amount': the balance may not exceed ${formatUsd(MAX_BALANCE)} USD.`, "amount");
+        throw invalidField("amount", `the balance may not exceed ${formatUsd(MAX_BALANCE)} USD`);
       }
       this.q.setBalance.run(balanceAfter, accountId);
       this.q.insertEntry.run(accountId, amount > 0 ? "credit" : "debit", amount, balanceAfter, null, null, null, null, 0, 0, 0, reason, nowSeconds());
@@ -136,7 +136,7 @@ export class SqliteLedgerStore implements LedgerStore {
     if (!Number.isSafeInteger(credits) || credits < 0) return Promise.reject(new RangeError(`bad opening credits ${credits}`));
     return this.commits.submit(() => {
       if (credits > MAX_BALANCE) {
-        throw new DomainError("invalid_request", "invalid_value", `Invalid 'credits': the balance may not exceed ${formatUsd(MAX_BALANCE)} USD.`, "credits");
+        throw invalidField("credits", `the balance may not exceed ${formatUsd(MAX_BALANCE)} USD`);
       }
       this.q.insertAccount.run(a.id, a.name, a.createdAt);
       if (credits === 0) return;

@@ -17,7 +17,6 @@ import { PgDatabase } from "../../../src/store/postgres/database";
 import { migratePostgres } from "../../../src/store/postgres/migrate";
 import { InstanceRegistry } from "../../../src/store/postgres/instances";
 import { PostgresLedgerStore } from "../../../src/store/postgres/ledger-store";
-import { MAX_BALANCE } from "../../../src/billing/money";
 import { sharedPostgres } from "../postgres";
 import type { LedgerBackend, Snapshot } from "./backend";
 
@@ -78,7 +77,7 @@ export async function postgresBackend(): Promise<LedgerBackend> {
       registry = new InstanceRegistry(db, { name: instanceName, timeoutMs: 60_000 });
       await registry.register();
       // Short retries: a post that meets the lock fails fast, and its hold is voided later.
-      return new PostgresLedgerStore(db, registry, { maxBalance: MAX_BALANCE, retryMs: 60 });
+      return new PostgresLedgerStore(db, registry, { retryMs: 60 });
     },
     async crash() {
       // The dead process's connection goes, and with it its lock; the full disk is the server's
