@@ -37,6 +37,31 @@ export class ConfigDocument {
     return readFileSync(path, "utf8");
   }
 
+  /** The document parsed now: a file that cannot be read throws `cannotRead()`, a bad one what `parse` throws. */
+  load<T>(parse: (text: string) => T, cannotRead: () => Error): T {
+    let text: string;
+    try {
+      text = this.read();
+    } catch {
+      throw cannotRead();
+    }
+    return parse(text);
+  }
+
+  /**
+   * The document parsed again when its file changed; null when it did not, or when the new version
+   * cannot be read or parsed — `broken` then hears why, and the caller keeps its last good value.
+   */
+  reload<T>(parse: (text: string) => T, broken: (err: unknown) => void): T | null {
+    try {
+      const text = this.changed();
+      return text === null ? null : parse(text);
+    } catch (err) {
+      broken(err);
+      return null;
+    }
+  }
+
   /**
    * The file's text when it changed since the last read, else null (inline JSON never changes;
    * checked at most every RELOAD_CHECK_MS; a file briefly absent while it is replaced has not

@@ -43,6 +43,8 @@ export function parseAliases(text: string): Table {
   return table;
 }
 
+const CANNOT_READ = "cannot read the aliases file";
+
 export class ModelAliases {
   private table: Table = { exact: new Map(), globs: [] };
   private readonly document: ConfigDocument | null;
@@ -53,26 +55,16 @@ export class ModelAliases {
     private readonly onReloadError: (message: string) => void = () => {},
   ) {
     this.document = source === null ? null : new ConfigDocument(source);
-    if (this.document) {
-      let text: string;
-      try {
-        text = this.document.read();
-      } catch {
-        throw new AliasesError("cannot read the aliases file");
-      }
-      this.table = parseAliases(text);
-    }
+    if (this.document) this.table = this.document.load(parseAliases, () => new AliasesError(CANNOT_READ));
   }
 
   /** Re-reads the file when it changed; a broken edit keeps the last good aliases. */
   private refresh(): void {
-    try {
-      const text = this.document!.changed();
-      if (text !== null) this.table = parseAliases(text);
-    } catch (err) {
-      const why = err instanceof AliasesError ? err.message : "cannot read the aliases file";
+    const next = this.document!.reload(parseAliases, (err) => {
+      const why = err instanceof AliasesError ? err.message : CANNOT_READ;
       this.onReloadError(`SWITCHYARD_MODEL_ALIASES: reload failed, keeping the previous aliases: ${why}`);
-    }
+    });
+    if (next) this.table = next;
   }
 
   /** The public id an alias stands for, or null when `id` is no alias. */

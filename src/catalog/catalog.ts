@@ -8,6 +8,7 @@ import { Value } from "@sinclair/typebox/value";
 import { readFileSync, statSync } from "node:fs";
 import embedded from "./catalog.json" with { type: "json" };
 import { parseUsd, PRIORITY, STANDARD, type Multiplier } from "../billing/money";
+import { isInlineDocument } from "../config-document";
 
 const Decimal = Type.String({ pattern: "^\\d+(\\.\\d{1,9})?$" });
 
@@ -115,7 +116,7 @@ export class Catalog {
 
   /** Re-reads the override file when it changed (checked at most once a second). */
   private refresh(): void {
-    if (!this.overridePath || this.overridePath.trim().startsWith("{")) return;
+    if (!this.overridePath || isInlineDocument(this.overridePath)) return;
     const now = Date.now();
     if (now - this.lastCheck < 1000) return;
     this.lastCheck = now;
@@ -139,7 +140,7 @@ export class Catalog {
     const merged = new Map<string, CatalogEntryJson>();
     for (const e of parseCatalog(embedded, "embedded catalog")) merged.set(e.id, e);
     if (this.overridePath) {
-      const inline = this.overridePath.trim().startsWith("{");
+      const inline = isInlineDocument(this.overridePath);
       let text: string;
       try {
         text = inline ? this.overridePath : readFileSync(this.overridePath, "utf8");

@@ -10,6 +10,7 @@ import { Admin } from "../accounts/admin";
 import { DomainError } from "../errors";
 import { SERVICE_NAME, VERSION } from "../version";
 import { parseArgs } from "./args";
+import { print } from "./output";
 
 export const HELP = `${SERVICE_NAME} ${VERSION} — OpenAI-compatible inference API in one executable
 
@@ -46,10 +47,6 @@ Environment (defaults in brackets):
   SWITCHYARD_LOG_LEVEL [info], SWITCHYARD_IMAGE_MAX_BYTES / _MAX_PIXELS / _MAX_EDGE
   SWITCHYARD_DASHBOARD [on|off], SWITCHYARD_DASHBOARD_SESSION_SECONDS [43200]   web dashboard at /dashboard
 Reference: GET /docs on a running server.`;
-
-function print(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + "\n");
-}
 
 function fail(message: string): number {
   process.stderr.write(`switchyard: ${message}\n`);

@@ -10,6 +10,7 @@ import { openStore, schemaVersion } from "../store/database";
 import { PgDatabase } from "../store/postgres/database";
 import { migratePostgres } from "../store/postgres/migrate";
 import { join } from "node:path";
+import { print } from "./output";
 
 export async function runMigrateCommand(config: Config): Promise<number> {
   if (config.databaseUrl) {
@@ -41,6 +42,3 @@ export async function runMigrateCommand(config: Config): Promise<number> {
   }
 }
 
-function print(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + "\n");
-}

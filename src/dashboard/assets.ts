@@ -43,12 +43,14 @@ let loading: Promise<ServedAssets> | null = null;
 
 /** The embedded bundle, or (from source) one built on first use and kept. */
 export function dashboardAssets(): Promise<ServedAssets> {
-  loading ??= (async () => {
-    const bundle: DashboardBundle = embeddedDashboard ?? (await (await import("./bundle")).bundleDashboard());
-    return { ...bundle, version: createHash("sha256").update(bundle.js).update(bundle.css).digest("hex").slice(0, 12) };
-  })();
-  // A failed bundle is not kept: the next request tries again (and logs why).
-  loading.catch(() => (loading = null));
+  if (!loading) {
+    loading = (async () => {
+      const bundle: DashboardBundle = embeddedDashboard ?? (await (await import("./bundle")).bundleDashboard());
+      return { ...bundle, version: createHash("sha256").update(bundle.js).update(bundle.css).digest("hex").slice(0, 12) };
+    })();
+    // A failed bundle is not kept: the next request tries again (and logs why).
+    loading.catch(() => (loading = null));
+  }
   return loading;
 }
 

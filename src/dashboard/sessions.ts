@@ -83,8 +83,9 @@ export function sessionCookie(id: string, maxAgeSeconds: number, secure: boolean
   return `${SESSION_COOKIE}=${id}; Path=${COOKIE_PATH}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure ? "; Secure" : ""}`;
 }
 
+/** The session cookie emptied and expired (sign-out). */
 export function clearedCookie(secure: boolean): string {
-  return `${SESSION_COOKIE}=; Path=${COOKIE_PATH}; Max-Age=0; HttpOnly; SameSite=Strict${secure ? "; Secure" : ""}`;
+  return sessionCookie("", 0, secure);
 }
 
 /** The value of cookie `name` in a Cookie header, or null. */

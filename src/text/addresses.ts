@@ -43,12 +43,15 @@ function spellUrl(url: string): string {
   return `${spellHost(m[2]!)}${spokenPath ? ` slash ${spokenPath}` : ""}`;
 }
 
+/** A URL with a scheme, or a host ending in a known top-level domain, and its path. */
+const WEB_ADDRESS = new RegExp(`\\b(?:(?:https?|ftp):\\/\\/[^\\s<>"]+|(?:www\\.)?[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)*\\.(?:${TLDS})\\b(?:\\/[^\\s<>"]*)?)`, "gi");
+
 export function readAddresses(text: string): string {
   // E-mail before web addresses: "ann@mail.org" would otherwise be read as a host.
   let t = text.replace(/\b([A-Za-z0-9._%+-]+)@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b/g, (_all, user: string, host: string) =>
     ` ${user.split(".").map(spellPiece).join(" dot ")} at ${spellHost(host)} `,
   );
-  t = t.replace(new RegExp(`\\b(?:(?:https?|ftp):\\/\\/[^\\s<>"]+|(?:www\\.)?[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)*\\.(?:${TLDS})\\b(?:\\/[^\\s<>"]*)?)`, "gi"), (url, at: number, all: string) => {
+  t = t.replace(WEB_ADDRESS, (url, at: number, all: string) => {
     // A trailing full stop or comma belongs to the sentence, not the address.
     const trail = /[.,;:!?)]+$/.exec(url)?.[0] ?? "";
     const body = url.slice(0, url.length - trail.length);

@@ -55,15 +55,15 @@ function convert(text: string, dialect: Dialect, vocab: Vocab): SpeechChunk {
   return { text, chars: codePoints(text), phonemes, ids: tokenize(phonemes, vocab), pauseBeforeMs: 0 };
 }
 
-function fit(text: string, dialect: Dialect, vocab: Vocab, max: number, level: 0 | 1 | 2): SpeechChunk[] {
-  const whole = convert(text, dialect, vocab);
+/** `whole` is the text converted whole, when the caller has it already (conversion is pure). */
+function fit(text: string, dialect: Dialect, vocab: Vocab, max: number, level: 0 | 1 | 2, whole = convert(text, dialect, vocab)): SpeechChunk[] {
   if (whole.ids.length <= max) return [whole];
   const parts = level === 0 ? splitClauses(text) : level === 1 ? splitWords(text) : [text];
   if (parts.length > 1) {
     const groups = pack(parts, (g) => convert(g.join(""), dialect, vocab).ids.length, max);
     return groups.flatMap((g) => fit(g.join(""), dialect, vocab, max, g.length === 1 ? ((level + 1) as 1 | 2) : level));
   }
-  if (level < 2) return fit(text, dialect, vocab, max, (level + 1) as 1 | 2);
+  if (level < 2) return fit(text, dialect, vocab, max, (level + 1) as 1 | 2, whole);
   // One "word" longer than the model's window (a giant number): cut its tokens, bill it once.
   const out: SpeechChunk[] = [];
   for (let i = 0; i < whole.ids.length; i += max) {
@@ -109,7 +109,8 @@ export function planSpeech(text: string, dialect: Dialect, vocab: Vocab, maxToke
  * when one clause is longer) as a chunk of their own, the rest as usual.
  */
 function fitFirst(sentence: string, dialect: Dialect, vocab: Vocab, max: number, first: number): SpeechChunk[] {
-  const head = fit(sentence, dialect, vocab, Math.min(first, max), 0)[0];
-  if (!head || head.ids.length === 0 || head.text.length >= sentence.length || head.text === "") return fit(sentence, dialect, vocab, max, 0);
+  const whole = convert(sentence, dialect, vocab);
+  const head = fit(sentence, dialect, vocab, Math.min(first, max), 0, whole)[0];
+  if (!head || head.ids.length === 0 || head.text.length >= sentence.length || head.text === "") return fit(sentence, dialect, vocab, max, 0, whole);
   return [head, ...fit(sentence.slice(head.text.length), dialect, vocab, max, 0)];
 }

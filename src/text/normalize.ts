@@ -77,10 +77,10 @@ const describesNoun = (before: string) => /\b[Aa]n?\s$/.test(before);
 function currency(sym: string, whole: string, cents: string | undefined, scale: string | undefined, singular = false): string {
   const names = CURRENCIES[sym]!;
   const w = whole.replace(/,/g, "");
-  const unit = (many: boolean) => (many && !singular ? names[1] : names[0]);
-  if (scale) return `${decimal(w + (cents ? "." + cents : ""))} ${SCALE_WORDS[scale] ?? scale} ${unit(true)}`;
+  const many = singular ? names[0] : names[1];
+  if (scale) return `${decimal(w + (cents ? "." + cents : ""))} ${SCALE_WORDS[scale] ?? scale} ${many}`;
   const c = cents ? Number(cents.padEnd(2, "0").slice(0, 2)) : 0;
-  const main = `${cardinal(w)} ${plural(w.replace(/^0+(?=\d)/, ""), names[0], unit(true))}`;
+  const main = `${cardinal(w)} ${plural(w.replace(/^0+(?=\d)/, ""), names[0], many)}`;
   if (!c) return main;
   const sub = `${cardinal(c)} ${c === 1 ? names[2] : names[3]}`;
   return w.replace(/^0+/, "") === "" ? sub : `${main} and ${sub}`;
@@ -127,6 +127,10 @@ function code(token: string): string {
     .join(" ");
 }
 
+/** "March 3(rd)(, 2024)" and "(the) 3(rd) (of) March (2024)". */
+const MONTH_DAY = new RegExp(`\\b${MONTH_RE}\\s+(\\d{1,2})(?:st|nd|rd|th)?\\b(?:,?\\s+(\\d{4})\\b)?`, "g");
+const DAY_MONTH = new RegExp(`\\b([Tt]he\\s+)?(\\d{1,2})(?:st|nd|rd|th)?\\s+(?:of\\s+)?${MONTH_RE}(?:,?\\s+(\\d{4})\\b)?`, "g");
+
 function datesAndTimes(t: string, dialect: Dialect): string {
   // ISO dates, then numeric dates in the dialect's order, then "March 3(rd)(, 2024)" and "(the) 3(rd) (of) March (2024)".
   t = t.replace(/\b(\d{4})-(\d{2})-(\d{2})\b/g, (all, y, mo, d) => date(Number(mo), Number(d), y, dialect) || all);
@@ -134,10 +138,10 @@ function datesAndTimes(t: string, dialect: Dialect): string {
     const [mo, d] = dialect === "gb" ? [Number(b), Number(a)] : [Number(a), Number(b)];
     return date(mo, d, y, dialect) || all;
   });
-  t = t.replace(new RegExp(`\\b${MONTH_RE}\\s+(\\d{1,2})(?:st|nd|rd|th)?\\b(?:,?\\s+(\\d{4})\\b)?`, "g"), (all, mo, d, y) =>
+  t = t.replace(MONTH_DAY, (all, mo, d, y) =>
     date(monthIndex(mo), Number(d), y, dialect) || all);
   // "the 4th of July" keeps its own "the".
-  t = t.replace(new RegExp(`\\b([Tt]he\\s+)?(\\d{1,2})(?:st|nd|rd|th)?\\s+(?:of\\s+)?${MONTH_RE}(?:,?\\s+(\\d{4})\\b)?`, "g"), (all, the: string | undefined, d, mo, y) => {
+  t = t.replace(DAY_MONTH, (all, the: string | undefined, d, mo, y) => {
     const said = date(monthIndex(mo), Number(d), y, "gb");
     if (!said) return all;
     return the ? the + said.replace(/^the /, "") : said;

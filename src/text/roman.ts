@@ -8,9 +8,10 @@ import { cardinal, ordinal } from "./numbers";
 
 const NUMERAL = "(?:X{0,3}(?:IX|IV|VI{0,3}|I{1,3})|X{1,3})";
 const VALUES: Record<string, number> = { I: 1, V: 5, X: 10 };
+const WHOLE_NUMERAL = new RegExp(`^${NUMERAL}$`);
 
 export function romanValue(s: string): number | null {
-  if (!new RegExp(`^${NUMERAL}$`).test(s)) return null;
+  if (!WHOLE_NUMERAL.test(s)) return null;
   let total = 0;
   for (let i = 0; i < s.length; i++) {
     const v = VALUES[s[i]!]!;
@@ -25,9 +26,15 @@ const COUNTING = "World War|War|Chapter|Part|Volume|Vol\\.|Book|Act|Scene|Phase|
 /** Names that take a single-letter numeral too ("Henry I", "Leo X", "George V"). */
 const MONARCHS = "Henry|Edward|George|William|Richard|Charles|James|John|Louis|Elizabeth|Mary|Anne|Victoria|Philip|Peter|Frederick|Napoleon|Alexander|Constantine|Pius|Leo|Gregory|Benedict|Paul|Innocent|Clement|Urban|Boniface|Ferdinand|Isabella|Catherine|Ivan|Nicholas|Francis|Alfonso|Juan|Carlos|Felipe|Gustav|Olaf|Harald|Haakon|Christian|Ludwig|Otto|Rudolf|Stephen|Ramesses|Thutmose|Amenhotep|Ptolemy|Antiochus|Darius|Xerxes|Artaxerxes";
 
+// Built once: readRomanNumerals runs for every piece of text the speech front end converts.
+// (String.prototype.replace starts a global pattern from the beginning every time.)
+const AFTER_COUNTING_WORD = new RegExp(`\\b(${COUNTING})\\s+(${NUMERAL})\\b(?!['’]?[a-z])`, "g");
+const AFTER_MONARCH = new RegExp(`\\b(${MONARCHS})\\s+(${NUMERAL})\\b(['’]s)?(?![a-z])`, "g");
+const AFTER_NAME = new RegExp(`\\b([A-Z][a-z]+)\\s+(${NUMERAL})\\b(['’]s)?(?![a-z])`, "g");
+
 export function readRomanNumerals(text: string): string {
   // Counting words first ("World War II", "Chapter IV", "Type 2" is left to the number rules).
-  let t = text.replace(new RegExp(`\\b(${COUNTING})\\s+(${NUMERAL})\\b(?!['’]?[a-z])`, "g"), (all, word: string, num: string) => {
+  let t = text.replace(AFTER_COUNTING_WORD, (all, word: string, num: string) => {
     const v = romanValue(num);
     return v === null ? all : `${word} ${cardinal(v)}`;
   });
@@ -36,8 +43,8 @@ export function readRomanNumerals(text: string): string {
     const v = romanValue(num);
     return v === null ? all : `${name} the ${ordinal(v)}${poss}`;
   };
-  t = t.replace(new RegExp(`\\b(${MONARCHS})\\s+(${NUMERAL})\\b(['’]s)?(?![a-z])`, "g"), (all, name, num, poss) => regnal(all, name, num, poss ?? ""));
-  t = t.replace(new RegExp(`\\b([A-Z][a-z]+)\\s+(${NUMERAL})\\b(['’]s)?(?![a-z])`, "g"), (all, name: string, num: string, poss) =>
+  t = t.replace(AFTER_MONARCH, (all, name, num, poss) => regnal(all, name, num, poss ?? ""));
+  t = t.replace(AFTER_NAME, (all, name: string, num: string, poss) =>
     num.length >= 2 ? regnal(all, name, num, poss ?? "") : all,
   );
   return t;

@@ -56,6 +56,8 @@ export interface RouteStatus {
   failures: number;
 }
 
+const CANNOT_READ = "cannot read the routes file";
+
 export class ConfiguredRouteRegistry implements RouteRegistry {
   private table: RoutesTable | null = null;
   private readonly defaultUpstream: Upstream | null;
@@ -74,15 +76,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
       ? { name: "default", baseUrl: source.upstreamUrl, apiKey: source.upstreamKey, ...DEFAULT_TIMEOUTS, priorityHint: DEFAULT_PRIORITY_HINT }
       : null;
     this.document = source.routes === null ? null : new ConfigDocument(source.routes);
-    if (this.document) {
-      let text: string;
-      try {
-        text = this.document.read();
-      } catch {
-        throw new RoutesConfigError("cannot read the routes file");
-      }
-      this.apply(parseRoutes(text, this.env));
-    }
+    if (this.document) this.apply(this.document.load((text) => parseRoutes(text, this.env), () => new RoutesConfigError(CANNOT_READ)));
   }
 
   private apply(table: RoutesTable): void {
@@ -95,13 +89,11 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
   /** Re-reads the file when it changed; a broken edit keeps the last good routes serving. */
   private refresh(): void {
     if (this.document === null) return;
-    try {
-      const text = this.document.changed();
-      if (text !== null) this.apply(parseRoutes(text, this.env));
-    } catch (err) {
-      const why = err instanceof RoutesConfigError ? err.message : "cannot read the routes file";
+    const next = this.document.reload((text) => parseRoutes(text, this.env), (err) => {
+      const why = err instanceof RoutesConfigError ? err.message : CANNOT_READ;
       this.onReloadError(`SWITCHYARD_ROUTES: reload failed, keeping the previous routes: ${why}`);
-    }
+    });
+    if (next) this.apply(next);
   }
 
   private routesOf(publicId: string): Route[] {

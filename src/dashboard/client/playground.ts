@@ -9,6 +9,7 @@ import { api, call } from "./api";
 import { ErrorLine, Tabs } from "./app";
 import { GenerationRecord } from "./account-view";
 import { count, usd } from "./format";
+import { SseParser } from "../../protocols/sse";
 
 interface Models {
   chat: string[];
@@ -112,22 +113,14 @@ function ChatPlayground(props: { models: string[]; onDone: (id: string | null) =
   </form>`;
 }
 
-/** The data payloads of a server-sent event stream. */
+/** The data payloads of a server-sent event stream (the server's own SSE parser). */
 async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
+  const parser = new SseParser();
   for (;;) {
     const { value, done } = await reader.read();
+    for (const e of done ? parser.end() : parser.push(value)) if (e.data) yield e.data;
     if (done) return;
-    buffer += decoder.decode(value, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const frame = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
-      if (data) yield data;
-    }
   }
 }
 

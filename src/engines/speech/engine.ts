@@ -5,7 +5,7 @@
  * overtake queued standard ones. The model runs in a worker thread (ONNX Runtime blocks the
  * thread it runs on), or in this thread if a worker cannot be started.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LocalEngine } from "../registry";
 import type { MetricsRegistry } from "../../metrics/registry";
@@ -13,6 +13,8 @@ import { Scheduler } from "../scheduler/index";
 import { KOKORO_VOCAB } from "../../text/kokoro-vocab";
 import type { Vocab } from "../../text/frontend";
 import { VoiceBank } from "./voices";
+import { presentInFolder } from "../model-files";
+import { SPEECH_FILES } from "./files";
 import { KokoroModel, MAX_TOKENS, type KokoroRunner, type SynthesisJob } from "./model";
 
 export { MAX_TOKENS, resolveIo, type SynthesisJob } from "./model";
@@ -107,13 +109,7 @@ export class SpeechEngine implements LocalEngine {
   static filesPresent(dir: string): { ok: boolean; missing: string[] } {
     const missing: string[] = [];
     if (!existsSync(join(dir, MODEL_FILE))) missing.push(MODEL_FILE);
-    let voices = 0;
-    try {
-      voices = readdirSync(join(dir, VOICES_DIR)).filter((f) => f.endsWith(".bin")).length;
-    } catch {
-      // no voices directory
-    }
-    if (voices === 0) missing.push(`${VOICES_DIR}/*.bin`);
+    if (presentInFolder(SPEECH_FILES, dir).length === 0) missing.push(`${VOICES_DIR}/*.bin`);
     return { ok: missing.length === 0, missing };
   }
 
