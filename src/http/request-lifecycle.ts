@@ -16,6 +16,7 @@ import type { App } from "./app";
 import type { Services } from "../services";
 import { beginRequest, contextOf, endRequest, type RequestContext } from "./request-context";
 import { requestMetrics, type RequestMetrics } from "../metrics/request-metrics";
+import { resolveId } from "../catalog/resolve";
 import type { Cell, HistogramSeries } from "../metrics/registry";
 import { watchProducerEnd, type StreamEnd } from "./streaming";
 import type { RequestEnd } from "../generations/outcomes";
@@ -204,10 +205,11 @@ async function* wrapIterable<T>(source: AsyncIterable<T>, done: (outcome: "compl
   }
 }
 
+/** The model a request is reported under: its id, an alias's target, or "unknown" (bounded labels). */
 function modelLabel(s: Services, body: unknown): string {
   const id = (body as { model?: unknown } | null | undefined)?.model;
   if (typeof id !== "string") return "none";
-  return s.catalog.resolve(id, false) ? id : "unknown";
+  return resolveId(s, id)?.requestedId ?? "unknown";
 }
 
 const round = (ms: number) => Math.round(ms * 100) / 100;

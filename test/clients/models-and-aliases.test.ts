@@ -41,6 +41,13 @@ test("an aliased claude-* id is served, reported and billed as its target", asyn
   expect(row.model).toBe("minimax-m2");
 });
 
+test("an aliased request is counted in the metrics under its target, not as an unknown model", async () => {
+  const text = await (await fetch(h.base + "/metrics")).text();
+  const series = (model: string) => `switchyard_requests_total{endpoint="/v1/messages",model="${model}",status="200"}`;
+  expect(text).toContain(series("minimax-m2"));
+  expect(text).not.toContain(series("unknown"));
+});
+
 test("aliases work on every chat protocol and are never listed", async () => {
   const openai = new OpenAI({ apiKey: acct.key, baseURL: h.base + "/v1", maxRetries: 0 });
   const r = await openai.chat.completions.create({ model: "claude-sonnet-4-5", messages: [{ role: "user", content: "hi" }] });
