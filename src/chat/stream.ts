@@ -24,11 +24,11 @@ type ChatObject = Record<string, unknown>;
 /** The upstream broke the stream; nothing is billed and the client gets an error event. */
 export class StreamFailure extends Error {}
 
-/** The rewritten chunks with content from one upstream read, and the text they deliver. */
+/** The rewritten chunks with content from one upstream read, and how much text they deliver. */
 export interface RelayBatch {
   chunks: ChatObject[];
-  /** Content, reasoning and tool-call text of the chunks (what the client is sent). */
-  text: string;
+  /** Characters of content, reasoning and tool-call text in the chunks (what the client is sent). */
+  chars: number;
 }
 
 export class ChatStream {
@@ -36,7 +36,6 @@ export class ChatStream {
   /** The output relayed so far, counted as it goes (see token-tally.ts). */
   private readonly delivered: TokenTally;
   private deliveredChunks = 0;
-  private clientLeft = false;
   /** The relay stopped the upstream at the output cap. */
   private capped = false;
   private readonly meter: OutputMeter;
@@ -84,7 +83,7 @@ export class ChatStream {
         }
         const events = read.done ? parser.end() : parser.push(read.value!);
         const batch: ChatObject[] = [];
-        let batchText = "";
+        let batchChars = 0;
         // A failure ends the stream only after the chunks that came before it in this read.
         let failure: StreamFailure | null = null;
         for (const ev of events) {
@@ -131,7 +130,7 @@ export class ChatStream {
           if (typeof obj.created === "number") created = obj.created;
           this.delivered.add(text);
           this.deliveredChunks++;
-          batchText += text;
+          batchChars += text.length;
           batch.push(rewriteChatObject(obj, rewrite));
         }
         if (this.capped) {
@@ -139,10 +138,10 @@ export class ChatStream {
           this.upstream.abort();
           const ending = [...(unfinished.size > 0 ? unfinished : [0])].map((index) => ({ index, delta: {}, finish_reason: "length" }));
           batch.push(rewriteChatObject({ id: "", object: "chat.completion.chunk", created, model: "", choices: ending }, rewrite));
-          yield { chunks: batch, text: batchText };
+          yield { chunks: batch, chars: batchChars };
           return;
         }
-        if (batch.length > 0) yield { chunks: batch, text: batchText };
+        if (batch.length > 0) yield { chunks: batch, chars: batchChars };
         // A long output is counted as it goes; its count sets the pace (see token-tally.ts).
         const counting = this.delivered.caughtUp();
         if (counting) await counting;
@@ -157,12 +156,7 @@ export class ChatStream {
 
   /** The client went away: stop the upstream (the relay then bills what was delivered). */
   cancel(): void {
-    this.clientLeft = true;
     this.upstream.abort();
-  }
-
-  get clientGone(): boolean {
-    return this.clientLeft;
   }
 
   /**

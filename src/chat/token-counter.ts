@@ -10,19 +10,16 @@
  *
  * If no worker can start, counting falls back to the calling thread, with a warning.
  */
-import { countTexts, promptOverhead, promptTexts, textLength } from "./tokens";
+import { countTexts, isLetterAt, promptOverhead, promptTexts, SHORT_JOB_CHARS, textLength } from "./tokens";
 import type { TokenJob, TokenReply } from "./token-worker";
 
 type Message = Parameters<typeof promptTexts>[0][number];
 
-/** Jobs up to this many characters go to the short lane (counted in well under a millisecond). */
-export const SHORT_JOB_CHARS = 16 * 1024;
 /**
  * Longer jobs are handed to the worker in parts of about this size, one per turn of the event
  * loop: copying megabytes into one message would hold the serving thread for milliseconds.
  */
 const PART_CHARS = 128 * 1024;
-const LETTER = /\p{L}/u;
 
 export interface CountOptions {
   /** Counting may stop once the count exceeds this (the result is then above it). */
@@ -224,7 +221,7 @@ function* parts(texts: string[]): Generator<string> {
     while (text.length - start > PART_CHARS) {
       let cut = start + PART_CHARS;
       for (let i = cut; i > start + PART_CHARS / 2; i--) {
-        if (text.charCodeAt(i) === 32 && LETTER.test(text[i + 1] ?? "")) {
+        if (text.charCodeAt(i) === 32 && isLetterAt(text, i + 1)) {
           cut = i;
           break;
         }

@@ -12,6 +12,7 @@
  * so the count can leave out a last stretch that never reached the client (total(dropLast)).
  */
 import type { TokenCounter } from "./token-counter";
+import { isLetterAt } from "./tokens";
 
 /**
  * More text than a relay can have read but not handed to its client when it ends: its queue
@@ -27,13 +28,6 @@ const FLUSH_CHARS = 16 * 1024;
 const HARD_CUT_CHARS = 256 * 1024;
 /** Cut points are remembered at most once per this many characters (a few hundred per tail). */
 const CUT_SPACING = 1024;
-const LETTER = /\p{L}/u;
-
-function isLetterAt(text: string, i: number): boolean {
-  const c = text.charCodeAt(i);
-  if (c < 128) return (c | 32) >= 97 && (c | 32) <= 122;
-  return LETTER.test(text[i]!);
-}
 
 export class TokenTally {
   private tail = "";

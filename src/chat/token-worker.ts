@@ -4,7 +4,7 @@
  * takes in new messages, so a short job never waits behind a long one for more than a step
  * (a few milliseconds). A cancelled job is dropped, even half-counted.
  */
-import { countTexts, countTextsSteps, textLength } from "./tokens";
+import { countTexts, countTextsSteps, SHORT_JOB_CHARS, textLength } from "./tokens";
 
 export type TokenJob =
   | { id: number; texts: string[]; limit: number | null }
@@ -16,8 +16,6 @@ export type TokenReply = { ready: true } | { id: number; count: number } | { id:
 
 declare const self: Worker;
 
-/** Jobs up to this many characters are counted at once, ahead of long ones (≲ 1 ms). */
-const SHORT_JOB_CHARS = 16 * 1024;
 /** The long lane's niceness: about a tenth of the CPU a busy serving thread gets, when both want it. */
 const BACKGROUND_NICE = 10;
 /** A long job gives way to messages after this much counting. */

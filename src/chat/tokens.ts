@@ -49,6 +49,22 @@ type Part = { type?: unknown; text?: unknown; image_url?: unknown };
 type Message = { role?: unknown; content?: unknown; name?: unknown; tool_calls?: unknown };
 
 /**
+ * Jobs up to this many characters are counted at once (well under a millisecond): the counter
+ * sends them to its short lane, and the worker answers them ahead of long ones.
+ */
+export const SHORT_JOB_CHARS = 16 * 1024;
+
+const LETTER = /\p{L}/u;
+
+/** Whether text[i] is a letter (o200k's pre-tokenizer starts a new piece at a space before one). */
+export function isLetterAt(text: string, i: number): boolean {
+  if (!(i < text.length)) return false;
+  const c = text.charCodeAt(i);
+  if (c < 128) return (c | 32) >= 97 && (c | 32) <= 122;
+  return LETTER.test(text[i]!);
+}
+
+/**
  * The tokens of `text`. With a `limit`, counting may stop once the count exceeds it: the result
  * is then some number above the limit (exact whenever it is at most the limit).
  */

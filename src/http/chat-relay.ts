@@ -112,13 +112,13 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
   // The frames of one step go out as one write: one encode, one enqueue, one socket write.
   const untaken = new UntakenText();
   let written = 0;
-  const send = (frames: string, text = "") => {
+  const send = (frames: string, chars = 0) => {
     if (frames === "") return;
     // Buffer.from encodes UTF-8 in about half the time TextEncoder takes here.
     const bytes = Buffer.from(frames, "utf8");
     w.write(bytes);
     written += bytes.byteLength;
-    untaken.add(written, text);
+    untaken.add(written, chars);
   };
   const tier = call.resolved.tier;
   if (framing.start) send(framing.start());
@@ -127,13 +127,13 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     for await (const batch of stream.batches()) {
       if (w.closed) {
         // Read from the upstream, never written: not delivered.
-        untaken.add(Infinity, batch.text);
+        untaken.add(Infinity, batch.chars);
         break;
       }
       const { chunks } = batch;
       let frames = "";
       for (let i = 0; i < chunks.length; i++) frames += framing.push(chunks[i]!);
-      send(frames, batch.text);
+      send(frames, batch.chars);
       // Backpressure: the upstream is read again only once the client took most of this.
       const room = w.ready();
       if (room) await room;
@@ -143,7 +143,7 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     failure = err;
   }
 
-  if (w.closed || stream.clientGone) {
+  if (w.closed) {
     // The client went away (or was cut off): input plus the output its connection took — not
     // what was still queued for it — or nothing when none was.
     const usage = await stream.deliveredUsage(untaken.after(w.taken));
@@ -188,11 +188,11 @@ class UntakenText {
   private readonly pending: { end: number; chars: number }[] = [];
   private chars = 0;
 
-  /** Text written up to byte `end` (Infinity: never written). */
-  add(end: number, text: string): void {
-    if (!text) return;
-    this.pending.push({ end, chars: text.length });
-    this.chars += text.length;
+  /** `chars` characters of text written up to byte `end` (Infinity: never written). */
+  add(end: number, chars: number): void {
+    if (chars === 0) return;
+    this.pending.push({ end, chars });
+    this.chars += chars;
   }
 
   /** Forgets the writes the connection took (up to byte `taken`). */

@@ -85,6 +85,13 @@ export function sseEvent(name: string, payload: unknown): string {
   return `event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`;
 }
 
+/** Named events, framed and joined: what one step of a translated stream sends. */
+export function sseEvents(events: { event: string; data: unknown }[]): string {
+  let text = "";
+  for (const e of events) text += sseEvent(e.event, e.data);
+  return text;
+}
+
 /** A comment line: keeps idle connections open without producing an event. */
 export function sseComment(text = "keep-alive"): string {
   return `: ${text}\n\n`;

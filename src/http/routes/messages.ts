@@ -14,7 +14,7 @@ import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { estimateInput, type ChatCall } from "../../chat/pipeline";
 import { CountAborted } from "../../chat/token-counter";
 import { clientGone } from "../../errors";
-import { sseEvent } from "../../protocols/sse";
+import { sseEvent, sseEvents } from "../../protocols/sse";
 import { completeForRoute, streamForRoute } from "../chat-relay";
 import { errorBody } from "../errors";
 import { newId } from "../../accounts/ids";
@@ -24,7 +24,7 @@ import {
 } from "../../protocols/anthropic/request";
 import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignored-tools";
 import { toAnthropicMessage } from "../../protocols/anthropic/response";
-import { AnthropicStreamTranslator, type AnthropicEvent } from "../../protocols/anthropic/stream";
+import { AnthropicStreamTranslator } from "../../protocols/anthropic/stream";
 
 const toolId = () => newId("toolu", 12);
 
@@ -53,7 +53,8 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     const caller = admitted instanceof Promise ? await admitted : admitted;
     assertModelEndpoint(s, body, "chat");
     const req = parseMessagesRequest(body);
-    const chatRequest = toChatRequest(req);
+    const tools = chatToolsOf(req);
+    const chatRequest = toChatRequest(req, tools);
     const resolved = resolveModel(s, req.model, "chat", wantsPriorityTier(req));
     // Anthropic clients must send max_tokens and size it from their own idea of the model (an
     // aliased claude-* id, say); above this model's output ceiling it is lowered to the ceiling.
@@ -62,7 +63,7 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     const id = "msg_" + requestId.replace(/^req_/, "");
     // The Anthropic SDK reports this header as the request id of responses and errors.
     set.headers["request-id"] = requestId;
-    const { ignored } = chatToolsOf(req);
+    const { ignored } = tools;
     if (ignored.length > 0) set.headers[IGNORED_TOOLS_HEADER] = ignoredToolsHeader(ignored);
     const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/messages", resolved, request: chatRequest, signal: request.signal };
     const stopSequences = req.stop_sequences ?? [];
@@ -78,16 +79,11 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
       throw err instanceof CountAborted ? clientGone() : err;
     });
     const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens, stopSequences, omitThinking, cacheAccounting, toolId });
-    const frames = (events: AnthropicEvent[]) => {
-      let text = "";
-      for (const e of events) text += sseEvent(e.event, e.data);
-      return text;
-    };
     return streamForRoute(s, call, { request, server, set }, {
-      start: () => frames(translator.start()),
-      push: (chunk) => frames(translator.push(chunk)),
+      start: () => sseEvents(translator.start()),
+      push: (chunk) => sseEvents(translator.push(chunk)),
       failed: (error) => sseEvent("error", errorBody(error, "anthropic")),
-      finish: (result) => ({ frames: frames(translator.finish(result)) }),
+      finish: (result) => ({ frames: sseEvents(translator.finish(result)) }),
     });
   });
 }

@@ -13,7 +13,7 @@ import { DomainError, invalidField } from "../../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { type ChatCall } from "../../chat/pipeline";
-import { SSE_DONE, sseEvent } from "../../protocols/sse";
+import { SSE_DONE, sseEvents } from "../../protocols/sse";
 import { completeForRoute, streamForRoute } from "../chat-relay";
 import type { StoredResponseRecord } from "../../billing/ledger-store";
 import { newId } from "../../accounts/ids";
@@ -21,7 +21,7 @@ import { ResponsesRequest, normalizeInput, parseResponsesRequest, toChatRequest,
 import { responsesTools } from "../../protocols/responses/tools";
 import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignored-tools";
 import { toResponseObject, type ResponseShell } from "../../protocols/responses/response";
-import { ResponsesStreamTranslator, type ResponsesEvent } from "../../protocols/responses/stream";
+import { ResponsesStreamTranslator } from "../../protocols/responses/stream";
 
 type Json = Record<string, unknown>;
 
@@ -77,19 +77,14 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     }
 
     const translator = new ResponsesStreamTranslator(shell, itemId);
-    const frames = (events: ResponsesEvent[]) => {
-      let text = "";
-      for (const e of events) text += sseEvent(e.event, e.data);
-      return text;
-    };
     return streamForRoute(s, call, { request, server, set }, {
-      start: () => frames(translator.start()),
-      push: (chunk) => frames(translator.push(chunk)),
-      failed: (error) => frames(translator.fail(error.message)) + SSE_DONE,
+      start: () => sseEvents(translator.start()),
+      push: (chunk) => sseEvents(translator.push(chunk)),
+      failed: (error) => sseEvents(translator.fail(error.message)) + SSE_DONE,
       finish(result) {
         const { events, response } = translator.finish(result);
         // Stored with the charge, before the final event: retrievable as soon as a client sees the end.
-        return { frames: frames(events) + SSE_DONE, storedResponse: stored(response) };
+        return { frames: sseEvents(events) + SSE_DONE, storedResponse: stored(response) };
       },
     });
   });

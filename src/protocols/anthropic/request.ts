@@ -294,8 +294,9 @@ export function countExtras(req: CountTokensRequest): unknown[] {
   return [chatToolsOf(req).tools];
 }
 
-export function toChatRequest(req: MessagesRequest): ChatRequest {
-  const { tools } = chatToolsOf(req);
+/** `translated` is chatToolsOf(req), when the caller needs it too (it is translated once). */
+export function toChatRequest(req: MessagesRequest, translated: ChatTools = chatToolsOf(req)): ChatRequest {
+  const { tools } = translated;
   if (req.tool_choice && req.tool_choice.type !== "none" && req.tool_choice.type !== "auto" && !tools) {
     throw badRequest("tool_choice", "tool_choice requires tools to be defined.");
   }
