@@ -13,7 +13,7 @@ import type { Consumption, StoredResponseRecord } from "../billing/ledger-store"
 import { CountAborted } from "./token-counter";
 import { dispatchChat } from "../upstream/dispatch";
 import { abortWith, readAllText } from "../upstream/timeouts";
-import { contextWindowExceeded, mayExceedContext, promptExtras, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
+import { contextWindowExceeded, promptExtras, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, usageDetails } from "./rewrite";
 import { ChatStream } from "./stream";
@@ -54,9 +54,8 @@ export function completionId(requestId: string): string {
  * Holds the most the request can cost (the prompt's bound and the output cap, × n) before any
  * upstream is called: 402 when the available balance cannot cover it, 503 when the ledger cannot write.
  */
-export async function reserveChat(s: Services, call: ChatCall): Promise<{ hold: Hold; budget: TokenBudget }> {
+export async function reserveChat(s: Services, call: ChatCall, budget: TokenBudget): Promise<Hold> {
   const { entry, multiplier } = call.resolved;
-  const budget = tokenBudget(call.request, entry);
   const hold = await s.ledger.reserve({
     requestId: call.requestId,
     accountId: call.accountId,
@@ -65,7 +64,7 @@ export async function reserveChat(s: Services, call: ChatCall): Promise<{ hold: 
     budget: { inputTokens: budget.inputBound, outputTokens: budget.maxOutput },
     price: (u) => chatCost(entry, multiplier, { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 }),
   });
-  return { hold, budget };
+  return hold;
 }
 
 /** What a chat's usage costs on its hold (clamped to it), as the protocols report it. */
@@ -114,9 +113,8 @@ export async function countUsage(s: Services, call: ChatCall, output: Promise<nu
   return { prompt, completion };
 }
 
-/** 400 context_length_exceeded when the prompt cannot fit; tokenizes only when the cheap bound says it might not. */
-export async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
-  if (!mayExceedContext(call.request, call.resolved.entry)) return;
+/** 400 context_length_exceeded when the prompt cannot fit (asked only when the cheap bound says it might not). */
+async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
   let count: number;
   try {
     count = await estimateInput(s, call);
@@ -133,8 +131,8 @@ export async function checkContextWindow(s: Services, call: ChatCall): Promise<v
  * prompt might not fit) and inline images (only when some message has content parts). Nothing to
  * wait for in the usual case, and then no promise either.
  */
-function beforeHold(s: Services, call: ChatCall): Promise<void> | undefined {
-  const checkContext = mayExceedContext(call.request, call.resolved.entry);
+function beforeHold(s: Services, call: ChatCall, budget: TokenBudget): Promise<void> | undefined {
+  const checkContext = budget.mayExceedContext;
   const images = hasContentParts(call.request.messages);
   if (!checkContext && !images) return undefined;
   return (async () => {
@@ -158,9 +156,10 @@ export async function completeChat<T>(
   call: ChatCall,
   present: (chat: ChatObject, result: ChatResult) => { value: T; storedResponse?: StoredResponseRecord },
 ): Promise<{ value: T; result: ChatResult }> {
-  const before = beforeHold(s, call);
+  const budget = tokenBudget(call.request, call.resolved.entry);
+  const before = beforeHold(s, call, budget);
   if (before) await before;
-  const { hold } = await reserveChat(s, call);
+  const hold = await reserveChat(s, call, budget);
   try {
     const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId, call.accountId));
     let json: ChatObject;
@@ -188,9 +187,10 @@ export async function completeChat<T>(
 
 /** Opens a relayed stream; resolves once an upstream accepted the request (errors before that throw). */
 export async function openChatStream(s: Services, call: ChatCall): Promise<ChatStream> {
-  const before = beforeHold(s, call);
+  const budget = tokenBudget(call.request, call.resolved.entry);
+  const before = beforeHold(s, call, budget);
   if (before) await before;
-  const { hold, budget } = await reserveChat(s, call);
+  const hold = await reserveChat(s, call, budget);
   try {
     // Aborted by the client going away or by the stream's own cancel/failure.
     const upstream = new AbortController();

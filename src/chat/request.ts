@@ -63,11 +63,17 @@ export interface TokenBudget {
   inputBound: number;
   /** Most output tokens the request may produce. */
   maxOutput: number;
+  /**
+   * Whether the prompt might not fit the context window by its cheap upper bound (UTF-8 bytes),
+   * with the output asked for: only then is it worth tokenizing (contextWindowExceeded).
+   */
+  mayExceedContext: boolean;
 }
 
 /**
- * Enforces the output ceiling and returns what the hold must cover. The context window is
- * checked before (contextWindowExceeded), since that may need tokenizing.
+ * Enforces the output ceiling (a 400 before anything else) and returns what the hold must cover,
+ * from one pass over the prompt. The context window is checked before the hold when the bound
+ * says it might not fit (contextWindowExceeded), since that may need tokenizing.
  */
 export function tokenBudget(req: ChatRequest, entry: ModelEntry): TokenBudget {
   const { asked, ceiling } = checkOutputCeiling(req, entry);
@@ -75,7 +81,11 @@ export function tokenBudget(req: ChatRequest, entry: ModelEntry): TokenBudget {
   const reserveOutput = asked ?? ceiling;
   // Every generated sequence (n choices, or best_of candidates) can produce the full output.
   const sequences = Math.max(1, req.n ?? 1, req.best_of ?? 1);
-  return { inputBound: Math.min(bound, entry.contextWindow), maxOutput: Math.min(reserveOutput, entry.contextWindow) * sequences };
+  return {
+    inputBound: Math.min(bound, entry.contextWindow),
+    maxOutput: Math.min(reserveOutput, entry.contextWindow) * sequences,
+    mayExceedContext: bound + (asked ?? 0) > entry.contextWindow,
+  };
 }
 
 /** The request fields besides messages that reach the model's prompt. */
@@ -96,15 +106,6 @@ export function checkOutputCeiling(req: ChatRequest, entry: ModelEntry): { asked
 function outputAsked(req: ChatRequest): { field: string; asked: number | null } {
   const field = req.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
   return { field, asked: req.max_completion_tokens ?? req.max_tokens ?? null };
-}
-
-/**
- * Whether the prompt might not fit the context window by its cheap upper bound (UTF-8 bytes);
- * only then is it worth tokenizing. An output above the ceiling is refused first, as such.
- */
-export function mayExceedContext(req: ChatRequest, entry: ModelEntry): boolean {
-  checkOutputCeiling(req, entry);
-  return promptTokenBound(req.messages, promptExtras(req)) + (outputAsked(req).asked ?? 0) > entry.contextWindow;
 }
 
 /**
