@@ -15,7 +15,7 @@ import { dispatchChat } from "../upstream/dispatch";
 import { abortWith, readAllText } from "../upstream/timeouts";
 import { contextWindowExceeded, promptExtras, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
-import { readUsage, rewriteChatObject, deliveredText, usageDetails } from "./rewrite";
+import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
 import { ChatStream } from "./stream";
 import { timeEngine } from "../metrics/engine-time";
 import { prepareChatImages } from "./images";
@@ -108,9 +108,9 @@ export function estimateInput(s: Services, call: Pick<ChatCall, "request" | "res
 }
 
 /** Our own count of a request's usage, for an upstream that reported none: both counts at once. */
-export async function countUsage(s: Services, call: ChatCall, output: Promise<number>): Promise<{ prompt: number; completion: number }> {
-  const [prompt, completion] = await Promise.all([estimateInput(s, { ...call, signal: new AbortController().signal }), output]);
-  return { prompt, completion };
+export async function countUsage(s: Services, call: ChatCall, output: Promise<number>): Promise<ReportedUsage> {
+  const [inputTokens, outputTokens] = await Promise.all([estimateInput(s, { ...call, signal: new AbortController().signal }), output]);
+  return { inputTokens, outputTokens };
 }
 
 /** 400 context_length_exceeded when the prompt cannot fit (asked only when the cheap bound says it might not). */
@@ -170,10 +170,8 @@ export async function completeChat<T>(
     }
     // Checked before the charge: nothing after settle() may fail on the upstream's shape.
     if (!isWellFormedCompletion(json)) throw upstreamError();
-    const upstreamUsage = readUsage(json);
-    const reported = upstreamUsage ?? (await countUsage(s, call, s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message)))));
     // A complete body cannot be cut any more: usage beyond the hold is clamped to it (and logged).
-    const usage: Consumption = { inputTokens: reported.prompt, outputTokens: reported.completion, ...usageDetails(upstreamUsage) };
+    const usage: Consumption = readUsage(json) ?? (await countUsage(s, call, s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message)))));
     const result = chatResult(hold, usage, call.resolved.tier);
     rewriteChatObject(json, { id: completionId(call.requestId), model: call.resolved.requestedId, serviceTier: call.resolved.tier });
     json.usage = usageObject(json.usage, result);

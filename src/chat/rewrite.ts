@@ -21,14 +21,14 @@ export function rewriteChatObject(obj: ChatObject, r: Rewrite): ChatObject {
   return obj;
 }
 
-/** Token counts an upstream reported: prompt and completion, plus the details some engines add. */
-export interface UpstreamUsage {
-  prompt: number;
-  completion: number;
-  /** Of `prompt`, served from the engine's prefix cache (`prompt_tokens_details.cached_tokens`). */
-  cached?: number;
-  /** Of `completion`, spent reasoning (`completion_tokens_details.reasoning_tokens`). */
-  reasoning?: number;
+/** Token counts an upstream reported, as a charge records them: totals, plus the details some engines add. */
+export interface ReportedUsage {
+  inputTokens: number;
+  outputTokens: number;
+  /** Of the input, served from the engine's prefix cache (`prompt_tokens_details.cached_tokens`). */
+  cachedTokens?: number;
+  /** Of the output, spent reasoning (`completion_tokens_details.reasoning_tokens`). */
+  reasoningTokens?: number;
 }
 
 /** A detail count when it is a sane integer, clamped to the total it is part of. */
@@ -38,25 +38,17 @@ function detail(v: unknown, total: number): number | undefined {
 }
 
 /** Upstream usage, tolerant of missing or odd values. */
-export function readUsage(obj: { usage?: unknown }): UpstreamUsage | null {
+export function readUsage(obj: { usage?: unknown }): ReportedUsage | null {
   const u = obj.usage as { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null; completion_tokens_details?: { reasoning_tokens?: unknown } | null } | null | undefined;
   if (!u || typeof u !== "object") return null;
   const prompt = Number(u.prompt_tokens);
   const completion = Number(u.completion_tokens ?? 0);
   if (!Number.isSafeInteger(prompt) || prompt < 0 || !Number.isSafeInteger(completion) || completion < 0) return null;
-  const out: UpstreamUsage = { prompt, completion };
+  const out: ReportedUsage = { inputTokens: prompt, outputTokens: completion };
   const cached = detail(u.prompt_tokens_details?.cached_tokens, prompt);
   const reasoning = detail(u.completion_tokens_details?.reasoning_tokens, completion);
-  if (cached !== undefined) out.cached = cached;
-  if (reasoning !== undefined) out.reasoning = reasoning;
-  return out;
-}
-
-/** The detail counts of a ChatResult (absent when the upstream reported none). */
-export function usageDetails(u: UpstreamUsage | null): { cachedTokens?: number; reasoningTokens?: number } {
-  const out: { cachedTokens?: number; reasoningTokens?: number } = {};
-  if (u?.cached !== undefined) out.cachedTokens = u.cached;
-  if (u?.reasoning !== undefined) out.reasoningTokens = u.reasoning;
+  if (cached !== undefined) out.cachedTokens = cached;
+  if (reasoning !== undefined) out.reasoningTokens = reasoning;
   return out;
 }
 

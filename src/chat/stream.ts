@@ -12,7 +12,7 @@ import type { Hold } from "../billing/hold";
 import { SseParser } from "../protocols/sse";
 import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
-import { readUsage, rewriteChatObject, deliveredText, usageDetails, type UpstreamUsage } from "./rewrite";
+import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
 import type { TokenBudget } from "./request";
 import { OutputMeter, relayCap } from "./output-cap";
 import { timeEngine } from "../metrics/engine-time";
@@ -32,7 +32,7 @@ export interface RelayBatch {
 }
 
 export class ChatStream {
-  private usage: UpstreamUsage | null = null;
+  private usage: ReportedUsage | null = null;
   /** The output relayed so far, counted as it goes (see token-tally.ts). */
   private readonly delivered: TokenTally;
   private deliveredChunks = 0;
@@ -164,7 +164,7 @@ export class ChatStream {
    * (counted off the event loop).
    */
   async finalUsage(): Promise<Consumption> {
-    if (this.usage && !this.capped) return { inputTokens: this.usage.prompt, outputTokens: this.usage.completion, ...usageDetails(this.usage) };
+    if (this.usage && !this.capped) return this.usage;
     // Cut at the cap, the upstream's count (if any came) is not what was delivered.
     return this.counted(0);
   }
@@ -181,8 +181,7 @@ export class ChatStream {
   /** Input (the upstream's count, else ours) and the output delivered but its last `dropLast` characters. */
   private async counted(dropLast: number): Promise<Consumption> {
     const output = this.delivered.total(dropLast);
-    if (this.usage) return { inputTokens: this.usage.prompt, outputTokens: await output };
-    const u = await countUsage(this.s, this.call, output);
-    return { inputTokens: u.prompt, outputTokens: u.completion };
+    if (this.usage) return { inputTokens: this.usage.inputTokens, outputTokens: await output };
+    return countUsage(this.s, this.call, output);
   }
 }
