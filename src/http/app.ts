@@ -11,7 +11,7 @@ import { dialectForPath, errorBody, errorHeaders, publicError, statusOf } from "
 import { RouteDocs } from "./route-docs";
 import { readBodyCapped, tooLarge } from "./body";
 import { admitBeforeBody } from "./auth";
-import { endFailedRequest, installRequestLifecycle } from "./request-lifecycle";
+import { installRequestLifecycle } from "./request-lifecycle";
 import { contextOf, newRequestId } from "./request-context";
 import { registerRootRoutes } from "./routes/root";
 import { registerModelRoutes } from "./routes/models";
@@ -104,7 +104,8 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       return errorBody(err, dialectForPath(path));
     });
 
-  installRequestLifecycle(app, s);
+  // Installed after the hooks above (the request id exists by then); the error hook calls it at request time.
+  const endFailedRequest = installRequestLifecycle(app, s);
   registerRootRoutes(app, s, docs);
   registerDocsRoutes(app, s, docs);
   registerModelRoutes(app, s, docs);

@@ -18,8 +18,6 @@ export interface RequestContext extends EngineClock {
   /** The response body is a stream; the request ends when the stream does. */
   streamed: boolean;
   finished: boolean;
-  /** Ends the request with this status (set by the request lifecycle; the error hook calls it). */
-  endWithStatus?: (hc: { request: Request; set: { headers: Record<string, unknown> }; route?: string; body?: unknown }, status: number) => void;
 }
 
 /** Random bytes for request ids, drawn 512 ids at a time (one getRandomValues call per 512). */

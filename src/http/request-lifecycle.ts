@@ -38,21 +38,12 @@ interface SeriesLabels {
 }
 
 /**
- * Ends a request that failed (any error the app's error hook mapped to `status`): releases its
- * slot, records it and logs it. A request whose response is already streaming is the stream's to
- * end; only its slot is made sure of.
+ * Installs the hooks that begin, measure and end every request, and returns what ends a request
+ * that failed (any error the app's error hook mapped to `status`): it releases the slot, records
+ * the request and logs it. A request whose response is already streaming is the stream's to end;
+ * only its slot is made sure of.
  */
-export function endFailedRequest(hc: HookContext, status: number): void {
-  const ctx = contextOf(hc.request);
-  if (!ctx) return;
-  if (ctx.finished || ctx.streamed) {
-    ctx.slot?.release();
-    return;
-  }
-  ctx.endWithStatus?.(hc, status);
-}
-
-export function installRequestLifecycle(app: App, s: Services): void {
+export function installRequestLifecycle(app: App, s: Services): (hc: HookContext, status: number) => void {
   const metrics: RequestMetrics = requestMetrics(s);
   const seriesCache = new Map<string, SeriesLabels>();
   const seriesFor = (endpoint: string, model: string, status: number): SeriesLabels => {
@@ -106,14 +97,10 @@ export function installRequestLifecycle(app: App, s: Services): void {
     if (typeof cost === "string") fields.cost_usd = cost;
     s.log.info("request", fields);
   };
-  const endWithStatus = (hc: HookContext, status: number) => {
-    const ctx = contextOf(hc.request);
-    if (ctx) finish(hc, ctx, status, "sent");
-  };
 
   app
     .onRequest(({ request, set }) => {
-      beginRequest(request, String(set.headers["x-request-id"] ?? "")).endWithStatus = endWithStatus;
+      beginRequest(request, String(set.headers["x-request-id"] ?? ""));
     })
     // Destructured on purpose: Elysia fills only the context fields a hook's source names.
     .onAfterHandle({ as: "global" }, ({ request, set, route, body, responseValue }) => {
@@ -141,6 +128,16 @@ export function installRequestLifecycle(app: App, s: Services): void {
       else if (value instanceof Response && status === 200) status = value.status;
       finish(c, ctx, status, "sent");
     });
+
+  return (hc, status) => {
+    const ctx = contextOf(hc.request);
+    if (!ctx) return;
+    if (ctx.finished || ctx.streamed) {
+      ctx.slot?.release();
+      return;
+    }
+    finish(hc, ctx, status, "sent");
+  };
 }
 
 /**
