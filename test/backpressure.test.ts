@@ -1,9 +1,9 @@
 /**
- * Issue 10, failure 4: backpressure. Before, 40 clients that never read a 14 MB stream drove the
- * server's RSS from 289 MB to 1,795 MB: the upstream was read to the end regardless, and a
- * disconnect was billed for what had been buffered. Now a stream reads its upstream only as fast
- * as its client takes bytes (at most 64 KiB queued per stream), a client that stops reading is cut
- * off after the route's idle timeout, and it pays for the text its connection took.
+ * Backpressure. Before, 40 clients that never read a 14 MB stream drove the server's RSS from
+ * 289 MB to 1,795 MB: the upstream was read to the end regardless, and a disconnect was billed for
+ * what had been buffered. Now a stream reads its upstream only as fast as its client takes bytes,
+ * a client that stops reading is cut off after the route's idle timeout, and it pays for the text
+ * its connection took.
  *
  * The server runs as a child process, so its RSS is read from /proc; the upstream generates its
  * streams only as they are read, so it shows how far each one was read.
@@ -217,16 +217,15 @@ test("a client that stops reading stalls its upstream, is cut off after the idle
 }, 60_000);
 
 /**
- * The issue asks for less than 100 MB. On Bun 1.4.5 a paused fetch() body keeps ~1.9 MB per
- * upstream connection in Bun itself: the simplest possible relay, `new Response(upstream.body)`,
- * grows by 72–85 MB under this same load. Bun hands a relay reads of ~512 KiB; the relay's own
- * share per stream is bounded (a 32 KiB queue, the unsent rest of one read, a window of text for
- * billing), so the growth no longer depends on the streams' length (before: +1,506 MB). Measured
- * +98 to +114 MB settled over five runs; the bound asserted is 150 MB, and the figure is printed.
+ * The bound the README promises (Money: slow clients). A stalled stream holds its relay's queue
+ * (32 KiB), the unsent rest of one upstream read, a window of text for billing, and 64 KiB in its
+ * upstream connection, whose socket is then paused (src/upstream/http1.ts); the rest waits in the kernel's socket buffers,
+ * which RSS does not count. Measured +40 to +53 MB settled (on Bun's fetch, which keeps ~1.6 MB of
+ * every paused body, it was +98 to +114 MB; before backpressure, +1,506 MB).
  */
-const RSS_GROWTH_LIMIT_MB = 150;
+const RSS_GROWTH_LIMIT_MB = 100;
 
-test("40 clients that stop reading 14 MB streams raise the server's RSS by a bounded amount, not by their streams", async () => {
+test("40 clients that stop reading 14 MB streams raise the server's RSS by less than 100 MB, not by their streams", async () => {
   const acct = await account();
   // Warm-up: streams read to the end, and both token-counting lanes started.
   const readAll = async () => {

@@ -6,7 +6,8 @@
  * client-facing text: upstream names and error bodies stay internal.
  */
 import type { Upstream } from "./registry";
-import { abortWith, idleGuardedReader, markReachable, probeConnect, recentlyReachable, type BodyReader } from "./timeouts";
+import { ConnectError, request1, targetOf, type Target } from "./http1";
+import { abortWith, idleGuardedReader, readAllText, type BodyReader } from "./timeouts";
 
 export type FailureKind = "connect" | "timeout" | "status" | "aborted";
 
@@ -42,12 +43,12 @@ export class UpstreamFailure extends Error {
   }
 }
 
-/** Parsed once per base URL: the connect probe's bookkeeping needs only the origin. */
-const origins = new Map<string, string>();
-function originOf(baseUrl: string): string {
-  let o = origins.get(baseUrl);
-  if (o === undefined) origins.set(baseUrl, (o = new URL(baseUrl).origin));
-  return o;
+/** Parsed once per base URL. */
+const targets = new Map<string, Target>();
+function targetFor(baseUrl: string): Target {
+  let t = targets.get(baseUrl);
+  if (t === undefined) targets.set(baseUrl, (t = targetOf(baseUrl)));
+  return t;
 }
 
 export interface UpstreamCall {
@@ -73,43 +74,32 @@ export interface UpstreamReply {
 export async function postChatCompletions(upstream: Upstream, body: unknown, call: UpstreamCall): Promise<UpstreamReply> {
   const { signal } = call;
   const attempt = new AbortController();
-  let why: "first_byte" | "connect" | null = null;
-  /** Headers arrived: a late probe result must not touch a request that is under way. */
-  let answered = false;
-  const stop = (reason: "first_byte" | "connect") => {
-    if (answered && reason === "connect") return;
-    why ??= reason;
-    attempt.abort();
-  };
-  // The client's abort reaches the upstream request through `attempt`, whose signal fetch gets.
+  /** The first-byte deadline passed. */
+  let late = false;
+  // The client's abort reaches the upstream request through `attempt`.
   abortWith(signal, attempt);
-  let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(() => stop("first_byte"), upstream.firstByteTimeoutMs);
-  const origin = originOf(upstream.baseUrl);
-  if (!recentlyReachable(origin)) {
-    void probeConnect(origin, upstream.connectTimeoutMs).then((ok) => {
-      if (!ok) stop("connect");
-    });
-  }
+  let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
+    late = true;
+    attempt.abort();
+  }, upstream.firstByteTimeoutMs);
   try {
-    const res = await fetch(`${upstream.baseUrl}/chat/completions`, {
+    const res = await request1({
+      target: targetFor(upstream.baseUrl),
       method: "POST",
+      path: "/chat/completions",
       headers: headersFor(upstream),
       body: JSON.stringify(body),
       signal: attempt.signal,
-      // Our own first-byte and idle deadlines govern; Bun's socket idle timer (5 min) must not.
-      timeout: false,
-    } as RequestInit);
-    answered = true;
-    if (!res.ok) {
-      const text = await res.text().catch(() => "");
+      connectTimeoutMs: upstream.connectTimeoutMs,
+    });
+    if (res.status < 200 || res.status >= 300) {
+      const text = await readAllText(res.body, ERROR_BODY_BYTES).catch(() => "");
       throw new UpstreamFailure("status", res.status, text.slice(0, 500));
     }
-    const reader = res.body!.getReader();
-    const first = await reader.read();
+    const first = await res.body.read();
     clearTimeout(timer);
     timer = undefined;
-    markReachable(origin);
-    const guarded = idleGuardedReader(first.done ? null : first.value, reader, upstream.idleTimeoutMs, {
+    const guarded = idleGuardedReader(first.done ? null : first.value, res.body, upstream.idleTimeoutMs, {
       onIdle() {
         attempt.abort();
         call.onMidStreamFailure?.();
@@ -121,19 +111,22 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
     return { status: res.status, body: guarded, idleTimeoutMs: upstream.idleTimeoutMs };
   } catch (err) {
     clearTimeout(timer);
-    throw classify(err, signal, why, upstream);
+    throw classify(err, signal, late, upstream);
   }
 }
 
+/** Of an error answer, only this much is read (its start goes to the logs). */
+const ERROR_BODY_BYTES = 16 * 1024;
+
 /** Why the attempt failed, for the caller (and its logs): the client, a deadline, or the upstream. */
-function classify(err: unknown, signal: AbortSignal, why: "first_byte" | "connect" | null, upstream: Upstream): UpstreamFailure {
+function classify(err: unknown, signal: AbortSignal, late: boolean, upstream: Upstream): UpstreamFailure {
   if (signal.aborted) return new UpstreamFailure("aborted", null, "client went away");
-  if (why === "connect") return new UpstreamFailure("connect", null, `no connection within ${upstream.connectTimeoutMs} ms`);
-  if (why === "first_byte") return new UpstreamFailure("timeout", null, `no first byte within ${upstream.firstByteTimeoutMs} ms`);
+  if (err instanceof ConnectError) return new UpstreamFailure("connect", null, err.message);
+  if (late) return new UpstreamFailure("timeout", null, `no first byte within ${upstream.firstByteTimeoutMs} ms`);
   return err instanceof UpstreamFailure ? err : new UpstreamFailure("connect", null, String((err as Error)?.message ?? err));
 }
 
-/** The request headers of one upstream, built once (fetch only reads them). */
+/** The request headers of one upstream, built once. */
 const upstreamHeaders = new WeakMap<Upstream, Record<string, string>>();
 function headersFor(upstream: Upstream): Record<string, string> {
   let headers = upstreamHeaders.get(upstream);

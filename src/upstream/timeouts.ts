@@ -1,56 +1,7 @@
 /**
- * The two timeouts fetch cannot express: a connect deadline (Bun's fetch has none apart from the
- * whole request) and an idle deadline between body chunks that errors the stream instead of
- * letting it hang.
+ * The idle deadline between an upstream body's chunks, which errors the body instead of letting
+ * it hang (the connect deadline is the HTTP client's, http1.ts).
  */
-
-/** Origins that answered recently: a pooled connection is likely, so no connect probe is needed. */
-const reachableAt = new Map<string, number>();
-const REACHABLE_FOR_MS = 10_000;
-
-export function markReachable(origin: string, now = Date.now()): void {
-  reachableAt.set(origin, now);
-}
-
-export function recentlyReachable(origin: string, now = Date.now()): boolean {
-  const t = reachableAt.get(origin);
-  return t !== undefined && now - t < REACHABLE_FOR_MS;
-}
-
-/**
- * Opens (and at once closes) a TCP connection to the origin, racing the real request: resolves
- * true when connected, false when `timeoutMs` passed first. A refused connection resolves true;
- * fetch reports that itself, faster and more precisely.
- */
-export function probeConnect(origin: string, timeoutMs: number): Promise<boolean> {
-  const u = new URL(origin);
-  const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
-  const hostname = u.hostname.replace(/^\[|\]$/g, "");
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), timeoutMs);
-    Bun.connect({
-      hostname,
-      port,
-      socket: {
-        open(sock) {
-          sock.end();
-        },
-        data() {},
-        error() {},
-        connectError() {},
-      },
-    }).then(
-      () => {
-        clearTimeout(timer);
-        resolve(true);
-      },
-      () => {
-        clearTimeout(timer);
-        resolve(true);
-      },
-    );
-  });
-}
 
 export class IdleTimeout extends Error {}
 
@@ -89,7 +40,7 @@ export const MAX_READ_BYTES = 16 * 1024;
  */
 export function idleGuardedReader(
   first: Uint8Array | null,
-  reader: ReadableStreamDefaultReader<Uint8Array>,
+  reader: BodyReader,
   idleMs: number,
   hooks: { onIdle(): void; onBroken(): void },
 ): BodyReader {
@@ -104,8 +55,8 @@ export function idleGuardedReader(
     }
     const rest = all.subarray(MAX_READ_BYTES);
     // Once most of a large read is handed out, the rest is copied out of it, so that a relay
-    // waiting for a slow client holds the bytes it has yet to hand out, not the whole read (Bun
-    // returns up to 512 KiB at once). Each byte is copied at most once on average.
+    // waiting for a slow client holds the bytes it has yet to hand out, not the whole read (a
+    // socket read can return 512 KiB at once). Each byte is copied at most once on average.
     pending = rest.byteLength * 2 < rest.buffer.byteLength ? rest.slice() : rest;
     return all.subarray(0, MAX_READ_BYTES);
   };
@@ -160,8 +111,8 @@ export function idleGuardedReader(
   };
 }
 
-/** Reads a whole body as text (a non-streamed upstream reply). */
-export async function readAllText(body: BodyReader): Promise<string> {
+/** Reads a whole body as text (a non-streamed upstream reply), or its first `limit` bytes or so. */
+export async function readAllText(body: BodyReader, limit = Infinity): Promise<string> {
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
@@ -169,6 +120,10 @@ export async function readAllText(body: BodyReader): Promise<string> {
     if (r.done) break;
     chunks.push(r.value);
     total += r.value.byteLength;
+    if (total >= limit) {
+      await body.cancel();
+      break;
+    }
   }
   return chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, total).toString("utf8") : Buffer.concat(chunks, total).toString("utf8");
 }

@@ -1,0 +1,164 @@
+/**
+ * The connections under the upstream HTTP/1.1 client (http1.ts): opening one (with its deadline,
+ * and for TLS a verified certificate), writing a request whole, passing what arrives to the
+ * connection's current exchange, and the keep-alive pool per origin.
+ */
+import type { Socket, SocketHandler } from "bun";
+import type { Target } from "./http1";
+
+/** No connection could be made (refused, unresolvable, TLS refused, or the deadline passed). */
+export class ConnectError extends Error {}
+/** The connection ended (or broke) before the response did. */
+export class ConnectionClosed extends Error {}
+
+/** An idle pooled connection older than this is closed rather than reused (servers often drop idle connections after 5 s). */
+const KEEP_IDLE_MS = 4_000;
+const MAX_IDLE_PER_ORIGIN = 64;
+
+/** The request/response a connection serves now: it hears of every byte and of the close. */
+export interface ExchangeSink {
+  onData(chunk: Uint8Array): void;
+  onClose(error?: Error): void;
+}
+
+export interface Connection {
+  socket: Socket<Connection> | null;
+  origin: string;
+  exchange: ExchangeSink | null;
+  /** Responses completed on it (a reused connection may have been closed by the server meanwhile). */
+  served: number;
+  idleSince: number;
+  closed: boolean;
+  /** Request bytes the socket has not taken yet (written on drain). */
+  unsent: Uint8Array | null;
+  /** Set while connecting: hears of the open (after the TLS handshake) or of the failure. */
+  connecting: ((err: Error | null) => void) | null;
+  tls: boolean;
+}
+
+const handlers: SocketHandler<Connection> = {
+  open(socket) {
+    socket.data.socket = socket;
+    if (!socket.data.tls) socket.data.connecting?.(null);
+  },
+  // The certificate must verify for the name asked for; otherwise the connection never opens.
+  handshake(socket, success, authorizationError) {
+    if (success && authorizationError === null) return socket.data.connecting?.(null);
+    socket.data.connecting?.(new ConnectError(`TLS refused: ${authorizationError?.message ?? "handshake failed"}`));
+  },
+  data(socket, chunk) {
+    const conn = socket.data;
+    if (conn.exchange) conn.exchange.onData(chunk);
+    // Bytes on an idle connection answer nothing we asked: the connection is not to be trusted.
+    else destroy(conn);
+  },
+  drain(socket) {
+    const conn = socket.data;
+    if (conn.unsent) write(conn, conn.unsent);
+  },
+  close(socket, error) {
+    const conn = socket.data;
+    conn.connecting?.(new ConnectError(error ? `connection failed: ${error.message}` : "connection closed while opening"));
+    conn.closed = true;
+    unpool(conn);
+    conn.exchange?.onClose(error);
+  },
+  error(socket, error) {
+    socket.data.exchange?.onClose(error);
+    destroy(socket.data);
+  },
+  connectError() {},
+};
+
+export function write(conn: Connection, bytes: Uint8Array): void {
+  const n = conn.socket!.write(bytes);
+  // -1: the socket is closing; its close handler fails the exchange.
+  conn.unsent = n >= 0 && n < bytes.byteLength ? bytes.subarray(n) : null;
+}
+
+export function connect(target: Target, timeoutMs: number, signal: AbortSignal): Promise<Connection> {
+  const conn: Connection = { socket: null, origin: target.origin, exchange: null, served: 0, idleSince: 0, closed: false, unsent: null, connecting: null, tls: target.tls };
+  return new Promise((resolve, reject) => {
+    const settle = (err: Error | null) => {
+      conn.connecting = null;
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      if (err === null) {
+        conn.socket!.setNoDelay(true);
+        return resolve(conn);
+      }
+      destroy(conn);
+      reject(err);
+    };
+    conn.connecting = settle;
+    const timer = setTimeout(() => settle(new ConnectError(`no connection within ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => settle(new ConnectionClosed("aborted"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    // The promise resolves on the TCP connection, before any TLS handshake: `open` (plain) or
+    // `handshake` (TLS) decides.
+    Bun.connect<Connection>({
+      hostname: target.hostname,
+      port: target.port,
+      tls: target.tls ? { serverName: target.hostname } : undefined,
+      data: conn,
+      socket: handlers,
+    }).then(
+      (socket) => {
+        conn.socket = socket;
+        if (conn.closed) socket.terminate();
+      },
+      (err: Error) => conn.connecting?.(new ConnectError(err?.message ?? String(err))),
+    );
+  });
+}
+
+// The pool: idle connections per origin, newest last (reused first, so the oldest age out).
+const idle = new Map<string, Connection[]>();
+let sweeper: ReturnType<typeof setInterval> | null = null;
+
+export function takeIdle(origin: string): Connection | null {
+  const list = idle.get(origin);
+  const now = Date.now();
+  while (list && list.length > 0) {
+    const conn = list.pop()!;
+    if (!conn.closed && now - conn.idleSince < KEEP_IDLE_MS) return conn;
+    destroy(conn);
+  }
+  return null;
+}
+
+export function release(conn: Connection): void {
+  conn.served++;
+  conn.idleSince = Date.now();
+  let list = idle.get(conn.origin);
+  if (list === undefined) idle.set(conn.origin, (list = []));
+  if (conn.closed || list.length >= MAX_IDLE_PER_ORIGIN) return destroy(conn);
+  list.push(conn);
+  sweeper ??= setInterval(sweep, 1_000);
+  sweeper.unref?.();
+}
+
+function sweep(): void {
+  const now = Date.now();
+  for (const list of idle.values()) {
+    for (const conn of list.filter((c) => now - c.idleSince >= KEEP_IDLE_MS)) destroy(conn);
+  }
+}
+
+function unpool(conn: Connection): void {
+  const list = idle.get(conn.origin);
+  const i = list ? list.indexOf(conn) : -1;
+  if (i >= 0) list!.splice(i, 1);
+}
+
+export function destroy(conn: Connection): void {
+  unpool(conn);
+  if (conn.closed) return;
+  conn.closed = true;
+  conn.socket?.terminate();
+}
+
+/** Idle pooled connections per origin (for tests). */
+export function idleConnections(origin: string): number {
+  return idle.get(origin)?.length ?? 0;
+}

@@ -1,0 +1,79 @@
+import { describe, expect, test } from "bun:test";
+import { ChunkedDecoder, framingOf, MAX_HEAD_BYTES, parseHead, ProtocolError } from "./http1-parser";
+
+const bytes = (s: string) => new Uint8Array(Buffer.from(s, "latin1"));
+const text = (parts: Uint8Array[]) => parts.map((p) => Buffer.from(p).toString("latin1")).join("");
+
+describe("parseHead", () => {
+  test("status, lower-cased and joined headers, and the head's length", () => {
+    const raw = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nX-A: 1\r\nx-a: 2\r\n\r\nbody";
+    const head = parseHead(bytes(raw))!;
+    expect(head.status).toBe(429);
+    expect(head.headers.get("retry-after")).toBe("3");
+    expect(head.headers.get("x-a")).toBe("1, 2");
+    expect(head.length).toBe(raw.length - 4);
+  });
+
+  test("HTTP/1.0 and an empty reason are accepted", () => {
+    expect(parseHead(bytes("HTTP/1.0 200\r\n\r\n"))!.status).toBe(200);
+  });
+
+  test("an incomplete head is null until it exceeds the limit", () => {
+    expect(parseHead(bytes("HTTP/1.1 200 OK\r\ncontent-"))).toBeNull();
+    expect(() => parseHead(bytes(`HTTP/1.1 200 OK\r\nx: ${"a".repeat(MAX_HEAD_BYTES)}`))).toThrow(ProtocolError);
+  });
+
+  test.each(["HTTP/2 200 OK\r\n\r\n", "HTTP/1.1 20 OK\r\n\r\n", "ICY 200 OK\r\n\r\n", "HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "HTTP/1.1 200 OK\r\nbad name: x\r\n\r\n"])(
+    "%j is malformed",
+    (raw) => expect(() => parseHead(bytes(raw))).toThrow(ProtocolError),
+  );
+});
+
+describe("framingOf", () => {
+  const head = (status: number, headers: Record<string, string>) => ({ status, headers: new Map(Object.entries(headers)), length: 0 });
+  test.each([
+    [200, { "content-length": "12" }, { kind: "length", bytes: 12 }],
+    [200, { "content-length": "12, 12" }, { kind: "length", bytes: 12 }],
+    [200, { "content-length": "0" }, { kind: "none" }],
+    [200, { "transfer-encoding": "chunked", "content-length": "5" }, { kind: "chunked" }],
+    [200, { "transfer-encoding": "gzip, chunked" }, { kind: "chunked" }],
+    [200, { "transfer-encoding": "chunked, gzip" }, { kind: "close" }],
+    [200, {}, { kind: "close" }],
+    [204, { "content-length": "5" }, { kind: "none" }],
+    [304, {}, { kind: "none" }],
+  ] as const)("%d %j → %j", (status, headers, framing) => {
+    expect(framingOf(head(status, headers))).toEqual(framing);
+  });
+
+  test.each(["5, 6", "-1", "0x10", "1e3", ""])("content-length %j is refused", (cl) => {
+    expect(() => framingOf(head(200, { "content-length": cl }))).toThrow(ProtocolError);
+  });
+});
+
+describe("ChunkedDecoder", () => {
+  const body = "4\r\nWiki\r\n6;name=value\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nExpires: never\r\n\r\nNEXT";
+
+  test("whole, and fed one byte at a time, it decodes the same; the bytes after the end are kept", () => {
+    const whole = new ChunkedDecoder();
+    expect(text(whole.push(bytes(body)))).toBe("Wikipedia in \r\n\r\nchunks.");
+    expect(whole.done).toBe(true);
+    expect(text([whole.rest!])).toBe("NEXT");
+
+    const bytewise = new ChunkedDecoder();
+    const parts: Uint8Array[] = [];
+    for (const ch of body.slice(0, -4)) parts.push(...bytewise.push(bytes(ch)));
+    expect(text(parts)).toBe("Wikipedia in \r\n\r\nchunks.");
+    expect(bytewise.done).toBe(true);
+    expect(bytewise.rest).toBeNull();
+  });
+
+  test.each([
+    ["a size that is not hex", "xyz\r\n"],
+    ["a size line ended by a bare LF", "4\nWiki\r\n"],
+    ["data longer than its size", "2\r\nWiki\r\n"],
+    ["an endless size line", "1".repeat(5_000)],
+    ["a size beyond 12 hex digits", "1000000000000\r\n"],
+  ])("%s is a ProtocolError", (_name, raw) => {
+    expect(() => new ChunkedDecoder().push(bytes(raw))).toThrow(ProtocolError);
+  });
+});
