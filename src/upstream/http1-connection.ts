@@ -4,6 +4,7 @@
  * connection's current exchange, and the keep-alive pool per origin.
  */
 import type { Socket, SocketHandler } from "bun";
+import { isIP } from "node:net";
 import type { Target } from "./http1";
 
 /** No connection could be made (refused, unresolvable, TLS refused, or the deadline passed). */
@@ -77,6 +78,7 @@ export function write(conn: Connection, bytes: Uint8Array): void {
 }
 
 export function connect(target: Target, timeoutMs: number, signal: AbortSignal): Promise<Connection> {
+  if (signal.aborted) return Promise.reject(new ConnectionClosed("aborted"));
   const conn: Connection = { socket: null, origin: target.origin, exchange: null, served: 0, idleSince: 0, closed: false, unsent: null, connecting: null, tls: target.tls };
   return new Promise((resolve, reject) => {
     const settle = (err: Error | null) => {
@@ -99,7 +101,8 @@ export function connect(target: Target, timeoutMs: number, signal: AbortSignal):
     Bun.connect<Connection>({
       hostname: target.hostname,
       port: target.port,
-      tls: target.tls ? { serverName: target.hostname } : undefined,
+      // SNI carries names only (RFC 6066); an address is still verified against the certificate.
+      tls: target.tls ? (isIP(target.hostname) ? true : { serverName: target.hostname }) : undefined,
       data: conn,
       socket: handlers,
     }).then(
@@ -132,7 +135,9 @@ export function release(conn: Connection): void {
   conn.idleSince = Date.now();
   let list = idle.get(conn.origin);
   if (list === undefined) idle.set(conn.origin, (list = []));
-  if (conn.closed || list.length >= MAX_IDLE_PER_ORIGIN) return destroy(conn);
+  if (conn.closed) return destroy(conn);
+  // Past the limit the oldest idle connection goes: the newest has the longest left to live.
+  if (list.length >= MAX_IDLE_PER_ORIGIN) destroy(list[0]!);
   list.push(conn);
   sweeper ??= setInterval(sweep, 1_000);
   sweeper.unref?.();

@@ -14,8 +14,24 @@ describe("parseHead", () => {
     expect(head.length).toBe(raw.length - 4);
   });
 
-  test("HTTP/1.0 and an empty reason are accepted", () => {
-    expect(parseHead(bytes("HTTP/1.0 200\r\n\r\n"))!.status).toBe(200);
+  test("HTTP/1.0 and an empty reason are accepted, and told apart from 1.1", () => {
+    const head = parseHead(bytes("HTTP/1.0 200\r\n\r\n"))!;
+    expect(head.status).toBe(200);
+    expect(head.http11).toBe(false);
+    expect(parseHead(bytes("HTTP/1.1 200 OK\r\n\r\n"))!.http11).toBe(true);
+  });
+
+  test("values lose surrounding SP and HTAB only", () => {
+    expect(parseHead(bytes("HTTP/1.1 200 OK\r\nx: \t a b\t \r\n\r\n"))!.headers.get("x")).toBe("a b");
+    expect(parseHead(bytes("HTTP/1.1 200 OK\r\ncontent-length: 2\xa0\r\n\r\n"))!.headers.get("content-length")).toBe("2\xa0");
+  });
+
+  test("a head gathered piece by piece is found when its end spans two pieces", () => {
+    const raw = bytes("HTTP/1.1 200 OK\r\nx: 1\r\n\r\n");
+    for (let cut = 1; cut < raw.length; cut++) {
+      expect(parseHead(raw.subarray(0, cut))).toBeNull();
+      expect(parseHead(raw, cut)!.headers.get("x")).toBe("1");
+    }
   });
 
   test("an incomplete head is null until it exceeds the limit", () => {
@@ -23,21 +39,30 @@ describe("parseHead", () => {
     expect(() => parseHead(bytes(`HTTP/1.1 200 OK\r\nx: ${"a".repeat(MAX_HEAD_BYTES)}`))).toThrow(ProtocolError);
   });
 
-  test.each(["HTTP/2 200 OK\r\n\r\n", "HTTP/1.1 20 OK\r\n\r\n", "ICY 200 OK\r\n\r\n", "HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "HTTP/1.1 200 OK\r\nbad name: x\r\n\r\n"])(
+  test.each([
+    "HTTP/2 200 OK\r\n\r\n",
+    "HTTP/1.1 20 OK\r\n\r\n",
+    "HTTP/1.1 099 Low\r\n\r\n",
+    "HTTP/1.1 600 High\r\n\r\n",
+    "ICY 200 OK\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nbad name: x\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nx: a\x00b\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nx: a\nb\r\n\r\n",
+  ])(
     "%j is malformed",
     (raw) => expect(() => parseHead(bytes(raw))).toThrow(ProtocolError),
   );
 });
 
 describe("framingOf", () => {
-  const head = (status: number, headers: Record<string, string>) => ({ status, headers: new Map(Object.entries(headers)), length: 0 });
+  const head = (status: number, headers: Record<string, string>) => ({ status, http11: true, headers: new Map(Object.entries(headers)), length: 0 });
   test.each([
     [200, { "content-length": "12" }, { kind: "length", bytes: 12 }],
     [200, { "content-length": "12, 12" }, { kind: "length", bytes: 12 }],
     [200, { "content-length": "0" }, { kind: "none" }],
     [200, { "transfer-encoding": "chunked", "content-length": "5" }, { kind: "chunked" }],
-    [200, { "transfer-encoding": "gzip, chunked" }, { kind: "chunked" }],
-    [200, { "transfer-encoding": "chunked, gzip" }, { kind: "close" }],
+    [200, { "transfer-encoding": "Chunked" }, { kind: "chunked" }],
     [200, {}, { kind: "close" }],
     [204, { "content-length": "5" }, { kind: "none" }],
     [304, {}, { kind: "none" }],
@@ -48,10 +73,21 @@ describe("framingOf", () => {
   test.each(["5, 6", "-1", "0x10", "1e3", ""])("content-length %j is refused", (cl) => {
     expect(() => framingOf(head(200, { "content-length": cl }))).toThrow(ProtocolError);
   });
+
+  // We send no TE header: a coding besides chunked would reach the relay still encoded.
+  test.each(["gzip, chunked", "chunked, gzip", "identity", "gzip"])("transfer-encoding %j is refused", (te) => {
+    expect(() => framingOf(head(200, { "transfer-encoding": te }))).toThrow(ProtocolError);
+  });
 });
 
 describe("ChunkedDecoder", () => {
   const body = "4\r\nWiki\r\n6;name=value\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nExpires: never\r\n\r\nNEXT";
+
+  test("whitespace before an extension or the line's end is allowed", () => {
+    const d = new ChunkedDecoder();
+    expect(text(d.push(bytes("2 \t;a=b\r\nhi\r\n3\t\r\nyou\r\n0\r\n\r\n")))).toBe("hiyou");
+    expect(d.done).toBe(true);
+  });
 
   test("whole, and fed one byte at a time, it decodes the same; the bytes after the end are kept", () => {
     const whole = new ChunkedDecoder();
@@ -73,6 +109,9 @@ describe("ChunkedDecoder", () => {
     ["data longer than its size", "2\r\nWiki\r\n"],
     ["an endless size line", "1".repeat(5_000)],
     ["a size beyond 12 hex digits", "1000000000000\r\n"],
+    ["a second number after the size", "2 ff\r\nhi\r\n"],
+    ["a control byte in an extension", "2;a=\x01\r\nhi\r\n"],
+    ["a control byte in a trailer", "0\r\nx: \x00\r\n\r\n"],
   ])("%s is a ProtocolError", (_name, raw) => {
     expect(() => new ChunkedDecoder().push(bytes(raw))).toThrow(ProtocolError);
   });

@@ -13,6 +13,8 @@ const MAX_LINE_BYTES = 4 * 1024;
 
 export interface ResponseHead {
   status: number;
+  /** HTTP/1.1, or 1.0 (whose connections are not kept alive here). */
+  http11: boolean;
   /** Lower-case names; repeated headers joined with ", " (set-cookie is of no interest here). */
   headers: Map<string, string>;
   /** Bytes the head took, through the blank line. */
@@ -27,15 +29,19 @@ function headEnd(bytes: Uint8Array, from: number): number {
   return -1;
 }
 
-const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: [^\r\n]*)?$/;
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-5]\d\d)(?: [^\x00-\x08\x0a-\x1f\x7f]*)?$/;
+/** Control characters other than HTAB have no place in a field value. */
+const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
  * Parses the head at the start of `bytes`: null while it is incomplete, a ProtocolError when it is
- * malformed or larger than MAX_HEAD_BYTES.
+ * malformed or larger than MAX_HEAD_BYTES. `searchFrom`: the length of `bytes` when it was last
+ * found incomplete (its end is looked for only in what came since, so a head arriving a byte at a
+ * time costs linear time).
  */
-export function parseHead(bytes: Uint8Array): ResponseHead | null {
-  const end = headEnd(bytes, 0);
+export function parseHead(bytes: Uint8Array, searchFrom = 0): ResponseHead | null {
+  const end = headEnd(bytes, Math.max(0, searchFrom - 3));
   if (end < 0) {
     if (bytes.length > MAX_HEAD_BYTES) throw new ProtocolError(`response head over ${MAX_HEAD_BYTES} bytes`);
     return null;
@@ -51,11 +57,13 @@ export function parseHead(bytes: Uint8Array): ResponseHead | null {
     const name = colon > 0 ? line.slice(0, colon) : "";
     if (!HEADER_NAME.test(name)) throw new ProtocolError("malformed header line");
     const key = name.toLowerCase();
-    const value = line.slice(colon + 1).trim();
+    // Only SP and HTAB surround a value (String.trim would also take NBSP, VT, FF).
+    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, "");
+    if (BAD_VALUE.test(value)) throw new ProtocolError("control character in a header value");
     const seen = headers.get(key);
     headers.set(key, seen === undefined ? value : `${seen}, ${value}`);
   }
-  return { status: Number(status[1]), headers, length: end };
+  return { status: Number(status[2]), http11: status[1] === "1", headers, length: end };
 }
 
 /** How a response body is delimited (RFC 9112 §6.3, for a response to a POST). */
@@ -65,8 +73,10 @@ export function framingOf(head: ResponseHead): Framing {
   if (head.status === 204 || head.status === 304 || (head.status >= 100 && head.status < 200)) return { kind: "none" };
   const te = head.headers.get("transfer-encoding");
   if (te !== undefined) {
-    // Chunked must be the last coding; anything else is read to the close (and never reused).
-    return /(?:^|,)\s*chunked\s*$/i.test(te) ? { kind: "chunked" } : { kind: "close" };
+    // We send no TE header, so chunked alone is acceptable: another coding (gzip, chunked) would
+    // hand the relay bytes it cannot read.
+    if (te.toLowerCase() !== "chunked") throw new ProtocolError(`unrequested transfer-encoding ${te}`);
+    return { kind: "chunked" };
   }
   const cl = head.headers.get("content-length");
   if (cl === undefined) return { kind: "close" };
@@ -82,8 +92,10 @@ export function framingOf(head: ResponseHead): Framing {
 const enum At {
   /** The chunk size's hex digits. */
   Size,
-  /** A chunk extension or whitespace after the size, up to CR. */
-  SizeRest,
+  /** Whitespace after the size: more of it, `;` or CR may follow. */
+  SizeWs,
+  /** A chunk extension, up to CR. */
+  Ext,
   /** The LF after the size line's CR. */
   SizeLf,
   Data,
@@ -98,6 +110,9 @@ const enum At {
   /** The LF of the empty line that ends the body. */
   EndLf,
 }
+
+/** A control byte other than HTAB (CR is handled before this is asked). */
+const isControl = (b: number): boolean => (b < 32 && b !== 9) || b === 127;
 
 const hexValue = (b: number): number => (b >= 48 && b <= 57 ? b - 48 : b >= 97 && b <= 102 ? b - 87 : b >= 65 && b <= 70 ? b - 55 : -1);
 
@@ -140,13 +155,19 @@ export class ChunkedDecoder {
             this.remaining = this.remaining * 16 + v;
           } else if (this.sizeDigits === 0) throw new ProtocolError("invalid chunk size");
           else if (b === 13) this.at = At.SizeLf;
-          else if (b === 59 || b === 32 || b === 9) this.at = At.SizeRest;
+          else if (b === 59) this.at = At.Ext;
+          else if (b === 32 || b === 9) this.at = At.SizeWs;
           else throw new ProtocolError("invalid chunk size");
           break;
         }
-        case At.SizeRest:
+        case At.SizeWs:
           if (b === 13) this.at = At.SizeLf;
-          else if (b === 10) throw new ProtocolError("chunk line not ended by CRLF");
+          else if (b === 59) this.at = At.Ext;
+          else if (b !== 32 && b !== 9) throw new ProtocolError("invalid chunk size");
+          break;
+        case At.Ext:
+          if (b === 13) this.at = At.SizeLf;
+          else if (isControl(b)) throw new ProtocolError("control character in a chunk extension");
           break;
         case At.SizeLf:
           if (b !== 10) throw new ProtocolError("chunk line not ended by CRLF");
@@ -164,11 +185,11 @@ export class ChunkedDecoder {
           this.at = At.Size;
           break;
         case At.TrailerStart:
-          this.at = b === 13 ? At.EndLf : b === 10 ? this.fail() : At.Trailer;
+          this.at = b === 13 ? At.EndLf : isControl(b) ? this.fail() : At.Trailer;
           break;
         case At.Trailer:
           if (b === 13) this.at = At.TrailerLf;
-          else if (b === 10) this.fail();
+          else if (isControl(b)) this.fail();
           break;
         case At.TrailerLf:
           if (b !== 10) this.fail();
@@ -186,6 +207,6 @@ export class ChunkedDecoder {
   }
 
   private fail(): never {
-    throw new ProtocolError("chunk line not ended by CRLF");
+    throw new ProtocolError("malformed chunk trailer");
   }
 }

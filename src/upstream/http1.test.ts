@@ -123,6 +123,8 @@ describe("request1", () => {
     ["a content coding we did not ask for", "HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 2\r\n\r\nxx"],
     ["a head over 64 KiB", `HTTP/1.1 200 OK\r\nx-big: ${"a".repeat(70_000)}\r\n\r\n`],
     ["a protocol switch", "HTTP/1.1 101 Switching Protocols\r\nupgrade: h2c\r\n\r\n"],
+    ["a transfer coding besides chunked", "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n0\r\n\r\n"],
+    ["a status below 100", "HTTP/1.1 099 Low\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"],
   ])("%s is a ProtocolError and the connection is not reused", async (_name, reply) => {
     const s = rawServer((sock) => void sock.write(reply));
     const error = await post(s.url).then(() => null, (e) => e);
@@ -158,6 +160,63 @@ describe("request1", () => {
     expect(await text((await post(s.url)).body)).toBe("ok");
     expect(await text((await post(s.url)).body)).toBe("ok");
     expect(s.connections()).toBe(2);
+  });
+
+  test.each([
+    ["an HTTP/1.0 reply", "HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok"],
+    ["a reply framed both ways (smuggling)", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 2\r\n\r\n2\r\nok\r\n0\r\n\r\n"],
+    ["an error reply", "HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\nok"],
+    ["a reply saying connection: close", "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok"],
+  ])("%s is read but its connection is not kept", async (_name, reply) => {
+    const s = rawServer((sock) => void sock.write(reply));
+    const res = await post(s.url);
+    expect(await text(res.body)).toBe("ok");
+    expect(idleConnections(new URL(s.url).origin)).toBe(0);
+  });
+
+  test("a pooled connection that closes after the upstream worked on the request is not sent again", async () => {
+    let requests = 0;
+    const s = rawServer((sock) => {
+      if (++requests === 1) return void sock.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+      // The second request is received, worked on for a while, then the upstream dies.
+      setTimeout(() => sock.terminate(), 400);
+    });
+    expect(await text((await post(s.url)).body)).toBe("ok");
+    expect(await post(s.url).catch((e) => e)).toBeInstanceOf(ConnectionClosed);
+    expect(requests).toBe(2);
+    expect(s.connections()).toBe(1);
+  });
+
+  test("a request aborted before it starts neither takes nor opens a connection", async () => {
+    const s = rawServer((sock) => void sock.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"));
+    expect(await text((await post(s.url)).body)).toBe("ok");
+    const ctl = new AbortController();
+    ctl.abort();
+    expect(await post(s.url, "{}", ctl.signal).catch((e) => e)).toBeInstanceOf(ConnectionClosed);
+    expect(idleConnections(new URL(s.url).origin)).toBe(1);
+    expect(s.connections()).toBe(1);
+  });
+
+  test("a head sent a byte at a time is read", async () => {
+    const head = `HTTP/1.1 200 OK\r\n${"x-pad: 0123456789\r\n".repeat(200)}content-length: 2\r\n\r\nok`;
+    const s = rawServer(async (sock) => {
+      for (const ch of head) {
+        sock.write(ch);
+        await Bun.sleep(0);
+      }
+    });
+    const res = await post(s.url);
+    expect(res.headers.get("x-pad")).toStartWith("0123456789, 0123456789");
+    expect(await text(res.body)).toBe("ok");
+  });
+
+  test("a second read while one is pending is refused, not left hanging", async () => {
+    const s = rawServer((sock) => void sock.write("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"));
+    const res = await post(s.url);
+    const first = res.body.read();
+    expect(await res.body.read().catch((e) => e)).toBeInstanceOf(Error);
+    await res.body.cancel();
+    expect(await first.catch((e) => e)).toBeInstanceOf(ConnectionClosed);
   });
 
   test("a fresh connection dropped before any answer is not retried", async () => {

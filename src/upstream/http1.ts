@@ -73,8 +73,16 @@ export interface Request1 {
   connectTimeoutMs: number;
 }
 
+/**
+ * A pooled connection that the server closed as our request went out closes within a round trip
+ * of the write. A close later than this may follow a request the upstream received and worked on:
+ * that is not sent again.
+ */
+const STALE_CLOSE_WITHIN_MS = 250;
+
 /** Sends a request and resolves with the response once its head has arrived. */
 export async function request1(req: Request1): Promise<Response1> {
+  if (req.signal.aborted) throw new ConnectionClosed("aborted");
   const bytes = encodeRequest(req);
   // A pooled connection the server closed just as we wrote to it fails before any response byte:
   // that one failure is retried once, on a new connection.
@@ -83,10 +91,12 @@ export async function request1(req: Request1): Promise<Response1> {
     const reused = conn.served > 0;
     const exchange = new Exchange(conn, req.signal);
     write(conn, bytes);
+    const writtenAt = Date.now();
     try {
       return await exchange.response;
     } catch (err) {
-      if (reused && !fresh && !exchange.answered && err instanceof ConnectionClosed && !req.signal.aborted) continue;
+      const stale = reused && !exchange.answered && err instanceof ConnectionClosed && Date.now() - writtenAt < STALE_CLOSE_WITHIN_MS;
+      if (stale && !fresh && !req.signal.aborted) continue;
       throw err;
     }
   }
@@ -111,7 +121,9 @@ class Exchange implements Body, ExchangeSink {
   private rejectHead!: (e: Error) => void;
   /** Some response byte arrived (so a failure is not a stale pooled connection's). */
   answered = false;
-  private head: Uint8Array | null = null;
+  /** A response head that arrived in pieces, gathered (`headLength` bytes of it used). */
+  private headBuffer: Uint8Array | null = null;
+  private headLength = 0;
   private framing: Framing | null = null;
   private decoder: ChunkedDecoder | null = null;
   private lengthLeft = 0;
@@ -146,18 +158,21 @@ class Exchange implements Body, ExchangeSink {
   }
 
   private onHeadBytes(chunk: Uint8Array): void {
-    const bytes = this.head === null ? chunk : Buffer.concat([this.head, chunk]);
+    const gathered = this.headLength > 0;
+    if (gathered) this.gatherHead(chunk);
+    const bytes = gathered ? this.headBuffer!.subarray(0, this.headLength) : chunk;
     let head;
     try {
-      head = parseHead(bytes);
+      head = parseHead(bytes, gathered ? this.headLength - chunk.byteLength : 0);
     } catch (err) {
       return this.fail(err as Error);
     }
     if (head === null) {
-      this.head = bytes === chunk ? chunk.slice() : bytes;
+      if (!gathered) this.gatherHead(chunk);
       return;
     }
-    this.head = null;
+    this.headBuffer = null;
+    this.headLength = 0;
     const rest = bytes.subarray(head.length);
     if (head.status === 101) return this.fail(new ProtocolError("unexpected protocol switch"));
     // Interim responses (100, 103) are skipped: the final head follows.
@@ -169,7 +184,15 @@ class Exchange implements Body, ExchangeSink {
     } catch (err) {
       return this.fail(err as Error);
     }
-    if (/(?:^|,)\s*close\s*(?:,|$)/i.test(head.headers.get("connection") ?? "") || this.framing.kind === "close") this.reusable = false;
+    // Kept alive only when nothing about the reply is doubtful: HTTP/1.1, no `connection: close`,
+    // a delimited body, not both framings at once (smuggling), and a 2xx (an error may come
+    // before the server read our whole request).
+    this.reusable =
+      head.http11 &&
+      !/(?:^|,)\s*close\s*(?:,|$)/i.test(head.headers.get("connection") ?? "") &&
+      this.framing.kind !== "close" &&
+      !(head.headers.has("transfer-encoding") && head.headers.has("content-length")) &&
+      head.status < 300;
     if (this.framing.kind === "length") this.lengthLeft = this.framing.bytes;
     if (this.framing.kind === "chunked") this.decoder = new ChunkedDecoder();
     this.resolveHead({ status: head.status, headers: head.headers, body: this });
@@ -177,8 +200,19 @@ class Exchange implements Body, ExchangeSink {
     else if (rest.byteLength > 0) this.onBodyBytes(rest);
   }
 
+  /** Appends to the head gathered so far (in a buffer that doubles, so gathering is linear). */
+  private gatherHead(chunk: Uint8Array): void {
+    const need = this.headLength + chunk.byteLength;
+    if (this.headBuffer === null || this.headBuffer.byteLength < need) {
+      const grown = new Uint8Array(Math.max(need, 2 * (this.headBuffer?.byteLength ?? 2048)));
+      if (this.headBuffer !== null) grown.set(this.headBuffer.subarray(0, this.headLength));
+      this.headBuffer = grown;
+    }
+    this.headBuffer.set(chunk, this.headLength);
+    this.headLength = need;
+  }
+
   private onBodyBytes(bytes: Uint8Array): void {
-    if (this.ended) return this.finish(bytes);
     const framing = this.framing!;
     if (framing.kind === "close") return this.push(bytes);
     if (framing.kind === "length") {
@@ -277,6 +311,7 @@ class Exchange implements Body, ExchangeSink {
     }
     if (this.failure) return Promise.reject(this.failure);
     if (this.ended) return Promise.resolve({ done: true });
+    if (this.waiter) return Promise.reject(new Error("a body is read one read at a time"));
     return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
   }
 
