@@ -90,6 +90,9 @@ function httpUrl(env: Env, name: string): string | null {
   if (/\/chat\/completions\/?$/.test(u.pathname)) {
     throw new ConfigError(name, "must be the base address ending at /v1, without /chat/completions");
   }
+  // The upstream client sends neither: a key belongs in SWITCHYARD_UPSTREAM_KEY (never echoed).
+  if (u.username !== "" || u.password !== "") throw new ConfigError(name, "must not carry a user name or password; set the key in SWITCHYARD_UPSTREAM_KEY");
+  if (u.search !== "" || u.hash !== "") throw new ConfigError(name, "must not carry a query string or fragment");
   return raw.replace(/\/+$/, "");
 }
 

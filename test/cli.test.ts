@@ -163,6 +163,8 @@ describe("configuration errors", () => {
     [{ PORT: "70000" }, "PORT"],
     [{ SWITCHYARD_UPSTREAM_URL: "not a url" }, "SWITCHYARD_UPSTREAM_URL"],
     [{ SWITCHYARD_UPSTREAM_URL: "http://127.0.0.1:9/v1/chat/completions" }, "SWITCHYARD_UPSTREAM_URL"],
+    [{ SWITCHYARD_UPSTREAM_URL: "http://user:hunter2@127.0.0.1:9/v1" }, "SWITCHYARD_UPSTREAM_URL"],
+    [{ SWITCHYARD_UPSTREAM_URL: "http://127.0.0.1:9/v1?key=1" }, "SWITCHYARD_UPSTREAM_URL"],
     [{ SWITCHYARD_ADMIN_TOKEN: "short" }, "SWITCHYARD_ADMIN_TOKEN"],
     [{ SWITCHYARD_RATE_LIMIT_RPM: "0" }, "SWITCHYARD_RATE_LIMIT_RPM"],
     [{ SWITCHYARD_CONCURRENCY_LIMIT: "many" }, "SWITCHYARD_CONCURRENCY_LIMIT"],
@@ -182,6 +184,7 @@ describe("configuration errors", () => {
     const lines = r.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(variable);
+    expect(r.stderr).not.toContain("hunter2");
     expect(r.stdout).toBe("");
   });
 

@@ -34,6 +34,8 @@ describe("parseRoutes", () => {
     ["negative weight", { upstreams: { a: good.upstreams.a }, models: { x: [{ upstream: "a", weight: -1 }] } }, /weight/],
     ["non-http base url", { upstreams: { a: { base_url: "ftp://x/v1" } }, models: {} }, /base_url/],
     ["base url with /chat/completions", { upstreams: { a: { base_url: "http://x/v1/chat/completions" } }, models: {} }, /without \/chat\/completions/],
+    ["base url with credentials", { upstreams: { a: { base_url: "http://user:hunter2@x/v1" } }, models: {} }, /must not carry a user name or password/],
+    ["base url with a query", { upstreams: { a: { base_url: "http://x/v1?key=1" } }, models: {} }, /must not carry a query string/],
     ["zero timeout", { upstreams: { a: { base_url: "http://x/v1", timeouts: { idle_ms: 0 } } }, models: {} }, /idle_ms/],
     ["key variable not set", { upstreams: { a: { base_url: "http://x/v1", api_key_env: "NOPE_NOT_SET" } }, models: {} }, /NOPE_NOT_SET is not set/],
   ];
@@ -41,6 +43,10 @@ describe("parseRoutes", () => {
     const text = typeof doc === "string" ? doc : JSON.stringify(doc);
     expect(() => parseRoutes(text, {})).toThrow(RoutesConfigError);
     expect(() => parseRoutes(text, {})).toThrow(message);
+  });
+
+  test("a base URL's password is never echoed", () => {
+    expect(() => parseRoutes(JSON.stringify({ upstreams: { a: { base_url: "http://u:hunter2@x/v1" } }, models: {} }), {})).not.toThrow(/hunter2/);
   });
 
   test("errors never echo a key", () => {

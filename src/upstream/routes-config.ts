@@ -128,6 +128,11 @@ export function parseRoutes(text: string, env: Record<string, string | undefined
     if (/\/chat\/completions\/?$/.test(base.pathname)) {
       throw new RoutesConfigError(`/upstreams/${name}/base_url: must be the base address ending at /v1, without /chat/completions`);
     }
+    // The upstream client sends neither: a key belongs in api_key_env (and is never echoed).
+    if (base.username !== "" || base.password !== "") {
+      throw new RoutesConfigError(`/upstreams/${name}/base_url: must not carry a user name or password; name the key's variable in api_key_env`);
+    }
+    if (base.search !== "" || base.hash !== "") throw new RoutesConfigError(`/upstreams/${name}/base_url: must not carry a query string or fragment`);
     upstreams.set(name, {
       name,
       baseUrl: u.base_url.replace(/\/+$/, ""),
