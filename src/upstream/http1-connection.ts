@@ -131,16 +131,18 @@ export function takeIdle(origin: string): Connection | null {
 }
 
 export function release(conn: Connection): void {
+  if (conn.closed) return;
   conn.served++;
   conn.idleSince = Date.now();
   let list = idle.get(conn.origin);
   if (list === undefined) idle.set(conn.origin, (list = []));
-  if (conn.closed) return destroy(conn);
   // Past the limit the oldest idle connection goes: the newest has the longest left to live.
   if (list.length >= MAX_IDLE_PER_ORIGIN) destroy(list[0]!);
   list.push(conn);
-  sweeper ??= setInterval(sweep, 1_000);
-  sweeper.unref?.();
+  if (sweeper === null) {
+    sweeper = setInterval(sweep, 1_000);
+    sweeper.unref?.();
+  }
 }
 
 function sweep(): void {

@@ -50,9 +50,9 @@ export function targetOf(baseUrl: string): Target {
 
 export type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };
 
+/** A body read chunk by chunk; `cancel` stops reading (an unfinished body closes its connection). */
 export interface Body {
   read(): Promise<ReadResult>;
-  /** Stops reading; an unfinished body closes its connection. */
   cancel(reason?: unknown): Promise<void>;
 }
 
@@ -102,15 +102,16 @@ export async function request1(req: Request1): Promise<Response1> {
   }
 }
 
+/** Head and body in one buffer, each encoded once straight into it (bodies run to megabytes). */
 function encodeRequest(req: Request1): Uint8Array {
-  const body = Buffer.from(req.body, "utf8");
+  const bodyBytes = Buffer.byteLength(req.body, "utf8");
   let head = `${req.method} ${req.target.basePath}${req.path} HTTP/1.1\r\nhost: ${req.target.host}\r\n`;
   for (const name in req.headers) head += `${name}: ${req.headers[name]}\r\n`;
-  head += `accept-encoding: identity\r\ncontent-length: ${body.byteLength}\r\n\r\n`;
-  const headBytes = Buffer.from(head, "latin1");
-  const all = new Uint8Array(headBytes.byteLength + body.byteLength);
-  all.set(headBytes, 0);
-  all.set(body, headBytes.byteLength);
+  head += `accept-encoding: identity\r\ncontent-length: ${bodyBytes}\r\n\r\n`;
+  const headBytes = Buffer.byteLength(head, "latin1");
+  const all = Buffer.allocUnsafe(headBytes + bodyBytes);
+  all.write(head, 0, "latin1");
+  all.write(req.body, headBytes, "utf8");
   return all;
 }
 
@@ -270,10 +271,8 @@ class Exchange implements Body, ExchangeSink {
 
   /** The connection closed (or broke); `error` when it broke. */
   onClose(error?: Error): void {
-    if (this.framing?.kind === "close" && error === undefined) {
-      this.reusable = false;
-      return this.finish(null);
-    }
+    // A close-delimited body ends with its connection (which is never reused).
+    if (this.framing?.kind === "close" && error === undefined) return this.finish(null);
     this.fail(new ConnectionClosed(error ? `connection broke: ${error.message}` : "connection closed before the response ended"));
   }
 

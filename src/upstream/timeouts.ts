@@ -2,6 +2,7 @@
  * The idle deadline between an upstream body's chunks, which errors the body instead of letting
  * it hang (the connect deadline is the HTTP client's, http1.ts).
  */
+import type { Body, ReadResult } from "./http1";
 
 export class IdleTimeout extends Error {}
 
@@ -16,11 +17,7 @@ export function abortWith(signal: AbortSignal, controller: AbortController): voi
 }
 
 /** An upstream body, read chunk by chunk (no stream object in between: the relay is the consumer). */
-export interface BodyReader {
-  read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>;
-  /** Stops reading and cancels the upstream body. */
-  cancel(reason?: unknown): Promise<void>;
-}
+export type BodyReader = Body;
 
 /**
  * The most one read hands out. After a pause the socket may return megabytes at once; a relay
@@ -77,7 +74,7 @@ export function idleGuardedReader(
     if (timer) clearTimeout(timer);
     timer = null;
   };
-  const onRead = (r: { done: boolean; value?: Uint8Array }): { done: true; value?: undefined } | { done: false; value: Uint8Array } => {
+  const onRead = (r: ReadResult): ReadResult => {
     waiting = false;
     if (stalled) throw idle();
     if (r.done) {
