@@ -270,23 +270,28 @@ test("PostgreSQL restarted under load: only 200 or 503, the 503s before the upst
   const upstreamBefore = fake.requests.length;
   const results: { status: number; id: string; code?: string; message?: string }[] = [];
   let running = true;
+  const request = async (k: number) => {
+    const res = await chat(servers[k % 3]!.base, a.key, { max_tokens: WORDS.length }).catch(() => null);
+    if (!res) return;
+    const body = (await res.json()) as any;
+    results.push({ status: res.status, id: res.headers.get("x-request-id")!, code: body.error?.code, message: body.error?.message });
+  };
   const clients = Array.from({ length: 12 }, async (_, c) => {
-    let k = c;
-    while (running) {
-      const res = await chat(servers[k++ % 3]!.base, a.key, { max_tokens: WORDS.length }).catch(() => null);
-      if (!res) continue;
-      const body = (await res.json()) as any;
-      results.push({ status: res.status, id: res.headers.get("x-request-id")!, code: body.error?.code, message: body.error?.message });
-    }
+    for (let k = c; running; k++) await request(k);
   });
   // Served before the outage, on every instance.
   const served = () => results.filter((r) => r.status === 200).length;
   for (let i = 0; i < 200 && served() < 30; i++) await Bun.sleep(50);
   const beforeOutage = served();
   await pg.stop();
-  // Down long enough for new requests to meet it (requests already charging wait for it to return).
+  // Down long enough for new requests to meet it (requests already charging wait for it to return,
+  // and all twelve clients may be among them: so new requests are also sent from here).
   const stoppedAt = results.length;
-  for (let i = 0; i < 100 && !results.slice(stoppedAt).some((r) => r.status === 503); i++) await Bun.sleep(50);
+  const fresh: Promise<void>[] = [];
+  for (let i = 0; i < 100 && !results.slice(stoppedAt).some((r) => r.status === 503); i++) {
+    fresh.push(request(i));
+    await Bun.sleep(50);
+  }
   await Bun.sleep(500);
   await pg.start();
   const restartedAt = results.length;
@@ -295,7 +300,7 @@ test("PostgreSQL restarted under load: only 200 or 503, the 503s before the upst
   while (Date.now() < until && results.slice(restartedAt).filter((r) => r.status === 200).length < 30) await Bun.sleep(100);
   await Bun.sleep(500);
   running = false;
-  await Promise.all(clients);
+  await Promise.all([...clients, ...fresh]);
 
   const ok = results.filter((r) => r.status === 200);
   const unavailable = results.filter((r) => r.status === 503);
