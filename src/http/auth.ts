@@ -9,6 +9,7 @@ import { admitRequest, attachRateHeaders, storeRefused } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
 import type { KeyOwner } from "../accounts/api-keys";
 import { contextOf } from "./request-context";
+import { clientAddress, type AddressRange } from "./client-address";
 
 export interface Caller {
   accountId: string;
@@ -178,7 +179,11 @@ export function tooManyFailures(retryAfterMs: number, what: string): DomainError
   return new DomainError("rate_limited", "too_many_failed_attempts", `Too many wrong ${what} from this address. Retry after ${seconds} s.`, null, seconds);
 }
 
-/** The client's address as the server saw it (the key of per-source throttles). */
-export function sourceAddress(app: { server: { requestIP(r: Request): { address: string } | null } | null }, request: Request): string {
-  return app.server?.requestIP(request)?.address ?? "unknown";
+/**
+ * The client's address (the key of per-source throttles): the connection's peer, or behind a
+ * proxy in SWITCHYARD_TRUSTED_PROXIES the client that proxy reports in X-Forwarded-For.
+ */
+export function sourceAddress(app: { server: { requestIP(r: Request): { address: string } | null } | null }, request: Request, trusted: readonly AddressRange[]): string {
+  const peer = app.server?.requestIP(request)?.address ?? "unknown";
+  return clientAddress(peer, request.headers.get("x-forwarded-for"), trusted);
 }
