@@ -4,6 +4,7 @@
  * Secrets (keys, tokens) are kept in the object but never printed: see describeConfig().
  */
 import { resolve } from "node:path";
+import { parseRangeList, type AddressRange } from "./http/client-address";
 
 export interface Config {
   port: number;
@@ -42,6 +43,16 @@ export interface Config {
   dashboard: boolean;
   /** How long a dashboard sign-in lasts, in seconds. */
   dashboardSessionSeconds: number;
+  /** Dashboard sign-ins allowed per minute per key (or for the admin token), successful ones included. */
+  dashboardKeySignInsPerMinute: number;
+  /** Dashboard sign-ins allowed per minute per client address, whatever the key. */
+  dashboardAddressSignInsPerMinute: number;
+  /** Live dashboard sessions per account; a further sign-in ends that account's oldest. */
+  dashboardSessionsPerAccount: number;
+  /** Live operator sessions, a pool of their own; a further sign-in ends the oldest operator one. */
+  dashboardOperatorSessions: number;
+  /** Proxies whose X-Forwarded-For is believed (addresses and CIDR blocks); empty: none. */
+  trustedProxies: AddressRange[];
 }
 
 export class ConfigError extends Error {
@@ -73,6 +84,16 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
     throw new ConfigError(name, `must be one of ${allowed.join(", ")}, got "${raw}"`);
   }
   return raw as T;
+}
+
+function addressRanges(env: Env, name: string): AddressRange[] {
+  const raw = str(env, name);
+  if (raw === null) return [];
+  try {
+    return parseRangeList(raw);
+  } catch (e) {
+    throw new ConfigError(name, `must be comma-separated IPv4/IPv6 addresses or CIDR blocks: ${(e as Error).message}`);
+  }
 }
 
 function httpUrl(env: Env, name: string): string | null {
@@ -141,5 +162,10 @@ export function loadConfig(env: Env = process.env): Config {
     instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
     dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
+    dashboardKeySignInsPerMinute: int(env, "SWITCHYARD_DASHBOARD_KEY_SIGNINS_PER_MINUTE", 10, 1, 100_000),
+    dashboardAddressSignInsPerMinute: int(env, "SWITCHYARD_DASHBOARD_ADDRESS_SIGNINS_PER_MINUTE", 30, 1, 100_000),
+    dashboardSessionsPerAccount: int(env, "SWITCHYARD_DASHBOARD_SESSIONS_PER_ACCOUNT", 20, 1, 10_000),
+    dashboardOperatorSessions: int(env, "SWITCHYARD_DASHBOARD_OPERATOR_SESSIONS", 50, 1, 10_000),
+    trustedProxies: addressRanges(env, "SWITCHYARD_TRUSTED_PROXIES"),
   };
 }

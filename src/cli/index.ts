@@ -46,6 +46,9 @@ Environment (defaults in brackets):
   SWITCHYARD_MAX_BODY_BYTES [33554432], SWITCHYARD_ONNX_PROVIDER [cpu|cuda],
   SWITCHYARD_LOG_LEVEL [info], SWITCHYARD_IMAGE_MAX_BYTES / _MAX_PIXELS / _MAX_EDGE
   SWITCHYARD_DASHBOARD [on|off], SWITCHYARD_DASHBOARD_SESSION_SECONDS [43200]   web dashboard at /dashboard
+  SWITCHYARD_DASHBOARD_KEY_SIGNINS_PER_MINUTE [10], _ADDRESS_SIGNINS_PER_MINUTE [30],
+  SWITCHYARD_DASHBOARD_SESSIONS_PER_ACCOUNT [20], _OPERATOR_SESSIONS [50]   dashboard sign-in limits
+  SWITCHYARD_TRUSTED_PROXIES [none]      proxies (addresses, CIDR blocks) whose X-Forwarded-For names the client
 Reference: GET /docs on a running server.`;
 
 function fail(message: string): number {

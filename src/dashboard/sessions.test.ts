@@ -33,17 +33,68 @@ describe("DashboardSessions", () => {
     expect(s.get(b.id)).toBe(b);
   });
 
-  test("the store is bounded: expired sessions go first, then the oldest", () => {
+  test("an account's sign-ins end that account's own oldest session, never another's or an operator's", () => {
     const c = clock();
-    const s = new DashboardSessions(1_000, c.now, 3);
+    const s = new DashboardSessions(1_000, c.now, { perAccount: 3, operators: 2, accounts: 100 });
+    const operator = s.create({ kind: "operator", accountId: null, keyId: null, apiKey: null });
+    const other = s.create({ ...account, accountId: "acct_b", keyId: "key_b" });
     const first = s.create(account);
-    c.advance(2_000);
+    c.advance(2_000); // `first`, `operator` and `other` expire: expired ones of the account go first
     const kept = [s.create(account), s.create(account), s.create(account)];
     expect(s.get(first.id)).toBeNull();
     expect(kept.every((k) => s.get(k.id) === k)).toBe(true);
+    const op = s.create({ kind: "operator", accountId: null, keyId: null, apiKey: null });
+    const b = s.create({ ...account, accountId: "acct_b", keyId: "key_b" });
+    for (let i = 0; i < 1_000; i++) s.create(account);
+    expect(s.countFor("acct_a")).toBe(3);
+    expect(s.get(kept[2]!.id)).toBeNull();
+    expect(s.get(op.id)).toBe(op);
+    expect(s.get(b.id)).toBe(b);
+    expect(s.get(operator.id)).toBeNull(); // expired, not evicted
+    expect(s.get(other.id)).toBeNull();
+    expect(s.countFor(null)).toBe(1);
+  });
+
+  test("operators have a pool of their own: the oldest operator session makes room for a new one", () => {
+    const s = new DashboardSessions(60_000, Date.now, { perAccount: 2, operators: 2, accounts: 2 });
+    const op = () => s.create({ kind: "operator", accountId: null, keyId: null, apiKey: null });
+    const [o1, o2] = [op(), op()];
     s.create(account);
-    expect(s.get(kept[0]!.id)).toBeNull();
-    expect(s.size).toBe(3);
+    s.create({ ...account, accountId: "acct_b" });
+    s.create({ ...account, accountId: "acct_c" }); // the account pool is full: account sessions pay, not operators
+    expect(s.get(o1.id)).toBe(o1);
+    expect(s.get(o2.id)).toBe(o2);
+    const o3 = op();
+    expect(s.get(o1.id)).toBeNull();
+    expect(s.get(o3.id)).toBe(o3);
+  });
+
+  test("a full account pool takes from the account holding the most sessions", () => {
+    const s = new DashboardSessions(60_000, Date.now, { perAccount: 10, operators: 2, accounts: 4 });
+    const small = s.create({ ...account, accountId: "acct_small" });
+    const big = [s.create(account), s.create(account), s.create(account)];
+    const newcomer = s.create({ ...account, accountId: "acct_new" });
+    expect(s.get(small.id)).toBe(small);
+    expect(s.get(big[0]!.id)).toBeNull();
+    expect(s.get(big[1]!.id)).toBe(big[1]!);
+    expect(s.get(newcomer.id)).toBe(newcomer);
+    expect(s.size).toBe(4);
+  });
+
+  test("destroy, expiry and revocation keep the per-account counts right", () => {
+    const c = clock();
+    const s = new DashboardSessions(1_000, c.now, { perAccount: 2, operators: 1, accounts: 10 });
+    const a = s.create(account);
+    s.create({ ...account, keyId: "key_2" });
+    s.destroy(a.id);
+    expect(s.countFor("acct_a")).toBe(1);
+    s.destroyForKey("key_2");
+    expect(s.countFor("acct_a")).toBe(0);
+    const b = s.create(account);
+    c.advance(1_000);
+    expect(s.get(b.id)).toBeNull();
+    expect(s.countFor("acct_a")).toBe(0);
+    expect(s.size).toBe(0);
   });
 });
 

@@ -29,19 +29,51 @@ export const COOKIE_PATH = "/dashboard";
 
 const token = () => randomBytes(32).toString("base64url");
 
+/** How many sessions live at once (README "Dashboard"). */
+export interface SessionCaps {
+  /** Per account: a further sign-in ends that account's own oldest session. */
+  perAccount: number;
+  /** Operator sessions, a pool of their own: account sign-ins never end one. */
+  operators: number;
+  /** Account sessions in all: past it, the account holding the most loses its oldest. */
+  accounts: number;
+}
+
+export const DEFAULT_SESSION_CAPS: SessionCaps = { perAccount: 20, operators: 50, accounts: 10_000 };
+
+const OPERATORS = "operator";
+
+/**
+ * The live sessions, bounded so that nobody's sign-ins can end anyone else's session: each
+ * account has its own cap and gives up its own oldest session, operators have a separate pool,
+ * and when the account pool as a whole is full the account with the most sessions pays.
+ */
 export class DashboardSessions {
   private readonly sessions = new Map<string, Session>();
+  /** Per group (an account's id, or OPERATORS): its session ids, oldest first. */
+  private readonly groups = new Map<string, Set<string>>();
+  private accountSessions = 0;
 
   constructor(
     private readonly ttlMs: number,
     private readonly now: () => number = Date.now,
-    private readonly maxSessions = 10_000,
+    private readonly caps: SessionCaps = DEFAULT_SESSION_CAPS,
   ) {}
 
   create(init: Pick<Session, "kind" | "accountId" | "keyId" | "apiKey">): Session {
-    if (this.sessions.size >= this.maxSessions) this.evict();
+    const group = groupOf(init);
+    const cap = init.kind === "operator" ? this.caps.operators : this.caps.perAccount;
+    this.makeRoom(group, cap);
+    if (init.kind === "account" && this.accountSessions >= this.caps.accounts) {
+      this.dropExpired();
+      while (this.accountSessions >= this.caps.accounts && this.accountSessions > 0) this.dropOldest(this.largestAccount());
+    }
     const session: Session = { ...init, id: token(), csrfToken: token(), expiresAt: this.now() + this.ttlMs };
     this.sessions.set(session.id, session);
+    let ids = this.groups.get(group);
+    if (!ids) this.groups.set(group, (ids = new Set()));
+    ids.add(session.id);
+    if (init.kind === "account") this.accountSessions++;
     return session;
   }
 
@@ -51,31 +83,71 @@ export class DashboardSessions {
     const s = this.sessions.get(id);
     if (!s) return null;
     if (s.expiresAt <= this.now()) {
-      this.sessions.delete(id);
+      this.destroy(id);
       return null;
     }
     return s;
   }
 
   destroy(id: string): void {
+    const s = this.sessions.get(id);
+    if (!s) return;
     this.sessions.delete(id);
+    const group = groupOf(s);
+    const ids = this.groups.get(group);
+    ids?.delete(id);
+    if (ids?.size === 0) this.groups.delete(group);
+    if (s.kind === "account") this.accountSessions--;
   }
 
   /** Ends every session signed in with this key (it was revoked). */
   destroyForKey(keyId: string): void {
-    for (const [id, s] of this.sessions) if (s.keyId === keyId) this.sessions.delete(id);
+    for (const [id, s] of this.sessions) if (s.keyId === keyId) this.destroy(id);
   }
 
   get size(): number {
     return this.sessions.size;
   }
 
-  private evict(): void {
-    const now = this.now();
-    for (const [id, s] of this.sessions) if (s.expiresAt <= now) this.sessions.delete(id);
-    // Still full: the oldest sign-ins go first (Map order is insertion order).
-    while (this.sessions.size >= this.maxSessions) this.sessions.delete(this.sessions.keys().next().value as string);
+  /** Live sessions of one account (or of operators with null). */
+  countFor(accountId: string | null): number {
+    return this.groups.get(accountId === null ? OPERATORS : `account:${accountId}`)?.size ?? 0;
   }
+
+  /** Below `cap` sessions in `group`: its expired ones go first, then its oldest. */
+  private makeRoom(group: string, cap: number): void {
+    const ids = this.groups.get(group);
+    if (!ids || ids.size < cap) return;
+    const now = this.now();
+    for (const id of [...ids]) if (this.sessions.get(id)!.expiresAt <= now) this.destroy(id);
+    while ((this.groups.get(group)?.size ?? 0) >= cap) this.dropOldest(group);
+  }
+
+  private dropOldest(group: string): void {
+    const oldest = this.groups.get(group)?.values().next().value;
+    if (oldest !== undefined) this.destroy(oldest);
+  }
+
+  private dropExpired(): void {
+    const now = this.now();
+    for (const [id, s] of this.sessions) if (s.expiresAt <= now) this.destroy(id);
+  }
+
+  private largestAccount(): string {
+    let largest = "";
+    let most = 0;
+    for (const [group, ids] of this.groups) {
+      if (group !== OPERATORS && ids.size > most) {
+        largest = group;
+        most = ids.size;
+      }
+    }
+    return largest;
+  }
+}
+
+function groupOf(s: Pick<Session, "kind" | "accountId">): string {
+  return s.kind === "operator" ? OPERATORS : `account:${s.accountId}`;
 }
 
 /** The session cookie; `secure` when the page was served over HTTPS. */

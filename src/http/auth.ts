@@ -9,6 +9,7 @@ import { admitRequest, attachRateHeaders, storeRefused } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
 import type { KeyOwner } from "../accounts/api-keys";
 import { contextOf } from "./request-context";
+import { clientAddress, type AddressRange } from "./client-address";
 
 export interface Caller {
   accountId: string;
@@ -19,7 +20,7 @@ export interface Caller {
 
 /**
  * The API key a request presents: a Bearer credential (the scheme in any case), or on
- * /v1/messages* an `x-api-key` header. `bearer` is what @elysiajs/bearer found (exact "Bearer ").
+ * /v1/messages* an `x-api-key` header. `bearer` is what the app derived from the Authorization header.
  */
 export function presentedKey(request: Request, bearer: string | undefined): string | null {
   const credential = bearer || bearerOf(request);
@@ -84,20 +85,36 @@ export function admitBeforeBody(s: Services, request: Request, path: string, set
 const BEARER = /^bearer[ \t]+(\S.*)$/i;
 
 /**
- * The bearer credential of a request: the Authorization header's Bearer scheme — matched in any
- * case, as HTTP authentication schemes are case-insensitive (RFC 9110 §11.1; @elysiajs/bearer
- * matches "Bearer" exactly) — or, as the plugin also allows, an `access_token` query parameter.
- * Usable before the body is parsed (the plugin's value is derived only after).
+ * The bearer credential of a request: the Authorization header's Bearer scheme, matched in any
+ * case, as HTTP authentication schemes are case-insensitive (RFC 9110 §11.1). Never the URL: see
+ * refuseKeyInQuery. Usable before the body is parsed.
  */
 export function bearerOf(request: Request): string | undefined {
   const authorization = request.headers.get("authorization");
-  if (authorization) {
-    const m = BEARER.exec(authorization);
-    if (m) return m[1]!.trim();
-  }
+  if (!authorization) return undefined;
+  const m = BEARER.exec(authorization);
+  return m ? m[1]!.trim() : undefined;
+}
+
+/** Query parameters that carry credentials elsewhere (OAuth's access_token, common api_key). */
+const CREDENTIAL_PARAMS = ["access_token", "api_key"] as const;
+
+/**
+ * Keys and tokens are accepted only in headers (README "Exposure"): URLs end up in proxy and
+ * browser logs and histories. A request carrying one in its query string is refused with 401,
+ * whatever its headers hold, so a client that leaks its key finds out on its first call. The
+ * value is never echoed.
+ */
+export function refuseKeyInQuery(request: Request): void {
   const url = request.url;
-  if (!url.includes("access_token=")) return undefined;
-  return new URL(url).searchParams.get("access_token") ?? undefined;
+  const q = url.indexOf("?");
+  if (q < 0) return;
+  const params = new URLSearchParams(url.slice(q + 1).split("#")[0]);
+  for (const name of CREDENTIAL_PARAMS) {
+    if (params.has(name)) {
+      throw new DomainError("authentication", "credential_in_query", `Keys are not accepted in the URL (the '${name}' query parameter): URLs are written to proxy and browser logs. Send the key in the 'Authorization: Bearer <key>' header instead, and consider this key exposed.`, name);
+    }
+  }
 }
 
 /**
@@ -112,6 +129,7 @@ export async function identify(s: Services, request: Request, bearer: string | u
 }
 
 function callerOf(s: Services, request: Request, bearer: string | undefined): Caller | Promise<Caller> {
+  refuseKeyInQuery(request);
   const key = presentedKey(request, bearer);
   if (!key) {
     throw new DomainError("authentication", "missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
@@ -144,6 +162,7 @@ const digest = (v: string) => createHash("sha256").update(v).digest();
  */
 export function authenticateAdmin(s: Services, request: Request, bearer: string | undefined, source: string): void {
   if (!s.config.adminToken) throw new DomainError("not_found", "not_found", "The admin API is off: set SWITCHYARD_ADMIN_TOKEN to enable it.");
+  refuseKeyInQuery(request);
   const token = bearer || bearerOf(request);
   if (!token) throw new DomainError("authentication", "missing_api_key", "The admin API needs 'Authorization: Bearer <SWITCHYARD_ADMIN_TOKEN>'.");
   const gate = s.authThrottle.check(source);
@@ -160,7 +179,11 @@ export function tooManyFailures(retryAfterMs: number, what: string): DomainError
   return new DomainError("rate_limited", "too_many_failed_attempts", `Too many wrong ${what} from this address. Retry after ${seconds} s.`, null, seconds);
 }
 
-/** The client's address as the server saw it (the key of per-source throttles). */
-export function sourceAddress(app: { server: { requestIP(r: Request): { address: string } | null } | null }, request: Request): string {
-  return app.server?.requestIP(request)?.address ?? "unknown";
+/**
+ * The client's address (the key of per-source throttles): the connection's peer, or behind a
+ * proxy in SWITCHYARD_TRUSTED_PROXIES the client that proxy reports in X-Forwarded-For.
+ */
+export function sourceAddress(app: { server: { requestIP(r: Request): { address: string } | null } | null }, request: Request, trusted: readonly AddressRange[]): string {
+  const peer = app.server?.requestIP(request)?.address ?? "unknown";
+  return clientAddress(peer, request.headers.get("x-forwarded-for"), trusted);
 }

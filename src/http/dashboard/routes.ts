@@ -14,7 +14,8 @@ import { sourceAddress, tooManyFailures } from "../auth";
 import { validate } from "../../validate";
 import { dashboardAssets, dashboardHeaders, pageHtml } from "../../dashboard/assets";
 import { assertSameOriginWrite, DashboardGuard, isHttps } from "./guard";
-import { clearedCookie, cookieValue, DashboardSessions, sessionCookie, type Session } from "../../dashboard/sessions";
+import { clearedCookie, cookieValue, DashboardSessions, DEFAULT_SESSION_CAPS, sessionCookie, type Session } from "../../dashboard/sessions";
+import { SignInLimit } from "../../limits/sign-in-limit";
 import { registerAccountApi } from "./account-api";
 import { registerOperatorApi } from "./operator-api";
 
@@ -23,13 +24,25 @@ const SignInBody = Type.Object({
   secret: Type.String({ minLength: 1, maxLength: 4096 }),
 });
 
+/** 429 for sign-ins past their rate (SWITCHYARD_DASHBOARD_*_SIGNINS_PER_MINUTE). */
+function tooManySignIns(retryAfterMs: number, what: string): DomainError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new DomainError("rate_limited", "too_many_sign_ins", `Too many dashboard sign-ins ${what}. Retry after ${seconds} s.`, null, seconds);
+}
+
 const digest = (v: string) => createHash("sha256").update(v).digest();
 
 export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/dashboard", summary: "The web dashboard: an account view (sign in with an API key) and an operator view (the admin token).", auth: "none", produces: "text/html" });
-  const sessions = new DashboardSessions(s.config.dashboardSessionSeconds * 1000);
+  const c = s.config;
+  const sessions = new DashboardSessions(c.dashboardSessionSeconds * 1000, Date.now, {
+    perAccount: c.dashboardSessionsPerAccount,
+    operators: c.dashboardOperatorSessions,
+    accounts: DEFAULT_SESSION_CAPS.accounts,
+  });
+  const signIns = new SignInLimit({ keyPerMinute: c.dashboardKeySignInsPerMinute, addressPerMinute: c.dashboardAddressSignInsPerMinute });
   const guard = new DashboardGuard(s, sessions);
-  const addressOf = (request: Request) => sourceAddress(app, request);
+  const addressOf = (request: Request) => sourceAddress(app, request, s.config.trustedProxies);
 
   const page = async (set: { headers: Record<string, unknown> }) => {
     dashboardHeaders(set);
@@ -80,6 +93,8 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     const source = addressOf(request);
     const gate = s.authThrottle.check(source);
     if (!gate.ok) throw tooManyFailures(gate.retryAfterMs, "keys or tokens");
+    const fromAddress = signIns.fromAddress(source);
+    if (!fromAddress.ok) throw tooManySignIns(fromAddress.retryAfterMs, `from this address (${c.dashboardAddressSignInsPerMinute} per minute)`);
     let session: Session;
     if (b.kind === "account") {
       const key = b.secret.trim();
@@ -89,6 +104,8 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
         throw new DomainError("authentication", "invalid_api_key", "That API key is not valid: it is unknown or was revoked. Keys start with sy- and are shown once, when created.", "secret");
       }
       if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
+      const withKey = signIns.withKey(owner.keyId);
+      if (!withKey.ok) throw tooManySignIns(withKey.retryAfterMs, `with this key (${c.dashboardKeySignInsPerMinute} per minute)`);
       session = sessions.create({ kind: "account", accountId: owner.accountId, keyId: owner.keyId, apiKey: key });
     } else {
       if (!s.config.adminToken) throw new DomainError("permission", "operator_view_off", "The operator view is off: this server has no SWITCHYARD_ADMIN_TOKEN.");
@@ -96,6 +113,8 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
         s.authThrottle.failure(source);
         throw new DomainError("authentication", "invalid_admin_token", "Incorrect admin token.", "secret");
       }
+      const withToken = signIns.withKey("operator");
+      if (!withToken.ok) throw tooManySignIns(withToken.retryAfterMs, `with the admin token (${c.dashboardKeySignInsPerMinute} per minute)`);
       session = sessions.create({ kind: "operator", accountId: null, keyId: null, apiKey: null });
     }
     set.headers["set-cookie"] = sessionCookie(session.id, s.config.dashboardSessionSeconds, isHttps(request));

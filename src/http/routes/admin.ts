@@ -18,7 +18,7 @@ export function registerAdminRoutes(app: App, s: Services, docs: RouteDocs): voi
   d("DELETE", "/admin/keys/:id", "Revoke an API key.");
   d("POST", "/admin/accounts/:id/credits", "Add (positive) or deduct (negative) credits.", CreditsBody);
   d("GET", "/admin/accounts/:id/ledger", "The account's ledger entries, newest first.");
-  const authorized = (request: Request, bearer: string | undefined) => authenticateAdmin(s, request, bearer, sourceAddress(app, request));
+  const authorized = (request: Request, bearer: string | undefined) => authenticateAdmin(s, request, bearer, sourceAddress(app, request, s.config.trustedProxies));
 
   app.post("/admin/accounts", ({ request, bearer, body, set }) => {
     authorized(request, bearer);
