@@ -3,13 +3,14 @@
  * Route modules register on the app they are given, so all share these hooks and `bearer`.
  */
 import { Elysia } from "elysia";
+import { bearer } from "@elysiajs/bearer";
 import type { Services } from "../services";
 import { DomainError, InternalError, clientGone } from "../errors";
 import { TakeTurns } from "../limits/turns";
 import { dialectForPath, errorBody, errorHeaders, publicError, statusOf } from "./errors";
 import { RouteDocs } from "./route-docs";
 import { readBodyCapped, tooLarge } from "./body";
-import { admitBeforeBody, bearerOf } from "./auth";
+import { admitBeforeBody } from "./auth";
 import { installRequestLifecycle } from "./request-lifecycle";
 import { contextOf, newRequestId } from "./request-context";
 import { registerRootRoutes } from "./routes/root";
@@ -27,15 +28,12 @@ import { registerSelfServiceRoutes } from "./routes/self-service";
 import { registerDashboardRoutes } from "./dashboard/routes";
 
 /**
- * Every handler's `bearer`: the Authorization header's Bearer credential. Not @elysiajs/bearer,
- * which also takes `?access_token=` from the URL; keys in the query are refused (auth.ts).
+ * Every handler's `bearer` comes from @elysiajs/bearer. The plugin also reads `?access_token=`
+ * from the URL, but a request carrying a key in its query is refused before any key is looked at
+ * (refuseKeyInQuery in auth.ts), so only the Authorization header's credential is ever used.
  */
 export function baseApp() {
-  return new Elysia({ name: "switchyard" }).derive({ as: "global" }, ({ request }) => ({
-    get bearer(): string | undefined {
-      return bearerOf(request);
-    },
-  }));
+  return new Elysia({ name: "switchyard" }).use(bearer());
 }
 export type App = ReturnType<typeof baseApp>;
 
