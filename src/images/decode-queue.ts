@@ -2,7 +2,8 @@
  * Image decoding counted against the account that asked for it (README "Images"):
  *
  * - A fair queue: at most `concurrency` decodes run at once, and when a slot frees the next job is
- *   taken from the accounts in turn (round robin), so one account's hundred images wait behind
+ *   taken from the waiting account with the fewest decodes running, then the one served least
+ *   recently (an account new to the queue first), so one account's hundred images wait behind
  *   another account's one rather than in front of it.
  * - A budget of decode time per account: each account may use `msPerMinute` milliseconds of
  *   decoding per minute (a bucket that refills continuously, so there is no window edge to game).
@@ -15,7 +16,14 @@
 import { DomainError } from "../errors";
 
 interface Job {
-  run(): void;
+  run(): Promise<void>;
+}
+
+interface Waiting {
+  jobs: Job[];
+  running: number;
+  /** When this account last started a decode (a sequence number; 0: not yet). */
+  lastStart: number;
 }
 
 interface Bucket {
@@ -26,9 +34,9 @@ interface Bucket {
 
 export class DecodeQueue {
   private running = 0;
-  private readonly waiting = new Map<string, Job[]>();
-  /** Accounts with waiting jobs, in the order they are served next. */
-  private readonly turn: string[] = [];
+  private started = 0;
+  /** Accounts with jobs waiting or running. */
+  private readonly accounts = new Map<string, Waiting>();
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(
@@ -42,33 +50,38 @@ export class DecodeQueue {
    * its decoding time. The decode's own time is charged to the account.
    */
   run<T>(account: string, decode: () => Promise<T>): Promise<T> {
-    this.checkBudget(account);
+    try {
+      this.checkBudget(account);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return new Promise<T>((resolve, reject) => {
       const job: Job = {
-        run: () => {
+        run: async () => {
           // The budget is checked again at the start: earlier jobs of the account may have used it.
           try {
             this.checkBudget(account);
           } catch (err) {
-            this.done();
+            this.done(account);
             return reject(err);
           }
-          const started = this.now();
-          Promise.resolve()
-            .then(decode)
-            .then(resolve, reject)
-            .finally(() => {
-              this.charge(account, this.now() - started);
-              this.done();
-            });
+          const startedAt = this.now();
+          let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+          try {
+            outcome = { ok: true, value: await decode() };
+          } catch (error) {
+            outcome = { ok: false, error };
+          }
+          // Charged before the caller hears of it: its next image sees the time used.
+          this.charge(account, this.now() - startedAt);
+          this.done(account);
+          if (outcome.ok) resolve(outcome.value);
+          else reject(outcome.error);
         },
       };
-      const queue = this.waiting.get(account);
-      if (queue) queue.push(job);
-      else {
-        this.waiting.set(account, [job]);
-        this.turn.push(account);
-      }
+      let w = this.accounts.get(account);
+      if (!w) this.accounts.set(account, (w = { jobs: [], running: 0, lastStart: 0 }));
+      w.jobs.push(job);
       this.pump();
     });
   }
@@ -76,24 +89,30 @@ export class DecodeQueue {
   /** Decodes running now, and jobs waiting (for tests and metrics). */
   get stats(): { running: number; waiting: number } {
     let waiting = 0;
-    for (const q of this.waiting.values()) waiting += q.length;
+    for (const w of this.accounts.values()) waiting += w.jobs.length;
     return { running: this.running, waiting };
   }
 
   private pump(): void {
-    while (this.running < this.concurrency && this.turn.length > 0) {
-      const account = this.turn.shift()!;
-      const queue = this.waiting.get(account)!;
-      const job = queue.shift()!;
-      if (queue.length > 0) this.turn.push(account);
-      else this.waiting.delete(account);
+    while (this.running < this.concurrency) {
+      let next: Waiting | null = null;
+      for (const w of this.accounts.values()) {
+        if (w.jobs.length === 0) continue;
+        if (!next || w.running < next.running || (w.running === next.running && w.lastStart < next.lastStart)) next = w;
+      }
+      if (!next) return;
+      next.running++;
+      next.lastStart = ++this.started;
       this.running++;
-      job.run();
+      void next.jobs.shift()!.run();
     }
   }
 
-  private done(): void {
+  private done(account: string): void {
     this.running--;
+    const w = this.accounts.get(account)!;
+    w.running--;
+    if (w.running === 0 && w.jobs.length === 0) this.accounts.delete(account);
     this.pump();
   }
 
