@@ -12,7 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { startHarness, type Harness } from "./support/harness";
 import { okJson, startScripted, type ScriptedUpstream } from "./support/multi-upstream";
 import { postChat } from "./support/chat-client";
-import { startMediaServer, type MediaServer } from "./support/media-server";
+import { startMediaServer, type MediaReply, type MediaServer } from "./support/media-server";
 import { ledgerState, settled } from "./support/ledger-state";
 import { loadSharp } from "../src/images/sharp";
 
@@ -34,7 +34,7 @@ const lookup = async (host: string) => {
 
 beforeAll(async () => {
   pngBytes = await sharp({ create: { width: 40, height: 30, channels: 3, background: "#3366cc" } }).png().toBuffer();
-  media = startMediaServer((path) => {
+  media = startMediaServer((path): MediaReply => {
     if (path.startsWith("/cat.png")) return { status: 200, headers: { "content-type": "image/png" }, body: pngBytes };
     if (path === "/clip.wav") return { status: 200, headers: { "content-type": "audio/wav" }, body: "RIFF0000WAVEfmt " };
     if (path === "/page.html") return { status: 200, headers: { "content-type": "text/html" }, body: "<html></html>" };

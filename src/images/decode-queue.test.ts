@@ -23,7 +23,7 @@ describe("DecodeQueue: fair between accounts", () => {
     await tick();
     expect(started).toEqual(["a0"]);
     expect(q.stats).toEqual({ running: 1, waiting: 7 });
-    const byName = new Map([...a.map((c, i) => [`a${i}`, c] as const), ...b.map((c, i) => [`b${i}`, c] as const)]);
+    const byName = new Map<string, ReturnType<typeof controlled>>([...a.map((c, i) => [`a${i}`, c] as const), ...b.map((c, i) => [`b${i}`, c] as const)]);
     for (let n = 0; n < 8; n++) {
       // Finish the one running now; the queue starts the next.
       byName.get(started.at(-1)!)!.finish();
