@@ -39,7 +39,9 @@ export interface Config {
   remoteMedia: "fetch" | "refuse" | "passthrough";
   /** Addresses the media fetcher may reach although they are not public (operator-trusted CIDRs). */
   remoteMediaAllow: Cidr[];
+  /** Bytes all of one request's remote media fetches may bring, together. */
   remoteMediaMaxBytes: number;
+  /** Time all of one request's remote media fetches may take, together. */
   remoteMediaTimeoutMs: number;
   /** Execution provider for local ONNX models. */
   onnxProvider: "cpu" | "cuda";

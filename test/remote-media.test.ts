@@ -41,6 +41,7 @@ beforeAll(async () => {
     if (path === "/redirect") return { status: 302, headers: { location: "http://169.254.169.254/latest/meta-data/" } };
     if (path === "/big.png") return { status: 200, headers: { "content-type": "image/png" }, body: new Uint8Array(9000) };
     if (path === "/slow.png") return { stall: true };
+    if (path === "/3k.wav") return { status: 200, headers: { "content-type": "audio/wav" }, body: new Uint8Array(3000) };
     return { status: 404 };
   });
   up = startScripted((b) => okJson(b, "seen"));
@@ -188,6 +189,13 @@ describe("fetch, with the media host's address allow-listed (SWITCHYARD_REMOTE_M
   test("a body over SWITCHYARD_REMOTE_MEDIA_MAX_BYTES → 400; a host that stalls → 400 once the time cap passes", async () => {
     await expect400(h, acct.key, chat(part("image_url", media.url("/big.png"))), "messages[0].content[1]", ["larger than the limit of 4096 bytes"]);
     await expect400(h, acct.key, chat(part("image_url", media.url("/slow.png"))), "messages[0].content[1]", ["was not fetched within the time allowed (300 ms)"]);
+  });
+
+  test("SWITCHYARD_REMOTE_MEDIA_MAX_BYTES bounds all of a request's fetches together", async () => {
+    const wav = part("audio_url", media.url("/3k.wav"));
+    expect((await postChat(h.base, acct.key, chat(wav))).status).toBe(200);
+    up.requests.length = 0;
+    await expect400(h, acct.key, chat(wav, wav), "messages[0].content[2]", ["over the limit of 4096 bytes per request"]);
   });
 
   test("a host answering 404 → 400 naming the part; allow-listing 127.0.0.1 opens no other special address", async () => {

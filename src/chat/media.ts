@@ -20,7 +20,7 @@ import type { Config } from "../config";
 import { clientGone, DomainError, invalidField } from "../errors";
 import type { DecodeQueue } from "../images/decode-queue";
 import { decodeDataUrl, ImageRejected, normaliseImage, type ImageLimits } from "../images/normalise";
-import { MediaRefused, type RemoteMediaFetcher } from "../media/fetch";
+import { MediaRefused, MediaTooLarge, type RemoteMediaFetcher } from "../media/fetch";
 
 const IMAGE_TYPES = new Set(["image_url", "input_image", "image"]);
 const AV_TYPES = new Set(["audio_url", "video_url", "input_audio"]);
@@ -60,6 +60,8 @@ const isRemote = (url: string) => /^https?:\/\//i.test(url);
 /** One request's media work: the pixel total so far, and one deadline for all its fetches. */
 class RequestMedia {
   private pixels = 0;
+  /** Bytes fetched so far: all of a request's fetches share SWITCHYARD_REMOTE_MEDIA_MAX_BYTES. */
+  private fetched = 0;
   private deadline: AbortSignal | null = null;
 
   constructor(
@@ -119,7 +121,7 @@ class RequestMedia {
       else if (!isRemote(url)) throw new ImageRejected("URL must be a data: URL or an http(s) URL");
       else {
         if (config.remoteMedia === "passthrough") return part;
-        bytes = (await this.fetch(url, Math.min(config.imageMaxBytes, config.remoteMediaMaxBytes), param)).bytes;
+        bytes = (await this.fetch(url, config.imageMaxBytes, param)).bytes;
       }
       const limits: ImageLimits = { maxBytes: config.imageMaxBytes, maxPixels: config.imageMaxPixels, maxEdge: config.imageMaxEdge };
       const image = await this.ctx.decoder.run(this.ctx.accountId, () => {
@@ -146,7 +148,7 @@ class RequestMedia {
     if (!isRemote(url)) throw invalidField(`${param}.${field}.url`, "must be a data: URL or an http(s) URL");
     if (this.ctx.config.remoteMedia === "passthrough") return part;
     const kind = field === "audio_url" ? "audio" : "video";
-    const media = await this.fetch(url, this.ctx.config.remoteMediaMaxBytes, param);
+    const media = await this.fetch(url, Infinity, param);
     const type = media.contentType;
     if (!type.startsWith(`${kind}/`) && type !== "application/octet-stream") {
       throw new DomainError("invalid_request", "invalid_media", `Invalid '${param}': the URL answered with content type '${type || "none"}', not ${kind}.`, param);
@@ -154,15 +156,23 @@ class RequestMedia {
     return withUrl(part, field, `data:${type};base64,${media.bytes.toString("base64")}`);
   }
 
-  private async fetch(url: string, maxBytes: number, param: string) {
-    if (this.ctx.config.remoteMedia === "refuse") {
+  /** Fetches `url`, at most `kindMax` bytes and what is left of the request's fetch allowance. */
+  private async fetch(url: string, kindMax: number, param: string) {
+    const { config } = this.ctx;
+    if (config.remoteMedia === "refuse") {
       throw new DomainError("invalid_request", "remote_media_refused", `Invalid '${param}': remote media URLs are not accepted here; send the media inline as a data: URL.`, param);
     }
     // One deadline for all of the request's fetches, so many slow URLs cannot add up.
-    this.deadline ??= AbortSignal.any([this.ctx.signal, AbortSignal.timeout(this.ctx.config.remoteMediaTimeoutMs)]);
+    this.deadline ??= AbortSignal.any([this.ctx.signal, AbortSignal.timeout(config.remoteMediaTimeoutMs)]);
+    const left = config.remoteMediaMaxBytes - this.fetched;
     try {
-      return await this.ctx.fetcher.fetch(url, maxBytes, this.deadline);
+      const media = await this.ctx.fetcher.fetch(url, Math.min(kindMax, left), this.deadline);
+      this.fetched += media.bytes.byteLength;
+      return media;
     } catch (err) {
+      if (err instanceof MediaTooLarge && left < kindMax && left < config.remoteMediaMaxBytes) {
+        throw new DomainError("invalid_request", "invalid_media", `Invalid '${param}': the URL's media would bring the request's fetched media over the limit of ${config.remoteMediaMaxBytes} bytes per request.`, param);
+      }
       if (err instanceof MediaRefused) throw new DomainError("invalid_request", "invalid_media", `Invalid '${param}': the URL ${err.message}.`, param);
       if (this.ctx.signal.aborted) throw clientGone();
       throw err;

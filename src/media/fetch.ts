@@ -11,6 +11,8 @@ import { request1, type Target } from "../upstream/http1";
 import { mayConnect, parseIp, type Cidr } from "./address";
 
 export class MediaRefused extends Error {}
+/** The body was larger than the fetch's byte cap. */
+export class MediaTooLarge extends MediaRefused {}
 
 /** The addresses a host name resolves to (all of them, A and AAAA). */
 export type Lookup = (hostname: string) => Promise<string[]>;
@@ -65,7 +67,7 @@ export class RemoteMediaFetcher {
     const declared = headers.get("content-length");
     if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
       await body.cancel().catch(() => {});
-      throw new MediaRefused(`is larger than the limit of ${maxBytes} bytes`);
+      throw new MediaTooLarge(`is larger than the limit of ${maxBytes} bytes`);
     }
     const chunks: Uint8Array[] = [];
     let total = 0;
@@ -76,7 +78,7 @@ export class RemoteMediaFetcher {
         total += r.value.byteLength;
         if (total > maxBytes) {
           await body.cancel().catch(() => {});
-          throw new MediaRefused(`is larger than the limit of ${maxBytes} bytes`);
+          throw new MediaTooLarge(`is larger than the limit of ${maxBytes} bytes`);
         }
         chunks.push(r.value);
       }
