@@ -5,6 +5,7 @@
  */
 import { resolve } from "node:path";
 import { parseRangeList, type AddressRange } from "./http/client-address";
+import { parseCidr, type Cidr } from "./media/address";
 
 export interface Config {
   port: number;
@@ -27,6 +28,22 @@ export interface Config {
   imageMaxBytes: number;
   imageMaxPixels: number;
   imageMaxEdge: number;
+  /** Image, audio and video parts one chat request may carry. */
+  mediaMaxParts: number;
+  /** Pixels of all of one request's images together. */
+  imageMaxTotalPixels: number;
+  /** Image decodes running at once, shared fairly between accounts. */
+  imageDecodeConcurrency: number;
+  /** Milliseconds of image decoding each account may use per minute (429 past it). */
+  imageDecodeMsPerMinute: number;
+  /** Remote media URLs: fetched by the gateway (guarded), refused, or passed to the engine as they are. */
+  remoteMedia: "fetch" | "refuse" | "passthrough";
+  /** Addresses the media fetcher may reach although they are not public (operator-trusted CIDRs). */
+  remoteMediaAllow: Cidr[];
+  /** Bytes all of one request's remote media fetches may bring, together. */
+  remoteMediaMaxBytes: number;
+  /** Time all of one request's remote media fetches may take, together. */
+  remoteMediaTimeoutMs: number;
   /** Execution provider for local ONNX models. */
   onnxProvider: "cpu" | "cuda";
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
@@ -132,6 +149,16 @@ function postgresUrl(env: Env, name: string): string | null {
   return raw;
 }
 
+function cidrList(env: Env, name: string): Cidr[] {
+  const raw = str(env, name);
+  if (raw === null) return [];
+  return raw.split(",").map((item) => {
+    const c = parseCidr(item.trim());
+    if (!c) throw new ConfigError(name, `must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.1.0.0/16,fd00::/8), got "${item.trim()}"`);
+    return c;
+  });
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const upstreamUrl = httpUrl(env, "SWITCHYARD_UPSTREAM_URL");
   const adminToken = str(env, "SWITCHYARD_ADMIN_TOKEN");
@@ -155,6 +182,14 @@ export function loadConfig(env: Env = process.env): Config {
     imageMaxBytes: int(env, "SWITCHYARD_IMAGE_MAX_BYTES", 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     imageMaxPixels: int(env, "SWITCHYARD_IMAGE_MAX_PIXELS", 50_000_000, 64, 1_000_000_000),
     imageMaxEdge: int(env, "SWITCHYARD_IMAGE_MAX_EDGE", 2048, 16, 16_384),
+    mediaMaxParts: int(env, "SWITCHYARD_MEDIA_MAX_PARTS", 20, 1, 10_000),
+    imageMaxTotalPixels: int(env, "SWITCHYARD_IMAGE_MAX_TOTAL_PIXELS", 200_000_000, 64, 100_000_000_000),
+    imageDecodeConcurrency: int(env, "SWITCHYARD_IMAGE_DECODE_CONCURRENCY", 2, 1, 1024),
+    imageDecodeMsPerMinute: int(env, "SWITCHYARD_IMAGE_DECODE_MS_PER_MINUTE", 30_000, 1, 100_000_000),
+    remoteMedia: oneOf(env, "SWITCHYARD_REMOTE_MEDIA", ["fetch", "refuse", "passthrough"] as const, "fetch"),
+    remoteMediaAllow: cidrList(env, "SWITCHYARD_REMOTE_MEDIA_ALLOW_HOSTS"),
+    remoteMediaMaxBytes: int(env, "SWITCHYARD_REMOTE_MEDIA_MAX_BYTES", 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    remoteMediaTimeoutMs: int(env, "SWITCHYARD_REMOTE_MEDIA_TIMEOUT_MS", 10_000, 100, 600_000),
     onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["cpu", "cuda"] as const, "cpu"),
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
     databaseUrl: postgresUrl(env, "SWITCHYARD_DATABASE_URL"),

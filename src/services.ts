@@ -30,6 +30,8 @@ import { RequestOutcomes } from "./generations/outcomes";
 import { GenerationRecords } from "./generations/records";
 import { ResponseStore } from "./store/responses";
 import { TokenCounter } from "./chat/token-counter";
+import { DecodeQueue } from "./images/decode-queue";
+import { RemoteMediaFetcher, type Lookup } from "./media/fetch";
 
 export interface Services {
   config: Config;
@@ -56,6 +58,10 @@ export interface Services {
   generations: GenerationRecords;
   /** Chat token counting, in worker threads (never on the event loop). */
   tokens: TokenCounter;
+  /** Image decodes: a fair queue between accounts, and each account's decode-time budget. */
+  imageDecoder: DecodeQueue;
+  /** Remote media URLs fetched by the gateway itself, with the SSRF guard (media/fetch.ts). */
+  mediaFetcher: RemoteMediaFetcher;
   log: Log;
   isLive(entry: ModelEntry): boolean;
   /** Writes what is queued and closes the store (SQLite: done before it returns). */
@@ -67,6 +73,8 @@ export interface ServiceOverrides {
   engines?: EngineRegistry;
   /** Group-commit settings of the SQLite ledger store (tests inject a failing fsync or a short lock wait). */
   ledger?: SqliteLedgerOptions;
+  /** The media fetcher's host-name resolver (tests resolve their own names; the policy is unchanged). */
+  mediaLookup?: Lookup;
 }
 
 /**
@@ -139,6 +147,7 @@ interface Configured {
   aliases: ModelAliases;
   routes: RouteRegistry;
   engines: EngineRegistry;
+  mediaFetcher: RemoteMediaFetcher;
 }
 
 function configured(config: Config, overrides: ServiceOverrides): Configured {
@@ -151,7 +160,9 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
     if (err instanceof AliasesError) throw new ConfigError("SWITCHYARD_MODEL_ALIASES", err.message);
     throw err;
   }
-  return { log, catalog: new Catalog(config.catalogPath), aliases, routes, engines: overrides.engines ?? new EngineRegistry() };
+  return { log, catalog: new Catalog(config.catalogPath), aliases, routes, engines: overrides.engines ?? new EngineRegistry(),
+    mediaFetcher: new RemoteMediaFetcher({ allow: config.remoteMediaAllow, timeoutMs: config.remoteMediaTimeoutMs, lookup: overrides.mediaLookup }),
+  };
 }
 
 function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void): Services {
@@ -172,6 +183,8 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
     tokens: new TokenCounter((msg) => s.log.warn(msg)),
+    imageDecoder: new DecodeQueue(config.imageDecodeConcurrency, config.imageDecodeMsPerMinute),
+    mediaFetcher: parts.mediaFetcher,
     outcomes,
     generations: new GenerationRecords(store.usage, outcomes),
     log,

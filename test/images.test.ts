@@ -1,6 +1,6 @@
 /**
  * Image inputs end to end, with real images made in the test by sharp: `data:` images reach the
- * upstream normalised (downscaled, re-encoded, metadata stripped), remote URLs untouched; a
+ * upstream normalised (downscaled, re-encoded, metadata stripped), remote URLs on private hosts refused; a
  * text-only model answers 400 naming the part; corrupt, oversized or unsupported images are 400
  * before anything is held or sent.
  */
@@ -86,11 +86,13 @@ describe("a model that accepts images", () => {
     expect([img.meta.width, img.meta.height]).toEqual([64, 32]);
   });
 
-  test("a remote image URL goes to the upstream untouched", async () => {
-    const url = "https://images.example.com/cat.png?size=large";
-    const res = await postChat(h.base, acct.key, withImage(url));
-    expect(res.status).toBe(200);
-    expect(up.requests.at(-1)!.messages[1].content[1]).toEqual({ type: "image_url", image_url: { url, detail: "high" } });
+  test("a remote image URL on a non-public host → 400 naming the part; nothing fetched or sent (remote-media.test.ts has the rest)", async () => {
+    const res = await postChat(h.base, acct.key, withImage("http://127.0.0.1:9/cat.png?size=large"));
+    expect(res.status).toBe(400);
+    const body = await res.json();
+    expect(body.error.param).toBe("messages[1].content[1]");
+    expect(body.error.message).toContain("only from public addresses");
+    expect(up.requests.length).toBe(0);
   });
 
   const bad: [string, () => Promise<string>, string][] = [

@@ -18,7 +18,7 @@ import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
 import { ChatStream } from "./stream";
 import { timeEngine } from "../metrics/engine-time";
-import { prepareChatImages } from "./images";
+import { prepareChatMedia } from "./media";
 
 export interface ChatCall {
   requestId: string;
@@ -128,7 +128,7 @@ async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
 
 /**
  * The checks and rewrites before the hold: the context window (only when the cheap bound says the
- * prompt might not fit) and inline images (only when some message has content parts). Nothing to
+ * prompt might not fit) and media parts (only when some message has content parts). Nothing to
  * wait for in the usual case, and then no promise either.
  */
 function beforeHold(s: Services, call: ChatCall, budget: TokenBudget): Promise<void> | undefined {
@@ -137,7 +137,7 @@ function beforeHold(s: Services, call: ChatCall, budget: TokenBudget): Promise<v
   if (!checkContext && !images) return undefined;
   return (async () => {
     if (checkContext) await checkContextWindow(s, call);
-    if (images) await prepareChatImages(s, call);
+    if (images) await prepareChatMedia(s, call);
   })();
 }
 

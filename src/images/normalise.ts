@@ -41,7 +41,11 @@ export function decodeDataUrl(url: string, maxBytes: number): Buffer {
   return bytes;
 }
 
-export async function normaliseImage(bytes: Buffer, limits: ImageLimits): Promise<NormalisedImage> {
+/**
+ * `beforeDecode` hears the image's size once its header is read, before the pixels are decoded
+ * (the request's total-pixel cap); an ImageRejected it throws stops the decode.
+ */
+export async function normaliseImage(bytes: Buffer, limits: ImageLimits, beforeDecode?: (width: number, height: number) => void): Promise<NormalisedImage> {
   const sharp = loadSharp();
   let meta: import("sharp").Metadata;
   try {
@@ -59,6 +63,7 @@ export async function normaliseImage(bytes: Buffer, limits: ImageLimits): Promis
   if (width * height > limits.maxPixels) {
     throw new ImageRejected(`has ${width}x${height} pixels, more than the limit of ${limits.maxPixels} pixels`);
   }
+  beforeDecode?.(width, height);
   try {
     const pipeline = sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: "error", animated: false })
       .autoOrient()

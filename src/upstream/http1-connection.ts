@@ -99,7 +99,7 @@ export function connect(target: Target, timeoutMs: number, signal: AbortSignal):
     // The promise resolves on the TCP connection, before any TLS handshake: `open` (plain) or
     // `handshake` (TLS) decides.
     Bun.connect<Connection>({
-      hostname: target.hostname,
+      hostname: target.address ?? target.hostname,
       port: target.port,
       // SNI carries names only (RFC 6066); an address is still verified against the certificate.
       tls: target.tls ? (isIP(target.hostname) ? true : { serverName: target.hostname }) : undefined,

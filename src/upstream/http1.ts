@@ -26,6 +26,8 @@ export interface Target {
   /** The pool's key. */
   origin: string;
   hostname: string;
+  /** Connect to this address instead of resolving `hostname` (TLS still verifies `hostname`). */
+  address?: string;
   port: number;
   tls: boolean;
   /** The Host header. */
