@@ -69,7 +69,7 @@ export class ConnectionPool {
   remove(conn: Connection): void {
     if (!this.all.delete(conn)) return;
     const list = this.byKey.get(conn.key)!;
-    list.splice(list.indexOf(conn), 1);
+    list.splice(list.lastIndexOf(conn), 1);
     if (list.length === 0) this.byKey.delete(conn.key);
     const n = this.perOrigin.get(conn.origin)! - 1;
     if (n === 0) this.perOrigin.delete(conn.origin);
