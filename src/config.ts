@@ -6,6 +6,7 @@
 import { resolve } from "node:path";
 import { parseRangeList, type AddressRange } from "./http/client-address";
 import { parseCidr, type Cidr } from "./media/address";
+import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/header-value";
 
 export interface Config {
   port: number;
@@ -16,6 +17,15 @@ export interface Config {
   upstreamKey: string | null;
   /** Path to a routes JSON file, or the inline JSON itself. */
   routes: string | null;
+  /** Keep-alive to upstreams for routes that do not say (a route's "keep_alive" overrides it). */
+  upstreamKeepAlive: boolean;
+  /** `account`: a pooled upstream connection only ever carries one account's requests. */
+  upstreamPoolScope: "account" | "shared";
+  /** Idle keep-alive upstream connections kept per origin, and in all. */
+  upstreamMaxIdlePerOrigin: number;
+  upstreamMaxIdle: number;
+  /** Largest non-streamed upstream reply body in bytes (502 above; reading stops there). */
+  upstreamMaxResponseBytes: number;
   catalogPath: string | null;
   /** Path to a model-aliases JSON file, or the inline JSON itself. */
   modelAliases: string | null;
@@ -134,6 +144,16 @@ function httpUrl(env: Env, name: string): string | null {
   return raw.replace(/\/+$/, "");
 }
 
+/**
+ * A value sent as an HTTP header (an upstream key): surrounding whitespace trimmed (str() does),
+ * and refused when a control character is left inside. The rule is named, never the value.
+ */
+function headerValue(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw !== null && HEADER_VALUE_UNSAFE.test(raw)) throw new ConfigError(name, HEADER_VALUE_RULE);
+  return raw;
+}
+
 function postgresUrl(env: Env, name: string): string | null {
   const raw = str(env, name);
   if (raw === null) return null;
@@ -171,8 +191,13 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: resolve(str(env, "SWITCHYARD_DATA_DIR") ?? "./data"),
     adminToken,
     upstreamUrl,
-    upstreamKey: str(env, "SWITCHYARD_UPSTREAM_KEY"),
+    upstreamKey: headerValue(env, "SWITCHYARD_UPSTREAM_KEY"),
     routes: str(env, "SWITCHYARD_ROUTES"),
+    upstreamKeepAlive: oneOf(env, "SWITCHYARD_UPSTREAM_KEEP_ALIVE", ["on", "off"] as const, "on") === "on",
+    upstreamPoolScope: oneOf(env, "SWITCHYARD_UPSTREAM_POOL_SCOPE", ["account", "shared"] as const, "account"),
+    upstreamMaxIdlePerOrigin: int(env, "SWITCHYARD_UPSTREAM_MAX_IDLE_PER_ORIGIN", 64, 0, 100_000),
+    upstreamMaxIdle: int(env, "SWITCHYARD_UPSTREAM_MAX_IDLE", 256, 0, 1_000_000),
+    upstreamMaxResponseBytes: int(env, "SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     catalogPath: str(env, "SWITCHYARD_CATALOG"),
     modelAliases: str(env, "SWITCHYARD_MODEL_ALIASES"),
     modelsDir: resolve(str(env, "SWITCHYARD_MODELS_DIR") ?? "./models"),

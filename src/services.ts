@@ -21,6 +21,8 @@ import { Ledger } from "./billing/ledger";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
 import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
+import { createPool } from "./upstream/http1";
+import type { ConnectionPool } from "./upstream/pool";
 import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
 import { MetricsRegistry } from "./metrics/registry";
@@ -46,6 +48,8 @@ export interface Services {
   /** Client-side model ids mapped to public ids (SWITCHYARD_MODEL_ALIASES). */
   aliases: ModelAliases;
   routes: RouteRegistry;
+  /** Keep-alive connections to the upstreams, per origin and account. */
+  upstreamPool: ConnectionPool;
   engines: EngineRegistry;
   metrics: MetricsRegistry;
   /** Per-account rate and concurrency limits: in memory (SQLite), or shared in PostgreSQL. */
@@ -178,6 +182,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     catalog,
     aliases,
     routes,
+    upstreamPool: createPool({ maxIdlePerOrigin: config.upstreamMaxIdlePerOrigin, maxIdle: config.upstreamMaxIdle }),
     engines,
     metrics: new MetricsRegistry(),
     limits: store.limiter,
@@ -190,6 +195,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     log,
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     async close() {
+      s.upstreamPool.closeAll();
       s.tokens.close();
       await s.outcomes.close();
       s.ledger.close();

@@ -12,7 +12,7 @@ import type { Hold } from "../billing/hold";
 import type { Consumption, StoredResponseRecord } from "../billing/ledger-store";
 import { CountAborted } from "./token-counter";
 import { dispatchChat } from "../upstream/dispatch";
-import { abortWith, readAllText } from "../upstream/timeouts";
+import { abortWith, BodyTooLarge, readBoundedText } from "../upstream/timeouts";
 import { contextWindowExceeded, promptExtras, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
@@ -164,8 +164,11 @@ export async function completeChat<T>(
     const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId, call.accountId));
     let json: ChatObject;
     try {
-      json = JSON.parse(await timeEngine(call.requestId, readAllText(response.body))) as ChatObject;
-    } catch {
+      // Bounded: a reply past SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES stops being read there (its
+      // connection closes) and ends in a 502, unbilled.
+      json = JSON.parse(await timeEngine(call.requestId, readBoundedText(response.body, s.config.upstreamMaxResponseBytes))) as ChatObject;
+    } catch (err) {
+      if (err instanceof BodyTooLarge) s.log.warn("upstream reply too large", { request_id: call.requestId, limit_bytes: s.config.upstreamMaxResponseBytes });
       throw upstreamError();
     }
     // Checked before the charge: nothing after settle() may fail on the upstream's shape.

@@ -6,10 +6,12 @@
  * client-facing text: upstream names and error bodies stay internal.
  */
 import type { Upstream } from "./registry";
-import { ConnectError, request1, targetOf, type Target } from "./http1";
+import { ConnectError, InvalidRequestHeader, request1, targetOf, type Target } from "./http1";
+import type { ConnectionPool } from "./pool";
 import { abortWith, idleGuardedReader, readAllText, type BodyReader } from "./timeouts";
 
-export type FailureKind = "connect" | "timeout" | "status" | "aborted";
+/** `config`: the route's own settings made a request we refuse to send (a control byte in its key). */
+export type FailureKind = "connect" | "timeout" | "status" | "aborted" | "config";
 
 export class UpstreamFailure extends Error {
   constructor(
@@ -27,7 +29,7 @@ export class UpstreamFailure extends Error {
    * 400/413/422 say the request itself is wrong, so another route would refuse it too.
    */
   get retryable(): boolean {
-    if (this.kind === "connect" || this.kind === "timeout") return true;
+    if (this.kind === "connect" || this.kind === "timeout" || this.kind === "config") return true;
     if (this.kind !== "status" || this.status === null) return false;
     return this.status >= 500 || [401, 403, 404, 408, 409, 425, 429].includes(this.status);
   }
@@ -56,6 +58,9 @@ export interface UpstreamCall {
   signal: AbortSignal;
   /** Called when the body later stalls past the idle deadline or breaks (not by our abort). */
   onMidStreamFailure?: () => void;
+  /** The keep-alive pool and its partition (the account): a connection never serves two partitions. */
+  pool?: ConnectionPool;
+  partition?: string;
 }
 
 /** A 2xx answer whose first body chunk arrived; the body is the caller's to read (or cancel). */
@@ -91,6 +96,9 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
       body: JSON.stringify(body),
       signal: attempt.signal,
       connectTimeoutMs: upstream.connectTimeoutMs,
+      pool: call.pool,
+      partition: call.partition,
+      keepAlive: upstream.keepAlive,
     });
     if (res.status < 200 || res.status >= 300) {
       const text = await readAllText(res.body, ERROR_BODY_BYTES).catch(() => "");
@@ -122,6 +130,7 @@ const ERROR_BODY_BYTES = 16 * 1024;
 function classify(err: unknown, signal: AbortSignal, late: boolean, upstream: Upstream): UpstreamFailure {
   if (signal.aborted) return new UpstreamFailure("aborted", null, "client went away");
   if (err instanceof ConnectError) return new UpstreamFailure("connect", null, err.message);
+  if (err instanceof InvalidRequestHeader) return new UpstreamFailure("config", null, err.message);
   if (late) return new UpstreamFailure("timeout", null, `no first byte within ${upstream.firstByteTimeoutMs} ms`);
   return err instanceof UpstreamFailure ? err : new UpstreamFailure("connect", null, String((err as Error)?.message ?? err));
 }

@@ -51,6 +51,9 @@ export async function dispatchChat(
       const response = await postChatCompletions(route.upstream, bodyForRoute(body, route, hinted), {
         signal,
         onMidStreamFailure: () => route.health.failure(),
+        pool: s.upstreamPool,
+        // Per account: a late reply on a pooled connection never reaches another account.
+        partition: s.config.upstreamPoolScope === "account" ? (accountId ?? "") : "",
       });
       route.health.success();
       okAttempts(attempts, route).value++;

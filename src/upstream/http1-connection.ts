@@ -1,20 +1,17 @@
 /**
  * The connections under the upstream HTTP/1.1 client (http1.ts): opening one (with its deadline,
  * and for TLS a verified certificate), writing a request whole, passing what arrives to the
- * connection's current exchange, and the keep-alive pool per origin.
+ * connection's current exchange, and handing finished ones back to their keep-alive pool (pool.ts).
  */
 import type { Socket, SocketHandler } from "bun";
 import { isIP } from "node:net";
 import type { Target } from "./http1";
+import { ConnectionPool, type PoolLimits } from "./pool";
 
 /** No connection could be made (refused, unresolvable, TLS refused, or the deadline passed). */
 export class ConnectError extends Error {}
 /** The connection ended (or broke) before the response did. */
 export class ConnectionClosed extends Error {}
-
-/** An idle pooled connection older than this is closed rather than reused (servers often drop idle connections after 5 s). */
-const KEEP_IDLE_MS = 4_000;
-const MAX_IDLE_PER_ORIGIN = 64;
 
 /** The request/response a connection serves now: it hears of every byte and of the close. */
 export interface ExchangeSink {
@@ -25,6 +22,10 @@ export interface ExchangeSink {
 export interface Connection {
   socket: Socket<Connection> | null;
   origin: string;
+  /** Its key in `pool` (origin and partition): it only ever carries requests of that key. */
+  key: string;
+  /** The pool it goes back to when a reply leaves it reusable. */
+  pool: ConnectionPool;
   exchange: ExchangeSink | null;
   /** Responses completed on it (a reused connection may have been closed by the server meanwhile). */
   served: number;
@@ -61,7 +62,7 @@ const handlers: SocketHandler<Connection> = {
     const conn = socket.data;
     conn.connecting?.(new ConnectError(error ? `connection failed: ${error.message}` : "connection closed while opening"));
     conn.closed = true;
-    unpool(conn);
+    conn.pool.remove(conn);
     conn.exchange?.onClose(error);
   },
   error(socket, error) {
@@ -77,9 +78,9 @@ export function write(conn: Connection, bytes: Uint8Array): void {
   conn.unsent = n >= 0 && n < bytes.byteLength ? bytes.subarray(n) : null;
 }
 
-export function connect(target: Target, timeoutMs: number, signal: AbortSignal): Promise<Connection> {
+export function connect(target: Target, pool: ConnectionPool, key: string, timeoutMs: number, signal: AbortSignal): Promise<Connection> {
   if (signal.aborted) return Promise.reject(new ConnectionClosed("aborted"));
-  const conn: Connection = { socket: null, origin: target.origin, exchange: null, served: 0, idleSince: 0, closed: false, unsent: null, connecting: null, tls: target.tls };
+  const conn: Connection = { socket: null, origin: target.origin, key, pool, exchange: null, served: 0, idleSince: 0, closed: false, unsent: null, connecting: null, tls: target.tls };
   return new Promise((resolve, reject) => {
     const settle = (err: Error | null) => {
       conn.connecting = null;
@@ -115,57 +116,30 @@ export function connect(target: Target, timeoutMs: number, signal: AbortSignal):
   });
 }
 
-// The pool: idle connections per origin, newest last (reused first, so the oldest age out).
-const idle = new Map<string, Connection[]>();
-let sweeper: ReturnType<typeof setInterval> | null = null;
-
-export function takeIdle(origin: string): Connection | null {
-  const list = idle.get(origin);
-  const now = Date.now();
-  while (list && list.length > 0) {
-    const conn = list.pop()!;
-    if (!conn.closed && now - conn.idleSince < KEEP_IDLE_MS) return conn;
-    destroy(conn);
-  }
-  return null;
+/** A keep-alive pool of connections made here. */
+export function createPool(limits?: PoolLimits): ConnectionPool {
+  return new ConnectionPool((conn) => destroy(conn), limits);
 }
 
+/** The pool of requests that name none (tests of the client itself); a server has its own. */
+export const sharedPool = createPool();
+
+/** A connection whose reply left it reusable goes back to its pool, idle. */
 export function release(conn: Connection): void {
   if (conn.closed) return;
   conn.served++;
   conn.idleSince = Date.now();
-  let list = idle.get(conn.origin);
-  if (list === undefined) idle.set(conn.origin, (list = []));
-  // Past the limit the oldest idle connection goes: the newest has the longest left to live.
-  if (list.length >= MAX_IDLE_PER_ORIGIN) destroy(list[0]!);
-  list.push(conn);
-  if (sweeper === null) {
-    sweeper = setInterval(sweep, 1_000);
-    sweeper.unref?.();
-  }
-}
-
-function sweep(): void {
-  const now = Date.now();
-  for (const list of idle.values()) {
-    for (const conn of list.filter((c) => now - c.idleSince >= KEEP_IDLE_MS)) destroy(conn);
-  }
-}
-
-function unpool(conn: Connection): void {
-  const list = idle.get(conn.origin);
-  const i = list ? list.indexOf(conn) : -1;
-  if (i >= 0) list!.splice(i, 1);
+  conn.pool.put(conn);
 }
 
 export function destroy(conn: Connection): void {
-  unpool(conn);
+  conn.pool.remove(conn);
   if (conn.closed) return;
   conn.closed = true;
   conn.socket?.terminate();
 }
 
-/** Idle pooled connections per origin (for tests). */
+/** Idle connections of an origin in the shared pool (for tests). */
 export function idleConnections(origin: string): number {
-  return idle.get(origin)?.length ?? 0;
+  return sharedPool.idle(origin);
 }

@@ -4,48 +4,18 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Socket, TCPSocketListener } from "bun";
+import type { Socket } from "bun";
+import { rawUpstream, type RawPeer, type RawUpstream } from "../../test/support/raw-upstream";
 import { ConnectError, ConnectionClosed, HIGH_WATER, idleConnections, ProtocolError, request1, targetOf, type Body } from "./http1";
 
-interface Peer {
-  /** Every request head (and body) the connection received so far. */
-  received: string;
-  id: number;
-}
-
-/** A raw server: `answer` is called with each complete request (head + content-length body). */
-function rawServer(answer: (socket: Socket<Peer>, request: string, peer: Peer) => void) {
-  let connections = 0;
-  const closed: number[] = [];
-  const listener: TCPSocketListener<Peer> = Bun.listen<Peer>({
-    hostname: "127.0.0.1",
-    port: 0,
-    socket: {
-      open(s) {
-        s.data = { received: "", id: ++connections };
-      },
-      data(s, d) {
-        s.data.received += d.toString("latin1");
-        for (;;) {
-          const end = s.data.received.indexOf("\r\n\r\n");
-          if (end < 0) return;
-          const length = Number(/content-length: (\d+)/i.exec(s.data.received.slice(0, end))?.[1] ?? 0);
-          if (s.data.received.length < end + 4 + length) return;
-          const request = s.data.received.slice(0, end + 4 + length);
-          s.data.received = s.data.received.slice(end + 4 + length);
-          answer(s, request, s.data);
-        }
-      },
-      close(s) {
-        closed.push(s.data.id);
-      },
-    },
-  });
-  servers.push(listener);
-  return { url: `http://127.0.0.1:${listener.port}/v1`, connections: () => connections, closed };
-}
-
 const servers: { stop(force?: boolean): void }[] = [];
+/** A raw server stopped after the test: `answer` is called with each complete request. */
+function rawServer(answer: (socket: Socket<RawPeer>, request: string, peer: RawPeer) => void): RawUpstream {
+  const s = rawUpstream(answer);
+  servers.push(s);
+  return s;
+}
+
 afterEach(() => {
   for (const s of servers.splice(0)) s.stop(true);
 });

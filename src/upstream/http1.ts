@@ -1,6 +1,7 @@
 /**
  * The upstream HTTP/1.1 client: one request at a time per connection over `Bun.connect`, with
- * keep-alive connections pooled per origin.
+ * keep-alive connections pooled per origin and partition (pool.ts: the gateway's partition is the
+ * account, so that a connection never carries two accounts' requests).
  *
  * Why not fetch: a relay must read its upstream only as fast as its client takes bytes. Bun's
  * fetch keeps reading a body nobody reads into ~0.5 MB buffers, and with the rest of its
@@ -14,9 +15,14 @@
  * proxies. TLS certificates are verified, for the URL's host name.
  */
 import { ChunkedDecoder, framingOf, parseHead, ProtocolError, type Framing } from "./http1-parser";
-import { connect, ConnectError, ConnectionClosed, destroy, idleConnections, release, takeIdle, write, type Connection, type ExchangeSink } from "./http1-connection";
+import { connect, ConnectError, ConnectionClosed, createPool, destroy, idleConnections, release, sharedPool, write, type Connection, type ExchangeSink } from "./http1-connection";
+import { poolKey, type ConnectionPool } from "./pool";
+import { HEADER_VALUE_UNSAFE } from "./header-value";
 
-export { ProtocolError, ConnectError, ConnectionClosed, idleConnections };
+export { ProtocolError, ConnectError, ConnectionClosed, idleConnections, createPool };
+
+/** A request header (or the request line) would carry a control character: nothing was sent. */
+export class InvalidRequestHeader extends Error {}
 
 /** A body queues this much before its socket is paused. */
 export const HIGH_WATER = 64 * 1024;
@@ -73,6 +79,12 @@ export interface Request1 {
   body: string;
   signal: AbortSignal;
   connectTimeoutMs: number;
+  /** The keep-alive pool (default: the shared one). */
+  pool?: ConnectionPool;
+  /** Connections are pooled per origin and this (the account): default "", one partition. */
+  partition?: string;
+  /** false: `connection: close`, a new connection for this request, closed after it. Default true. */
+  keepAlive?: boolean;
 }
 
 /**
@@ -85,13 +97,16 @@ const STALE_CLOSE_WITHIN_MS = 250;
 /** Sends a request and resolves with the response once its head has arrived. */
 export async function request1(req: Request1): Promise<Response1> {
   if (req.signal.aborted) throw new ConnectionClosed("aborted");
-  const bytes = encodeRequest(req);
+  const keepAlive = req.keepAlive ?? true;
+  const bytes = encodeRequest(req, keepAlive);
+  const pool = req.pool ?? sharedPool;
+  const key = poolKey(req.target.origin, req.partition ?? "");
   // A pooled connection the server closed just as we wrote to it fails before any response byte:
   // that one failure is retried once, on a new connection.
-  for (let fresh = false; ; fresh = true) {
-    const conn = (fresh ? null : takeIdle(req.target.origin)) ?? (await connect(req.target, req.connectTimeoutMs, req.signal));
+  for (let fresh = !keepAlive; ; fresh = true) {
+    const conn = (fresh ? null : pool.take(key)) ?? (await connect(req.target, pool, key, req.connectTimeoutMs, req.signal));
     const reused = conn.served > 0;
-    const exchange = new Exchange(conn, req.signal);
+    const exchange = new Exchange(conn, req.signal, keepAlive);
     write(conn, bytes);
     const writtenAt = Date.now();
     try {
@@ -104,11 +119,28 @@ export async function request1(req: Request1): Promise<Response1> {
   }
 }
 
-/** Head and body in one buffer, each encoded once straight into it (bodies run to megabytes). */
-function encodeRequest(req: Request1): Uint8Array {
+/** A header name is a token (RFC 9110 5.1). */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** The request target: visible ASCII only. */
+const BAD_TARGET = /[^\x21-\x7e]/;
+
+/**
+ * Head and body in one buffer, each encoded once straight into it (bodies run to megabytes).
+ * A header that would put a CR, LF, NUL or other control byte on the wire is refused before
+ * anything is written; the error names the header, never its value (it may be a key).
+ */
+function encodeRequest(req: Request1, keepAlive: boolean): Uint8Array {
   const bodyBytes = Buffer.byteLength(req.body, "utf8");
-  let head = `${req.method} ${req.target.basePath}${req.path} HTTP/1.1\r\nhost: ${req.target.host}\r\n`;
-  for (const name in req.headers) head += `${name}: ${req.headers[name]}\r\n`;
+  const target = `${req.target.basePath}${req.path}`;
+  if (BAD_TARGET.test(target) || !TOKEN.test(req.method)) throw new InvalidRequestHeader("the request line holds a character it must not");
+  let head = `${req.method} ${target} HTTP/1.1\r\nhost: ${req.target.host}\r\n`;
+  for (const name in req.headers) {
+    const value = req.headers[name]!;
+    if (!TOKEN.test(name)) throw new InvalidRequestHeader("a request header name is not a token");
+    if (HEADER_VALUE_UNSAFE.test(value)) throw new InvalidRequestHeader(`request header ${name} holds a control character`);
+    head += `${name}: ${value}\r\n`;
+  }
+  if (!keepAlive) head += "connection: close\r\n";
   head += `accept-encoding: identity\r\ncontent-length: ${bodyBytes}\r\n\r\n`;
   const headBytes = Buffer.byteLength(head, "latin1");
   const all = Buffer.allocUnsafe(headBytes + bodyBytes);
@@ -142,6 +174,8 @@ class Exchange implements Body, ExchangeSink {
   constructor(
     private conn: Connection | null,
     private readonly signal: AbortSignal,
+    /** false: the connection closes after this reply whatever the reply says. */
+    private readonly keepAlive: boolean,
   ) {
     conn!.exchange = this;
     this.response = new Promise((resolve, reject) => {
@@ -188,12 +222,15 @@ class Exchange implements Body, ExchangeSink {
       return this.fail(err as Error);
     }
     // Kept alive only when nothing about the reply is doubtful: HTTP/1.1, no `connection: close`,
-    // a delimited body, not both framings at once (smuggling), and a 2xx (an error may come
-    // before the server read our whole request).
+    // a delimited, non-empty body (after a 204, a 304 or a zero length, a server that sends a
+    // body anyway sends it late, onto the next request), not both framings at once (smuggling),
+    // and a 2xx (an error may come before the server read our whole request).
     this.reusable =
+      this.keepAlive &&
       head.http11 &&
       !/(?:^|,)\s*close\s*(?:,|$)/i.test(head.headers.get("connection") ?? "") &&
       this.framing.kind !== "close" &&
+      this.framing.kind !== "none" &&
       !(head.headers.has("transfer-encoding") && head.headers.has("content-length")) &&
       head.status < 300;
     if (this.framing.kind === "length") this.lengthLeft = this.framing.bytes;

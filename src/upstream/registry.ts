@@ -65,18 +65,21 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
   private readonly health = new Map<string, RouteHealth>();
   private readonly routeCache = new Map<string, Route[]>();
   private readonly document: ConfigDocument | null;
+  private get keepAlive(): boolean {
+    return this.source.upstreamKeepAlive ?? true;
+  }
 
   /** Throws RoutesConfigError when the routes are invalid (start-up turns it into ConfigError). */
   constructor(
-    private readonly source: { upstreamUrl: string | null; upstreamKey: string | null; routes: string | null },
+    private readonly source: { upstreamUrl: string | null; upstreamKey: string | null; routes: string | null; upstreamKeepAlive?: boolean },
     private readonly onReloadError: (message: string) => void = () => {},
     private readonly env: Record<string, string | undefined> = process.env,
   ) {
     this.defaultUpstream = source.upstreamUrl
-      ? { name: "default", baseUrl: source.upstreamUrl, apiKey: source.upstreamKey, ...DEFAULT_TIMEOUTS, priorityHint: DEFAULT_PRIORITY_HINT }
+      ? { name: "default", baseUrl: source.upstreamUrl, apiKey: source.upstreamKey, ...DEFAULT_TIMEOUTS, priorityHint: DEFAULT_PRIORITY_HINT, keepAlive: this.keepAlive }
       : null;
     this.document = source.routes === null ? null : new ConfigDocument(source.routes);
-    if (this.document) this.apply(this.document.load((text) => parseRoutes(text, this.env), () => new RoutesConfigError(CANNOT_READ)));
+    if (this.document) this.apply(this.document.load((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive }), () => new RoutesConfigError(CANNOT_READ)));
   }
 
   private apply(table: RoutesTable): void {
@@ -89,7 +92,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
   /** Re-reads the file when it changed; a broken edit keeps the last good routes serving. */
   private refresh(): void {
     if (this.document === null) return;
-    const next = this.document.reload((text) => parseRoutes(text, this.env), (err) => {
+    const next = this.document.reload((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive }), (err) => {
       const why = err instanceof RoutesConfigError ? err.message : CANNOT_READ;
       this.onReloadError(`SWITCHYARD_ROUTES: reload failed, keeping the previous routes: ${why}`);
     });
@@ -140,7 +143,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
 /** The registry start-up builds; an invalid SWITCHYARD_ROUTES stops start-up naming the variable. */
 export function createRouteRegistry(
-  config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes">,
+  config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes" | "upstreamKeepAlive">,
   onReloadError: (message: string) => void = () => {},
 ): ConfiguredRouteRegistry {
   try {

@@ -16,7 +16,7 @@ const good = {
 describe("parseRoutes", () => {
   test("a full document: defaults filled in, key read from the environment, trailing slash dropped", () => {
     const t = parseRoutes(JSON.stringify(good), { B_KEY: "sk-b" });
-    expect(t.upstreams.get("a")).toEqual({ name: "a", baseUrl: "http://10.0.0.1:8000/v1", apiKey: "sk-a", connectTimeoutMs: 1000, firstByteTimeoutMs: 2000, idleTimeoutMs: 3000, priorityHint: DEFAULT_PRIORITY_HINT });
+    expect(t.upstreams.get("a")).toEqual({ name: "a", baseUrl: "http://10.0.0.1:8000/v1", apiKey: "sk-a", connectTimeoutMs: 1000, firstByteTimeoutMs: 2000, idleTimeoutMs: 3000, priorityHint: DEFAULT_PRIORITY_HINT, keepAlive: true });
     expect(t.upstreams.get("b")).toMatchObject({ apiKey: "sk-b", priorityHint: null, firstByteTimeoutMs: DEFAULT_TIMEOUTS.firstByteTimeoutMs });
     expect(t.models.get("glm-4.6")).toEqual([
       { upstream: "a", model: "zai-org/GLM-4.6", weight: 3, priority: false },
@@ -56,5 +56,33 @@ describe("parseRoutes", () => {
     } catch (e) {
       expect(String((e as Error).message)).not.toContain("sk-very-secret");
     }
+  });
+
+  test("keys are trimmed: a trailing newline in api_key or the key's variable is not sent", () => {
+    const doc = { upstreams: { a: { base_url: "http://x/v1", api_key: " sk-a\n" }, b: { base_url: "http://y/v1", api_key_env: "B_KEY" } }, models: {} };
+    const t = parseRoutes(JSON.stringify(doc), { B_KEY: "sk-b\r\n" });
+    expect(t.upstreams.get("a")!.apiKey).toBe("sk-a");
+    expect(t.upstreams.get("b")!.apiKey).toBe("sk-b");
+  });
+
+  test.each([
+    ["api_key with a LF inside", { api_key: "sk-sec\nret" }, {}, /\/upstreams\/a\/api_key: must not contain control characters/],
+    ["api_key with a NUL", { api_key: "sk-sec\u0000ret" }, {}, /\/upstreams\/a\/api_key: must not contain control characters/],
+    ["api_key of whitespace only", { api_key: " \n" }, {}, /\/upstreams\/a\/api_key: must not be empty/],
+    ["a key variable with a CR inside", { api_key_env: "A_KEY" }, { A_KEY: "sk-sec\rret" }, /\/upstreams\/a\/api_key_env: environment variable A_KEY: must not contain control characters/],
+  ])("%s → RoutesConfigError naming the field and the rule, never the key", (_name, fields, env, message) => {
+    const text = JSON.stringify({ upstreams: { a: { base_url: "http://x/v1", ...fields } }, models: {} });
+    expect(() => parseRoutes(text, env)).toThrow(message);
+    expect(() => parseRoutes(text, env)).not.toThrow(/sec/);
+  });
+
+  test("keep_alive: the route's field, else the default passed in (SWITCHYARD_UPSTREAM_KEEP_ALIVE)", () => {
+    const doc = { upstreams: { on: { base_url: "http://x/v1", keep_alive: true }, off: { base_url: "http://y/v1", keep_alive: false }, unset: { base_url: "http://z/v1" } }, models: {} };
+    const text = JSON.stringify(doc);
+    const byDefault = parseRoutes(text, {});
+    expect([byDefault.upstreams.get("on")!.keepAlive, byDefault.upstreams.get("off")!.keepAlive, byDefault.upstreams.get("unset")!.keepAlive]).toEqual([true, false, true]);
+    const defaultOff = parseRoutes(text, {}, { keepAlive: false });
+    expect([defaultOff.upstreams.get("on")!.keepAlive, defaultOff.upstreams.get("off")!.keepAlive, defaultOff.upstreams.get("unset")!.keepAlive]).toEqual([true, false, false]);
+    expect(() => parseRoutes(JSON.stringify({ upstreams: { a: { base_url: "http://x/v1", keep_alive: "no" } }, models: {} }), {})).toThrow(/keep_alive/);
   });
 });

@@ -7,7 +7,7 @@
  *   "upstreams": {
  *     "vllm-a": { "base_url": "http://10.0.0.5:8000/v1", "api_key_env": "VLLM_A_KEY",
  *                 "timeouts": { "connect_ms": 3000, "first_byte_ms": 60000, "idle_ms": 60000 },
- *                 "priority_hint": -10 }
+ *                 "priority_hint": -10, "keep_alive": true }
  *   },
  *   "models": {
  *     "glm-4.6": [ { "upstream": "vllm-a", "model": "zai-org/GLM-4.6", "weight": 3 },
@@ -17,11 +17,13 @@
  * }
  *
  * Defaults: model = the public id, weight 1 (0 = standby, tried only after weighted routes),
- * priority false, timeouts 10 s / 120 s / 120 s, priority_hint -10. A model listed with [] is
+ * priority false, timeouts 10 s / 120 s / 120 s, priority_hint -10, keep_alive
+ * SWITCHYARD_UPSTREAM_KEEP_ALIVE (on). A model listed with [] is
  * offline even when SWITCHYARD_UPSTREAM_URL is set; models not listed go to that default.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./header-value";
 
 const Ms = (max: number) => Type.Integer({ minimum: 1, maximum: max });
 
@@ -37,6 +39,8 @@ const UpstreamSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** false: a new connection per request, closed after it (SWITCHYARD_UPSTREAM_KEEP_ALIVE is the default). */
+    keep_alive: Type.Optional(Type.Boolean()),
     /** vLLM-style `priority` sent with turbo requests on non-priority routes; null sends none. */
     priority_hint: Type.Optional(Type.Union([Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 }), Type.Null()])),
   },
@@ -85,6 +89,8 @@ export interface UpstreamSpec {
   firstByteTimeoutMs: number;
   idleTimeoutMs: number;
   priorityHint: number | null;
+  /** Reuse connections (keep-alive); false: one connection per request. */
+  keepAlive: boolean;
 }
 
 export interface RouteSpec {
@@ -100,7 +106,19 @@ export interface RoutesTable {
   breaker: { failures: number; cooldownMs: number };
 }
 
-export function parseRoutes(text: string, env: Record<string, string | undefined> = process.env): RoutesTable {
+/** A key as sent in a header: trimmed, and refused when a control character is left inside. */
+function headerKey(raw: string, where: string): string {
+  const key = raw.trim();
+  if (key === "") throw new RoutesConfigError(`${where}: must not be empty or only whitespace`);
+  if (HEADER_VALUE_UNSAFE.test(key)) throw new RoutesConfigError(`${where}: ${HEADER_VALUE_RULE}`);
+  return key;
+}
+
+export function parseRoutes(
+  text: string,
+  env: Record<string, string | undefined> = process.env,
+  defaults: { keepAlive: boolean } = { keepAlive: true },
+): RoutesTable {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -113,11 +131,11 @@ export function parseRoutes(text: string, env: Record<string, string | undefined
   }
   const upstreams = new Map<string, UpstreamSpec>();
   for (const [name, u] of Object.entries(json.upstreams)) {
-    let apiKey = u.api_key ?? null;
+    let apiKey = u.api_key === undefined ? null : headerKey(u.api_key, `/upstreams/${name}/api_key`);
     if (u.api_key_env !== undefined) {
       const v = env[u.api_key_env];
       if (v === undefined || v === "") throw new RoutesConfigError(`/upstreams/${name}/api_key_env: environment variable ${u.api_key_env} is not set`);
-      apiKey = v;
+      apiKey = headerKey(v, `/upstreams/${name}/api_key_env: environment variable ${u.api_key_env}`);
     }
     let base: URL;
     try {
@@ -141,6 +159,7 @@ export function parseRoutes(text: string, env: Record<string, string | undefined
       firstByteTimeoutMs: u.timeouts?.first_byte_ms ?? DEFAULT_TIMEOUTS.firstByteTimeoutMs,
       idleTimeoutMs: u.timeouts?.idle_ms ?? DEFAULT_TIMEOUTS.idleTimeoutMs,
       priorityHint: u.priority_hint === undefined ? DEFAULT_PRIORITY_HINT : u.priority_hint,
+      keepAlive: u.keep_alive ?? defaults.keepAlive,
     });
   }
   const models = new Map<string, RouteSpec[]>();

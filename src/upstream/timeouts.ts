@@ -5,6 +5,8 @@
 import type { Body, ReadResult } from "./http1";
 
 export class IdleTimeout extends Error {}
+/** A body grew past the limit its reader set: reading stopped there and the connection closed. */
+export class BodyTooLarge extends Error {}
 
 /**
  * Aborts `controller` as soon as `signal` aborts (at once when it already has): the cheap
@@ -121,6 +123,28 @@ export async function readAllText(body: BodyReader, limit = Infinity): Promise<s
       await body.cancel();
       break;
     }
+  }
+  return chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, total).toString("utf8") : Buffer.concat(chunks, total).toString("utf8");
+}
+
+/**
+ * Reads a whole body as text, up to `maxBytes`: a body that grows past it is cancelled as soon as
+ * a read crosses the limit (its connection closes; at most one read past the limit is held) and
+ * the read fails with BodyTooLarge.
+ */
+export async function readBoundedText(body: BodyReader, maxBytes: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const r = await body.read();
+    if (r.done) break;
+    total += r.value.byteLength;
+    if (total > maxBytes) {
+      chunks.length = 0;
+      await body.cancel();
+      throw new BodyTooLarge(`body larger than ${maxBytes} bytes`);
+    }
+    chunks.push(r.value);
   }
   return chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, total).toString("utf8") : Buffer.concat(chunks, total).toString("utf8");
 }

@@ -1,0 +1,63 @@
+/** The upstream settings of loadConfig: defaults, bounds, and the upstream key as a header value. */
+import { describe, expect, test } from "bun:test";
+import { ConfigError, loadConfig } from "./config";
+
+const base = { SWITCHYARD_DATA_DIR: "/tmp/switchyard-config-test" };
+const load = (env: Record<string, string>) => loadConfig({ ...base, ...env });
+const errorOf = (env: Record<string, string>): ConfigError => {
+  try {
+    load(env);
+  } catch (e) {
+    return e as ConfigError;
+  }
+  throw new Error("should have thrown");
+};
+
+describe("upstream settings", () => {
+  test("defaults: keep-alive on, pooled per account, 64 idle per origin, 256 in all, 32 MiB replies", () => {
+    const c = load({});
+    expect(c.upstreamKeepAlive).toBe(true);
+    expect(c.upstreamPoolScope).toBe("account");
+    expect(c.upstreamMaxIdlePerOrigin).toBe(64);
+    expect(c.upstreamMaxIdle).toBe(256);
+    expect(c.upstreamMaxResponseBytes).toBe(32 * 1024 * 1024);
+  });
+
+  test("set", () => {
+    const c = load({
+      SWITCHYARD_UPSTREAM_KEEP_ALIVE: "off",
+      SWITCHYARD_UPSTREAM_POOL_SCOPE: "shared",
+      SWITCHYARD_UPSTREAM_MAX_IDLE_PER_ORIGIN: "0",
+      SWITCHYARD_UPSTREAM_MAX_IDLE: "10",
+      SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES: "65536",
+    });
+    expect([c.upstreamKeepAlive, c.upstreamPoolScope, c.upstreamMaxIdlePerOrigin, c.upstreamMaxIdle, c.upstreamMaxResponseBytes]).toEqual([false, "shared", 0, 10, 65536]);
+  });
+
+  test.each([
+    ["SWITCHYARD_UPSTREAM_KEEP_ALIVE", "maybe", /must be one of on, off/],
+    ["SWITCHYARD_UPSTREAM_POOL_SCOPE", "tenant", /must be one of account, shared/],
+    ["SWITCHYARD_UPSTREAM_MAX_IDLE_PER_ORIGIN", "-1", /whole number/],
+    ["SWITCHYARD_UPSTREAM_MAX_IDLE", "lots", /whole number/],
+    ["SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES", "100", /from 1024 to/],
+  ])("%s=%s → ConfigError naming the variable", (name, value, rule) => {
+    const err = errorOf({ [name]: value });
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.variable).toBe(name);
+    expect(err.message).toMatch(rule);
+  });
+
+  test("SWITCHYARD_UPSTREAM_KEY: surrounding whitespace and a trailing newline are trimmed", () => {
+    expect(load({ SWITCHYARD_UPSTREAM_KEY: "  sk-abc\r\n" }).upstreamKey).toBe("sk-abc");
+  });
+
+  test.each([["a LF", "sk-sec\nret"], ["a CR", "sk-sec\rret"], ["a NUL", "sk-sec\u0000ret"], ["a character past latin-1", "sk-sec\u2028ret"]])(
+    "SWITCHYARD_UPSTREAM_KEY with %s inside → ConfigError naming the variable and the rule, not the key",
+    (_name, key) => {
+      const err = errorOf({ SWITCHYARD_UPSTREAM_KEY: key });
+      expect(err.variable).toBe("SWITCHYARD_UPSTREAM_KEY");
+      expect(err.message).toContain("must not contain control characters");
+      expect(err.message).not.toContain("sec");
+    },
+  );
+});
