@@ -4,6 +4,7 @@
  * Secrets (keys, tokens) are kept in the object but never printed: see describeConfig().
  */
 import { resolve } from "node:path";
+import { ProxyConfigError, proxySettings, type ProxySettings } from "./upstream/proxy";
 
 export interface Config {
   port: number;
@@ -42,6 +43,8 @@ export interface Config {
   dashboard: boolean;
   /** How long a dashboard sign-in lasts, in seconds. */
   dashboardSessionSeconds: number;
+  /** Forward proxies for upstream calls (HTTP_PROXY, HTTPS_PROXY, NO_PROXY). Hold passwords: never print them. */
+  proxies: ProxySettings;
 }
 
 export class ConfigError extends Error {
@@ -111,6 +114,15 @@ function postgresUrl(env: Env, name: string): string | null {
   return raw;
 }
 
+function proxies(env: Env): ProxySettings {
+  try {
+    return proxySettings(env);
+  } catch (err) {
+    if (err instanceof ProxyConfigError) throw new ConfigError(err.variable, err.message.slice(err.variable.length + 2));
+    throw err;
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const upstreamUrl = httpUrl(env, "SWITCHYARD_UPSTREAM_URL");
   const adminToken = str(env, "SWITCHYARD_ADMIN_TOKEN");
@@ -141,5 +153,6 @@ export function loadConfig(env: Env = process.env): Config {
     instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
     dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
+    proxies: proxies(env),
   };
 }

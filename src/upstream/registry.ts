@@ -9,6 +9,7 @@ import { ConfigDocument } from "../config-document";
 import { ConfigError, type Config } from "../config";
 import { RouteHealth, type BreakerState } from "./breaker";
 import { planRoutes } from "./select";
+import { proxyFor, type ProxySettings } from "./proxy";
 import {
   DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, parseRoutes, RoutesConfigError,
   type RoutesTable, type UpstreamSpec,
@@ -68,15 +69,18 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
   /** Throws RoutesConfigError when the routes are invalid (start-up turns it into ConfigError). */
   constructor(
-    private readonly source: { upstreamUrl: string | null; upstreamKey: string | null; routes: string | null },
+    private readonly source: { upstreamUrl: string | null; upstreamKey: string | null; routes: string | null; proxies?: ProxySettings },
     private readonly onReloadError: (message: string) => void = () => {},
     private readonly env: Record<string, string | undefined> = process.env,
   ) {
     this.defaultUpstream = source.upstreamUrl
-      ? { name: "default", baseUrl: source.upstreamUrl, apiKey: source.upstreamKey, ...DEFAULT_TIMEOUTS, priorityHint: DEFAULT_PRIORITY_HINT }
+      ? {
+          name: "default", baseUrl: source.upstreamUrl, apiKey: source.upstreamKey, ...DEFAULT_TIMEOUTS, priorityHint: DEFAULT_PRIORITY_HINT,
+          proxy: source.proxies ? proxyFor(source.proxies, source.upstreamUrl) : null, tls: null,
+        }
       : null;
     this.document = source.routes === null ? null : new ConfigDocument(source.routes);
-    if (this.document) this.apply(this.document.load((text) => parseRoutes(text, this.env), () => new RoutesConfigError(CANNOT_READ)));
+    if (this.document) this.apply(this.document.load((text) => parseRoutes(text, this.env, this.source.proxies), () => new RoutesConfigError(CANNOT_READ)));
   }
 
   private apply(table: RoutesTable): void {
@@ -89,7 +93,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
   /** Re-reads the file when it changed; a broken edit keeps the last good routes serving. */
   private refresh(): void {
     if (this.document === null) return;
-    const next = this.document.reload((text) => parseRoutes(text, this.env), (err) => {
+    const next = this.document.reload((text) => parseRoutes(text, this.env, this.source.proxies), (err) => {
       const why = err instanceof RoutesConfigError ? err.message : CANNOT_READ;
       this.onReloadError(`SWITCHYARD_ROUTES: reload failed, keeping the previous routes: ${why}`);
     });
@@ -140,7 +144,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
 /** The registry start-up builds; an invalid SWITCHYARD_ROUTES stops start-up naming the variable. */
 export function createRouteRegistry(
-  config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes">,
+  config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes" | "proxies">,
   onReloadError: (message: string) => void = () => {},
 ): ConfiguredRouteRegistry {
   try {

@@ -7,7 +7,10 @@
  *   "upstreams": {
  *     "vllm-a": { "base_url": "http://10.0.0.5:8000/v1", "api_key_env": "VLLM_A_KEY",
  *                 "timeouts": { "connect_ms": 3000, "first_byte_ms": 60000, "idle_ms": 60000 },
- *                 "priority_hint": -10 }
+ *                 "priority_hint": -10 },
+ *     "hosted":  { "base_url": "https://llm.internal/v1",
+ *                  "tls": { "ca_file": "/etc/ssl/internal-ca.pem",
+ *                           "cert_file": "/etc/switchyard/client.crt", "key_file": "/etc/switchyard/client.key" } }
  *   },
  *   "models": {
  *     "glm-4.6": [ { "upstream": "vllm-a", "model": "zai-org/GLM-4.6", "weight": 3 },
@@ -20,8 +23,11 @@
  * priority false, timeouts 10 s / 120 s / 120 s, priority_hint -10. A model listed with [] is
  * offline even when SWITCHYARD_UPSTREAM_URL is set; models not listed go to that default.
  */
+import { readFileSync } from "node:fs";
 import { Type, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import type { TlsOptions } from "./http1";
+import { proxyFor, type ProxySettings, type ProxySpec } from "./proxy";
 
 const Ms = (max: number) => Type.Integer({ minimum: 1, maximum: max });
 
@@ -39,6 +45,13 @@ const UpstreamSchema = Type.Object(
     ),
     /** vLLM-style `priority` sent with turbo requests on non-priority routes; null sends none. */
     priority_hint: Type.Optional(Type.Union([Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 }), Type.Null()])),
+    /** PEM files: a CA bundle trusted instead of the bundled CAs, and a client certificate with its key. */
+    tls: Type.Optional(
+      Type.Object(
+        { ca_file: Type.Optional(Type.String({ minLength: 1 })), cert_file: Type.Optional(Type.String({ minLength: 1 })), key_file: Type.Optional(Type.String({ minLength: 1 })) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -85,6 +98,36 @@ export interface UpstreamSpec {
   firstByteTimeoutMs: number;
   idleTimeoutMs: number;
   priorityHint: number | null;
+  /** The forward proxy in between (HTTP_PROXY / HTTPS_PROXY / NO_PROXY), or null. */
+  proxy: ProxySpec | null;
+  /** The upstream's own CA bundle and client certificate, or null. */
+  tls: TlsOptions | null;
+}
+
+const NO_PROXIES: ProxySettings = { http: null, https: null, noProxy: [] };
+
+type TlsFiles = NonNullable<Static<typeof UpstreamSchema>["tls"]>;
+
+/** Reads an upstream's PEM files; an error names the field and the rule, never the file's contents. */
+function readTls(name: string, files: TlsFiles | undefined, baseUrl: string): TlsOptions | null {
+  if (files === undefined) return null;
+  const at = `/upstreams/${name}/tls`;
+  if (!baseUrl.startsWith("https://")) throw new RoutesConfigError(`${at}: applies to https:// upstreams only`);
+  if ((files.cert_file === undefined) !== (files.key_file === undefined)) throw new RoutesConfigError(`${at}: cert_file and key_file go together`);
+  const tls: TlsOptions = {};
+  for (const [field, slot] of [["ca_file", "ca"], ["cert_file", "cert"], ["key_file", "key"]] as const) {
+    const path = files[field];
+    if (path === undefined) continue;
+    let pem: string;
+    try {
+      pem = readFileSync(path, "utf8");
+    } catch {
+      throw new RoutesConfigError(`${at}/${field}: cannot read the file`);
+    }
+    if (!pem.includes("-----BEGIN ")) throw new RoutesConfigError(`${at}/${field}: must be a PEM file`);
+    tls[slot] = pem;
+  }
+  return tls;
 }
 
 export interface RouteSpec {
@@ -100,7 +143,7 @@ export interface RoutesTable {
   breaker: { failures: number; cooldownMs: number };
 }
 
-export function parseRoutes(text: string, env: Record<string, string | undefined> = process.env): RoutesTable {
+export function parseRoutes(text: string, env: Record<string, string | undefined> = process.env, proxies: ProxySettings = NO_PROXIES): RoutesTable {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -133,14 +176,17 @@ export function parseRoutes(text: string, env: Record<string, string | undefined
       throw new RoutesConfigError(`/upstreams/${name}/base_url: must not carry a user name or password; name the key's variable in api_key_env`);
     }
     if (base.search !== "" || base.hash !== "") throw new RoutesConfigError(`/upstreams/${name}/base_url: must not carry a query string or fragment`);
+    const baseUrl = u.base_url.replace(/\/+$/, "");
     upstreams.set(name, {
       name,
-      baseUrl: u.base_url.replace(/\/+$/, ""),
+      baseUrl,
       apiKey,
       connectTimeoutMs: u.timeouts?.connect_ms ?? DEFAULT_TIMEOUTS.connectTimeoutMs,
       firstByteTimeoutMs: u.timeouts?.first_byte_ms ?? DEFAULT_TIMEOUTS.firstByteTimeoutMs,
       idleTimeoutMs: u.timeouts?.idle_ms ?? DEFAULT_TIMEOUTS.idleTimeoutMs,
       priorityHint: u.priority_hint === undefined ? DEFAULT_PRIORITY_HINT : u.priority_hint,
+      proxy: proxyFor(proxies, baseUrl),
+      tls: readTls(name, u.tls, baseUrl),
     });
   }
   const models = new Map<string, RouteSpec[]>();
