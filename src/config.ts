@@ -7,6 +7,7 @@ import { resolve } from "node:path";
 import { parseRangeList, type AddressRange } from "./http/client-address";
 import { parseCidr, type Cidr } from "./media/address";
 import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/header-value";
+import { ProxyConfigError, proxySettings, type ProxySettings } from "./upstream/proxy";
 
 export interface Config {
   port: number;
@@ -80,6 +81,8 @@ export interface Config {
   dashboardOperatorSessions: number;
   /** Proxies whose X-Forwarded-For is believed (addresses and CIDR blocks); empty: none. */
   trustedProxies: AddressRange[];
+  /** Forward proxies for upstream calls (HTTP_PROXY, HTTPS_PROXY, NO_PROXY). Hold passwords: never print them. */
+  proxies: ProxySettings;
 }
 
 export class ConfigError extends Error {
@@ -179,6 +182,15 @@ function cidrList(env: Env, name: string): Cidr[] {
   });
 }
 
+function proxies(env: Env): ProxySettings {
+  try {
+    return proxySettings(env);
+  } catch (err) {
+    if (err instanceof ProxyConfigError) throw new ConfigError(err.variable, err.message.slice(err.variable.length + 2));
+    throw err;
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const upstreamUrl = httpUrl(env, "SWITCHYARD_UPSTREAM_URL");
   const adminToken = str(env, "SWITCHYARD_ADMIN_TOKEN");
@@ -227,5 +239,6 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardSessionsPerAccount: int(env, "SWITCHYARD_DASHBOARD_SESSIONS_PER_ACCOUNT", 20, 1, 10_000),
     dashboardOperatorSessions: int(env, "SWITCHYARD_DASHBOARD_OPERATOR_SESSIONS", 50, 1, 10_000),
     trustedProxies: addressRanges(env, "SWITCHYARD_TRUSTED_PROXIES"),
+    proxies: proxies(env),
   };
 }

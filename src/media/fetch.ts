@@ -128,6 +128,9 @@ export class RemoteMediaFetcher {
       address,
       port,
       tls,
+      // Straight to the checked address: never through a forward proxy, which would resolve the name again.
+      proxy: null,
+      tlsOptions: null,
       host: u.host,
       basePath: "",
     };

@@ -45,11 +45,11 @@ export class UpstreamFailure extends Error {
   }
 }
 
-/** Parsed once per base URL. */
-const targets = new Map<string, Target>();
-function targetFor(baseUrl: string): Target {
-  let t = targets.get(baseUrl);
-  if (t === undefined) targets.set(baseUrl, (t = targetOf(baseUrl)));
+/** Parsed once per upstream. */
+const targets = new WeakMap<Upstream, Target>();
+function targetFor(upstream: Upstream): Target {
+  let t = targets.get(upstream);
+  if (t === undefined) targets.set(upstream, (t = targetOf(upstream.baseUrl, { proxy: upstream.proxy, tlsOptions: upstream.tls })));
   return t;
 }
 
@@ -89,7 +89,7 @@ export async function postChatCompletions(upstream: Upstream, body: unknown, cal
   }, upstream.firstByteTimeoutMs);
   try {
     const res = await request1({
-      target: targetFor(upstream.baseUrl),
+      target: targetFor(upstream),
       method: "POST",
       path: "/chat/completions",
       headers: headersFor(upstream),

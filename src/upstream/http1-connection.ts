@@ -5,7 +5,8 @@
  */
 import type { Socket, SocketHandler } from "bun";
 import { isIP } from "node:net";
-import type { Target } from "./http1";
+import type { Target, TlsOptions } from "./http1";
+import { parseHead } from "./http1-parser";
 import { ConnectionPool, type PoolLimits } from "./pool";
 
 /** No connection could be made (refused, unresolvable, TLS refused, or the deadline passed). */
@@ -36,6 +37,8 @@ export interface Connection {
   /** Set while connecting: hears of the open (after the TLS handshake) or of the failure. */
   connecting: ((err: Error | null) => void) | null;
   tls: boolean;
+  /** Through a proxy to a TLS upstream: the CONNECT request, and what the proxy answered so far. */
+  tunnel: { request: string; answer: Uint8Array; socket: Socket<Connection> | null; open: boolean } | null;
 }
 
 const handlers: SocketHandler<Connection> = {
@@ -72,6 +75,60 @@ const handlers: SocketHandler<Connection> = {
   connectError() {},
 };
 
+/** TLS options for a target: the name to verify (and send as SNI), the route's CA and client certificate. */
+function tlsFor(target: Target): true | (TlsOptions & { serverName?: string }) {
+  // SNI carries names only (RFC 6066); an address is still verified against the certificate.
+  const serverName = isIP(target.hostname) ? undefined : target.hostname;
+  if (serverName === undefined && target.tlsOptions === null) return true;
+  return { ...target.tlsOptions, serverName };
+}
+
+/**
+ * The plain socket to a proxy, until its CONNECT is answered: then TLS to the upstream runs over it
+ * (upgradeTLS), and the TLS socket, with the ordinary handlers, is the connection's socket.
+ */
+const tunnelHandlers: SocketHandler<Connection> = {
+  open(socket) {
+    socket.data.tunnel!.socket = socket;
+    socket.write(socket.data.tunnel!.request);
+  },
+  data(socket, chunk) {
+    const conn = socket.data;
+    const tunnel = conn.tunnel!;
+    // After the upgrade these are TLS records, which the TLS socket reads.
+    if (tunnel.open) return;
+    const answer = new Uint8Array(tunnel.answer.byteLength + chunk.byteLength);
+    answer.set(tunnel.answer);
+    answer.set(chunk, tunnel.answer.byteLength);
+    tunnel.answer = answer;
+    let head;
+    try {
+      head = parseHead(answer);
+    } catch (err) {
+      return conn.connecting?.(new ConnectError(`proxy answered CONNECT wrongly: ${(err as Error).message}`));
+    }
+    if (head === null) return;
+    if (head.status < 200 || head.status > 299) return conn.connecting?.(new ConnectError(`proxy answered CONNECT with ${head.status}`));
+    // A TLS client speaks first: bytes after the proxy's answer are not the upstream's.
+    if (answer.byteLength > head.length) return conn.connecting?.(new ConnectError("proxy sent bytes before the TLS handshake"));
+    tunnel.open = true;
+    tunnel.answer = new Uint8Array(0);
+    const [, tls] = socket.upgradeTLS<Connection>({ data: conn, tls: tlsFor(targets.get(conn)!), socket: handlers });
+    conn.socket = tls;
+  },
+  drain() {},
+  close(socket, error) {
+    handlers.close!(socket, error);
+  },
+  error(socket, error) {
+    handlers.error!(socket, error);
+  },
+  connectError() {},
+};
+
+/** The target each tunnelled connection is for (read once, when its CONNECT is answered). */
+const targets = new WeakMap<Connection, Target>();
+
 export function write(conn: Connection, bytes: Uint8Array): void {
   const n = conn.socket!.write(bytes);
   // -1: the socket is closing; its close handler fails the exchange.
@@ -80,7 +137,13 @@ export function write(conn: Connection, bytes: Uint8Array): void {
 
 export function connect(target: Target, pool: ConnectionPool, key: string, timeoutMs: number, signal: AbortSignal): Promise<Connection> {
   if (signal.aborted) return Promise.reject(new ConnectionClosed("aborted"));
-  const conn: Connection = { socket: null, origin: target.origin, key, pool, exchange: null, served: 0, idleSince: 0, closed: false, unsent: null, connecting: null, tls: target.tls };
+  const proxy = target.proxy;
+  const authority = `${target.host.includes(":") ? target.host : `${target.host}:${target.port}`}`;
+  const tunnel: Connection["tunnel"] = proxy && target.tls
+    ? { request: `CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n${proxy.authorization ? `proxy-authorization: ${proxy.authorization}\r\n` : ""}\r\n`, answer: new Uint8Array(0), socket: null, open: false }
+    : null;
+  const conn: Connection = { socket: null, origin: target.origin, key, pool, exchange: null, served: 0, idleSince: 0, closed: false, unsent: null, connecting: null, tls: target.tls, tunnel };
+  if (tunnel) targets.set(conn, target);
   return new Promise((resolve, reject) => {
     const settle = (err: Error | null) => {
       conn.connecting = null;
@@ -100,15 +163,15 @@ export function connect(target: Target, pool: ConnectionPool, key: string, timeo
     // The promise resolves on the TCP connection, before any TLS handshake: `open` (plain) or
     // `handshake` (TLS) decides.
     Bun.connect<Connection>({
-      hostname: target.address ?? target.hostname,
-      port: target.port,
-      // SNI carries names only (RFC 6066); an address is still verified against the certificate.
-      tls: target.tls ? (isIP(target.hostname) ? true : { serverName: target.hostname }) : undefined,
+      hostname: proxy ? proxy.hostname : (target.address ?? target.hostname),
+      port: proxy ? proxy.port : target.port,
+      tls: target.tls && !proxy ? tlsFor(target) : undefined,
       data: conn,
-      socket: handlers,
+      socket: tunnel ? tunnelHandlers : handlers,
     }).then(
       (socket) => {
-        conn.socket = socket;
+        if (tunnel) tunnel.socket = socket;
+        else conn.socket = socket;
         if (conn.closed) socket.terminate();
       },
       (err: Error) => conn.connecting?.(new ConnectError(err?.message ?? String(err))),
@@ -137,6 +200,7 @@ export function destroy(conn: Connection): void {
   if (conn.closed) return;
   conn.closed = true;
   conn.socket?.terminate();
+  conn.tunnel?.socket?.terminate();
 }
 
 /** Idle connections of an origin in the shared pool (for tests). */

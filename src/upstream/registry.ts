@@ -9,6 +9,7 @@ import { ConfigDocument } from "../config-document";
 import { ConfigError, type Config } from "../config";
 import { RouteHealth, type BreakerState } from "./breaker";
 import { planRoutes } from "./select";
+import { proxyFor, type ProxySettings } from "./proxy";
 import {
   DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, parseRoutes, RoutesConfigError,
   type RoutesTable, type UpstreamSpec,
@@ -71,15 +72,18 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
   /** Throws RoutesConfigError when the routes are invalid (start-up turns it into ConfigError). */
   constructor(
-    private readonly source: { upstreamUrl: string | null; upstreamKey: string | null; routes: string | null; upstreamKeepAlive?: boolean },
+    private readonly source: { upstreamUrl: string | null; upstreamKey: string | null; routes: string | null; upstreamKeepAlive?: boolean; proxies?: ProxySettings },
     private readonly onReloadError: (message: string) => void = () => {},
     private readonly env: Record<string, string | undefined> = process.env,
   ) {
     this.defaultUpstream = source.upstreamUrl
-      ? { name: "default", baseUrl: source.upstreamUrl, apiKey: source.upstreamKey, ...DEFAULT_TIMEOUTS, priorityHint: DEFAULT_PRIORITY_HINT, keepAlive: this.keepAlive }
+      ? {
+          name: "default", baseUrl: source.upstreamUrl, apiKey: source.upstreamKey, ...DEFAULT_TIMEOUTS, priorityHint: DEFAULT_PRIORITY_HINT, keepAlive: this.keepAlive,
+          proxy: source.proxies ? proxyFor(source.proxies, source.upstreamUrl) : null, tls: null,
+        }
       : null;
     this.document = source.routes === null ? null : new ConfigDocument(source.routes);
-    if (this.document) this.apply(this.document.load((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive }), () => new RoutesConfigError(CANNOT_READ)));
+    if (this.document) this.apply(this.document.load((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive, proxies: this.source.proxies }), () => new RoutesConfigError(CANNOT_READ)));
   }
 
   private apply(table: RoutesTable): void {
@@ -92,7 +96,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
   /** Re-reads the file when it changed; a broken edit keeps the last good routes serving. */
   private refresh(): void {
     if (this.document === null) return;
-    const next = this.document.reload((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive }), (err) => {
+    const next = this.document.reload((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive, proxies: this.source.proxies }), (err) => {
       const why = err instanceof RoutesConfigError ? err.message : CANNOT_READ;
       this.onReloadError(`SWITCHYARD_ROUTES: reload failed, keeping the previous routes: ${why}`);
     });
@@ -143,7 +147,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
 /** The registry start-up builds; an invalid SWITCHYARD_ROUTES stops start-up naming the variable. */
 export function createRouteRegistry(
-  config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes" | "upstreamKeepAlive">,
+  config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes" | "upstreamKeepAlive" | "proxies">,
   onReloadError: (message: string) => void = () => {},
 ): ConfiguredRouteRegistry {
   try {

@@ -16,7 +16,7 @@ const good = {
 describe("parseRoutes", () => {
   test("a full document: defaults filled in, key read from the environment, trailing slash dropped", () => {
     const t = parseRoutes(JSON.stringify(good), { B_KEY: "sk-b" });
-    expect(t.upstreams.get("a")).toEqual({ name: "a", baseUrl: "http://10.0.0.1:8000/v1", apiKey: "sk-a", connectTimeoutMs: 1000, firstByteTimeoutMs: 2000, idleTimeoutMs: 3000, priorityHint: DEFAULT_PRIORITY_HINT, keepAlive: true });
+    expect(t.upstreams.get("a")).toEqual({ name: "a", baseUrl: "http://10.0.0.1:8000/v1", apiKey: "sk-a", connectTimeoutMs: 1000, firstByteTimeoutMs: 2000, idleTimeoutMs: 3000, priorityHint: DEFAULT_PRIORITY_HINT, keepAlive: true, proxy: null, tls: null });
     expect(t.upstreams.get("b")).toMatchObject({ apiKey: "sk-b", priorityHint: null, firstByteTimeoutMs: DEFAULT_TIMEOUTS.firstByteTimeoutMs });
     expect(t.models.get("glm-4.6")).toEqual([
       { upstream: "a", model: "zai-org/GLM-4.6", weight: 3, priority: false },

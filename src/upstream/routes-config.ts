@@ -7,7 +7,10 @@
  *   "upstreams": {
  *     "vllm-a": { "base_url": "http://10.0.0.5:8000/v1", "api_key_env": "VLLM_A_KEY",
  *                 "timeouts": { "connect_ms": 3000, "first_byte_ms": 60000, "idle_ms": 60000 },
- *                 "priority_hint": -10, "keep_alive": true }
+ *                 "priority_hint": -10, "keep_alive": true },
+ *     "hosted":  { "base_url": "https://llm.internal/v1",
+ *                  "tls": { "ca_file": "/etc/ssl/internal-ca.pem",
+ *                           "cert_file": "/etc/switchyard/client.crt", "key_file": "/etc/switchyard/client.key" } }
  *   },
  *   "models": {
  *     "glm-4.6": [ { "upstream": "vllm-a", "model": "zai-org/GLM-4.6", "weight": 3 },
@@ -21,9 +24,12 @@
  * SWITCHYARD_UPSTREAM_KEEP_ALIVE (on). A model listed with [] is
  * offline even when SWITCHYARD_UPSTREAM_URL is set; models not listed go to that default.
  */
+import { readFileSync } from "node:fs";
 import { Type, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./header-value";
+import type { TlsOptions } from "./http1";
+import { proxyFor, type ProxySettings, type ProxySpec } from "./proxy";
 
 const Ms = (max: number) => Type.Integer({ minimum: 1, maximum: max });
 
@@ -43,6 +49,13 @@ const UpstreamSchema = Type.Object(
     keep_alive: Type.Optional(Type.Boolean()),
     /** vLLM-style `priority` sent with turbo requests on non-priority routes; null sends none. */
     priority_hint: Type.Optional(Type.Union([Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 }), Type.Null()])),
+    /** PEM files: a CA bundle trusted instead of the bundled CAs, and a client certificate with its key. */
+    tls: Type.Optional(
+      Type.Object(
+        { ca_file: Type.Optional(Type.String({ minLength: 1 })), cert_file: Type.Optional(Type.String({ minLength: 1 })), key_file: Type.Optional(Type.String({ minLength: 1 })) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -91,6 +104,36 @@ export interface UpstreamSpec {
   priorityHint: number | null;
   /** Reuse connections (keep-alive); false: one connection per request. */
   keepAlive: boolean;
+  /** The forward proxy in between (HTTP_PROXY / HTTPS_PROXY / NO_PROXY), or null. */
+  proxy: ProxySpec | null;
+  /** The upstream's own CA bundle and client certificate, or null. */
+  tls: TlsOptions | null;
+}
+
+const NO_PROXIES: ProxySettings = { http: null, https: null, noProxy: [] };
+
+type TlsFiles = NonNullable<Static<typeof UpstreamSchema>["tls"]>;
+
+/** Reads an upstream's PEM files; an error names the field and the rule, never the file's contents. */
+function readTls(name: string, files: TlsFiles | undefined, baseUrl: string): TlsOptions | null {
+  if (files === undefined) return null;
+  const at = `/upstreams/${name}/tls`;
+  if (!baseUrl.startsWith("https://")) throw new RoutesConfigError(`${at}: applies to https:// upstreams only`);
+  if ((files.cert_file === undefined) !== (files.key_file === undefined)) throw new RoutesConfigError(`${at}: cert_file and key_file go together`);
+  const tls: TlsOptions = {};
+  for (const [field, slot] of [["ca_file", "ca"], ["cert_file", "cert"], ["key_file", "key"]] as const) {
+    const path = files[field];
+    if (path === undefined) continue;
+    let pem: string;
+    try {
+      pem = readFileSync(path, "utf8");
+    } catch {
+      throw new RoutesConfigError(`${at}/${field}: cannot read the file`);
+    }
+    if (!pem.includes("-----BEGIN ")) throw new RoutesConfigError(`${at}/${field}: must be a PEM file`);
+    tls[slot] = pem;
+  }
+  return tls;
 }
 
 export interface RouteSpec {
@@ -117,7 +160,7 @@ function headerKey(raw: string, where: string): string {
 export function parseRoutes(
   text: string,
   env: Record<string, string | undefined> = process.env,
-  defaults: { keepAlive: boolean } = { keepAlive: true },
+  defaults: { keepAlive: boolean; proxies?: ProxySettings } = { keepAlive: true },
 ): RoutesTable {
   let json: unknown;
   try {
@@ -151,15 +194,18 @@ export function parseRoutes(
       throw new RoutesConfigError(`/upstreams/${name}/base_url: must not carry a user name or password; name the key's variable in api_key_env`);
     }
     if (base.search !== "" || base.hash !== "") throw new RoutesConfigError(`/upstreams/${name}/base_url: must not carry a query string or fragment`);
+    const baseUrl = u.base_url.replace(/\/+$/, "");
     upstreams.set(name, {
       name,
-      baseUrl: u.base_url.replace(/\/+$/, ""),
+      baseUrl,
       apiKey,
       connectTimeoutMs: u.timeouts?.connect_ms ?? DEFAULT_TIMEOUTS.connectTimeoutMs,
       firstByteTimeoutMs: u.timeouts?.first_byte_ms ?? DEFAULT_TIMEOUTS.firstByteTimeoutMs,
       idleTimeoutMs: u.timeouts?.idle_ms ?? DEFAULT_TIMEOUTS.idleTimeoutMs,
       priorityHint: u.priority_hint === undefined ? DEFAULT_PRIORITY_HINT : u.priority_hint,
       keepAlive: u.keep_alive ?? defaults.keepAlive,
+      proxy: proxyFor(defaults.proxies ?? NO_PROXIES, baseUrl),
+      tls: readTls(name, u.tls, baseUrl),
     });
   }
   const models = new Map<string, RouteSpec[]>();
