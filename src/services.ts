@@ -30,6 +30,7 @@ import { RequestOutcomes } from "./generations/outcomes";
 import { GenerationRecords } from "./generations/records";
 import { ResponseStore } from "./store/responses";
 import { TokenCounter } from "./chat/token-counter";
+import { decideProvider, type ProviderDecision } from "./runtime/provider";
 
 export interface Services {
   config: Config;
@@ -57,6 +58,8 @@ export interface Services {
   /** Chat token counting, in worker threads (never on the event loop). */
   tokens: TokenCounter;
   log: Log;
+  /** The execution provider of the local models, decided on first use (README, "Running on a GPU"). */
+  onnxProvider(): ProviderDecision;
   isLive(entry: ModelEntry): boolean;
   /** Writes what is queued and closes the store (SQLite: done before it returns). */
   close(): Promise<void>;
@@ -157,6 +160,7 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
 function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void): Services {
   const { log, catalog, aliases, routes, engines } = parts;
   const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
+  let provider: ProviderDecision | undefined;
   const s: Services = {
     config,
     store,
@@ -175,6 +179,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     outcomes,
     generations: new GenerationRecords(store.usage, outcomes),
     log,
+    onnxProvider: () => (provider ??= decideProvider(config.onnxProvider, { runtimeDir: config.runtimeDir })),
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     async close() {
       s.tokens.close();
