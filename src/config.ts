@@ -3,7 +3,7 @@
  * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
  * Secrets (keys, tokens) are kept in the object but never printed: see describeConfig().
  */
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { parseRangeList, type AddressRange } from "./http/client-address";
 import { parseCidr, type Cidr } from "./media/address";
 import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/header-value";
@@ -55,8 +55,10 @@ export interface Config {
   remoteMediaMaxBytes: number;
   /** Time all of one request's remote media fetches may take, together. */
   remoteMediaTimeoutMs: number;
-  /** Execution provider for local ONNX models. */
-  onnxProvider: "cpu" | "cuda";
+  /** Execution provider for local ONNX models: auto (CUDA when a GPU and its libraries are there), cpu or cuda. */
+  onnxProvider: "auto" | "cpu" | "cuda";
+  /** Where `switchyard runtime pull cuda` puts the CUDA provider's libraries. */
+  runtimeDir: string;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /**
    * PostgreSQL connection URL (postgres:// or postgresql://): the store every instance pointed at
@@ -227,7 +229,8 @@ export function loadConfig(env: Env = process.env): Config {
     remoteMediaAllow: cidrList(env, "SWITCHYARD_REMOTE_MEDIA_ALLOW_HOSTS"),
     remoteMediaMaxBytes: int(env, "SWITCHYARD_REMOTE_MEDIA_MAX_BYTES", 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     remoteMediaTimeoutMs: int(env, "SWITCHYARD_REMOTE_MEDIA_TIMEOUT_MS", 10_000, 100, 600_000),
-    onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["cpu", "cuda"] as const, "cpu"),
+    onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["auto", "cpu", "cuda"] as const, "auto"),
+    runtimeDir: resolve(str(env, "SWITCHYARD_RUNTIME_DIR") ?? join(str(env, "SWITCHYARD_DATA_DIR") ?? "./data", "runtime")),
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
     databaseUrl: postgresUrl(env, "SWITCHYARD_DATABASE_URL"),
     databasePool: int(env, "SWITCHYARD_DATABASE_POOL", 10, 2, 1000),

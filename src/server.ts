@@ -4,6 +4,7 @@
  */
 import { ConfigError, type Config } from "./config";
 import { createServices, type ServiceOverrides, type Services } from "./services";
+import { ProviderError } from "./runtime/provider";
 import { createApp } from "./http/app";
 import { SERVICE_NAME, VERSION } from "./version";
 import { startLocalEngines } from "./engines/index";
@@ -38,6 +39,14 @@ function listen(app: ReturnType<typeof createApp>["app"], config: Config): void 
 
 export async function startServer(config: Config, overrides: ServiceOverrides = {}): Promise<RunningServer> {
   const services = await createServices(config, overrides, "serve");
+  // SWITCHYARD_ONNX_PROVIDER=cuda that cannot be honoured stops start-up, saying what to install.
+  try {
+    services.onnxProvider();
+  } catch (e) {
+    await services.close();
+    if (e instanceof ProviderError) throw new ConfigError("SWITCHYARD_ONNX_PROVIDER", `cuda: ${e.message}`);
+    throw e;
+  }
   let released: number;
   try {
     released = await services.ledger.releaseAbandoned();

@@ -34,6 +34,7 @@ import { ResponseStore } from "./store/responses";
 import { TokenCounter } from "./chat/token-counter";
 import { DecodeQueue } from "./images/decode-queue";
 import { RemoteMediaFetcher, type Lookup } from "./media/fetch";
+import { decideProvider, type ProviderDecision } from "./runtime/provider";
 
 export interface Services {
   config: Config;
@@ -67,6 +68,8 @@ export interface Services {
   /** Remote media URLs fetched by the gateway itself, with the SSRF guard (media/fetch.ts). */
   mediaFetcher: RemoteMediaFetcher;
   log: Log;
+  /** The execution provider of the local models, decided on first use (README, "Running on a GPU"). */
+  onnxProvider(): ProviderDecision;
   isLive(entry: ModelEntry): boolean;
   /** Writes what is queued and closes the store (SQLite: done before it returns). */
   close(): Promise<void>;
@@ -172,6 +175,7 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
 function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void): Services {
   const { log, catalog, aliases, routes, engines } = parts;
   const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
+  let provider: ProviderDecision | undefined;
   const s: Services = {
     config,
     store,
@@ -193,6 +197,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     outcomes,
     generations: new GenerationRecords(store.usage, outcomes),
     log,
+    onnxProvider: () => (provider ??= decideProvider(config.onnxProvider, { runtimeDir: config.runtimeDir })),
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     async close() {
       s.upstreamPool.closeAll();

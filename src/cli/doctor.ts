@@ -9,6 +9,8 @@ import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { loadOrt, type OrtModule } from "../engines/onnx-runtime";
 import { loadSharp } from "../images/sharp";
 import { nativeStatus } from "../runtime/native";
+import { loadConfig } from "../config";
+import { decideProvider, ProviderError } from "../runtime/provider";
 import { VERSION } from "../version";
 
 type Check = { ok: true; [k: string]: unknown } | { ok: false; error: string; [k: string]: unknown };
@@ -94,6 +96,37 @@ async function checkSharp(image: string | null): Promise<Check> {
   }
 }
 
+/** The GPU, the provider SWITCHYARD_ONNX_PROVIDER gives, and where each CUDA library was found. */
+function providerReport(): Record<string, unknown> {
+  let setting: "auto" | "cpu" | "cuda" = "auto";
+  let runtimeDir = "./data/runtime";
+  try {
+    ({ onnxProvider: setting, runtimeDir } = loadConfig());
+  } catch {
+    // The doctor works with a broken configuration too: the defaults are checked instead.
+  }
+  const probe = (s: "auto" | "cpu" | "cuda") => decideProvider(s, { runtimeDir });
+  let decision;
+  let error: string | null = null;
+  try {
+    decision = probe(setting);
+  } catch (e) {
+    if (!(e instanceof ProviderError)) throw e;
+    error = e.message;
+    decision = probe("auto");
+  }
+  // Libraries are listed whatever the setting, so `cpu` still shows what CUDA would use.
+  const libraries = setting === "cpu" ? probe("auto").libraries : decision.libraries;
+  return {
+    setting,
+    provider: error === null ? decision.provider : null,
+    reason: error ?? decision.reason,
+    gpu: decision.gpu,
+    runtime_dir: runtimeDir,
+    libraries: libraries.map((l) => ({ name: l.library.name, found: l.path, source: l.source })),
+  };
+}
+
 export async function runDoctor(flags: Record<string, string | boolean>): Promise<number> {
   for (const name of ["onnx", "image"] as const) {
     if (flags[name] === true) {
@@ -108,6 +141,7 @@ export async function runDoctor(flags: Record<string, string | boolean>): Promis
   const report = {
     version: VERSION,
     platform: `${process.platform}-${process.arch}`,
+    provider: providerReport(),
     native: nativeStatus(),
     onnxruntime,
     sharp,

@@ -28,6 +28,9 @@ Usage:
   switchyard ledger <account-id>
   switchyard models pull [model-id ...]       download model files into SWITCHYARD_MODELS_DIR
   switchyard models list                      which model files are expected and present
+  switchyard runtime list                     the GPU, the ONNX provider chosen, the CUDA libraries found
+  switchyard runtime pull cuda [--all]        download ONNX Runtime's CUDA provider and what the system lacks
+  switchyard runtime install PATH             the same from wheels copied in by hand (offline boxes)
   switchyard doctor [--onnx FILE [--run]] [--image FILE]   self-check of ONNX Runtime and sharp (JSON)
   switchyard migrate                          bring the store's schema up to date (start-up does it too)
   switchyard --help | --version
@@ -43,7 +46,8 @@ Environment (defaults in brackets):
   SWITCHYARD_CATALOG                     catalog JSON extending the embedded one
   SWITCHYARD_MODELS_DIR [./models]       local model files (see 'switchyard models list')
   SWITCHYARD_RATE_LIMIT_RPM [600], SWITCHYARD_CONCURRENCY_LIMIT [32]   per-account limits
-  SWITCHYARD_MAX_BODY_BYTES [33554432], SWITCHYARD_ONNX_PROVIDER [cpu|cuda],
+  SWITCHYARD_MAX_BODY_BYTES [33554432], SWITCHYARD_ONNX_PROVIDER [auto|cpu|cuda],
+  SWITCHYARD_RUNTIME_DIR [<data dir>/runtime]   CUDA libraries from 'switchyard runtime pull cuda'
   SWITCHYARD_LOG_LEVEL [info], SWITCHYARD_IMAGE_MAX_BYTES / _MAX_PIXELS / _MAX_EDGE
   SWITCHYARD_DASHBOARD [on|off], SWITCHYARD_DASHBOARD_SESSION_SECONDS [43200]   web dashboard at /dashboard
   SWITCHYARD_DASHBOARD_KEY_SIGNINS_PER_MINUTE [10], _ADDRESS_SIGNINS_PER_MINUTE [30],
@@ -97,6 +101,7 @@ export async function runCli(argv: string[]): Promise<number> {
     }
   }
   if (command === "migrate") return (await import("./migrate")).runMigrateCommand(config);
+  if (command === "runtime") return (await import("./runtime")).runRuntimeCommand(config, positional[1], positional.slice(2), flags);
   if (command === "models") {
     const { runModelsCommand } = await import("./models");
     return runModelsCommand(config, sub, rest);

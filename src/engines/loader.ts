@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import type { Services } from "../services";
+import { activateCuda } from "../runtime/provider";
 import type { LocalEngine } from "./registry";
 
 export const POLL_INTERVAL_MS = 5_000;
@@ -19,6 +20,13 @@ export interface EngineLoader<E extends LocalEngine> {
 }
 
 type Level = "info" | "warn" | "error";
+
+/** The provider a model loads on; for CUDA its libraries are made loadable first. */
+export function providerFor(s: Services): "cpu" | "cuda" {
+  const decision = s.onnxProvider();
+  if (decision.provider === "cuda") activateCuda(decision.libraries);
+  return decision.provider;
+}
 
 function modelDir(s: Services, modelId: string): string {
   return join(s.config.modelsDir, modelId);
@@ -47,8 +55,8 @@ async function tryLoad<E extends LocalEngine>(s: Services, l: EngineLoader<E>, r
   s.engines.register(engine);
   const d = engine.describe();
   if (d.thread_note) s.log.warn(`${l.label} model runs in the main thread`, { model: l.modelId, reason: d.thread_note });
-  if (d.provider_fallback) s.log.warn("SWITCHYARD_ONNX_PROVIDER=cuda: falling back to cpu", { model: l.modelId, reason: d.provider_fallback });
-  s.log.info(`${l.label} model loaded`, d);
+  if (d.provider_fallback) s.log.warn("CUDA session failed: falling back to cpu", { model: l.modelId, reason: d.provider_fallback });
+  s.log.info(`${l.label} model loaded`, { ...d, provider_reason: d.provider_fallback ?? s.onnxProvider().reason });
   return true;
 }
 

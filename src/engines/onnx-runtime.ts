@@ -11,7 +11,11 @@ let ort: Promise<typeof Ort> | null = null;
 export function loadOrt(): Promise<typeof Ort> {
   ort ??= (async () => {
     prepareNative("onnxruntime");
-    return await import("onnxruntime-node");
+    const mod = await import("onnxruntime-node");
+    // ONNX Runtime's own logger writes raw lines to stderr (a failed CUDA provider load prints two
+    // red ones), which would break the JSON log: its failures reach us as exceptions, logged by us.
+    mod.env.logLevel = "fatal";
+    return mod;
   })().catch((e: unknown) => {
     // Let a later call try again (e.g. after the operator fixed a read-only cache dir).
     ort = null;

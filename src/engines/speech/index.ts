@@ -5,14 +5,14 @@
  */
 import type { Services } from "../../services";
 import { SpeechEngine, SPEECH_MODEL_ID } from "./engine";
-import { POLL_INTERVAL_MS, startWhenPresent, type EngineLoader } from "../loader";
+import { POLL_INTERVAL_MS, providerFor, startWhenPresent, type EngineLoader } from "../loader";
 
 export const speechLoader: EngineLoader<SpeechEngine> = {
   modelId: SPEECH_MODEL_ID,
   label: "speech",
   missingFiles: (dir) => SpeechEngine.filesPresent(dir).missing,
   load: (dir, s) =>
-    SpeechEngine.load(dir, s.config.onnxProvider, {
+    SpeechEngine.load(dir, providerFor(s), {
       metrics: s.metrics,
       onSkip: (file, why) => s.log.warn("voice pack skipped", { model: SPEECH_MODEL_ID, file, reason: why }),
     }),
