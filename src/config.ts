@@ -42,6 +42,10 @@ export interface Config {
   dashboard: boolean;
   /** How long a dashboard sign-in lasts, in seconds. */
   dashboardSessionSeconds: number;
+  /** How long a stored Responses turn is kept, in seconds (set in days). */
+  responsesRetentionSeconds: number;
+  /** Bytes of stored Responses turns an account may keep; the oldest are deleted past it. */
+  responsesQuotaBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -141,5 +145,7 @@ export function loadConfig(env: Env = process.env): Config {
     instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
     dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
+    responsesRetentionSeconds: int(env, "SWITCHYARD_RESPONSES_RETENTION_DAYS", 30, 1, 3650) * 86_400,
+    responsesQuotaBytes: int(env, "SWITCHYARD_RESPONSES_QUOTA_BYTES", 100 * 1024 * 1024, 1024, 2 ** 50),
   };
 }

@@ -8,6 +8,8 @@ import { createApp } from "./http/app";
 import { SERVICE_NAME, VERSION } from "./version";
 import { startLocalEngines } from "./engines/index";
 
+const SWEEP_INTERVAL_MS = 10 * 60_000;
+
 export interface RunningServer {
   url: string;
   port: number;
@@ -62,6 +64,8 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
     services.log.warn("SWITCHYARD_UPSTREAM_URL does not end at /v1; chat requests go to <it>/chat/completions", {});
   }
   services.log.info("listening", { service: SERVICE_NAME, version: VERSION, url, data_dir: config.dataDir, store: config.databaseUrl ? "postgresql" : "sqlite", upstream: config.upstreamUrl ? "configured" : "none" });
+  // Expired stored responses are deleted every 10 minutes (reads already treat them as gone).
+  services.responses.startSweeping(SWEEP_INTERVAL_MS, (e) => services.log.warn("sweep of expired stored responses failed; retried later", { error: String((e as Error)?.message ?? e).slice(0, 200) }));
   let stopped = false;
   return {
     url,

@@ -67,6 +67,8 @@ export interface ServiceOverrides {
   engines?: EngineRegistry;
   /** Group-commit settings of the SQLite ledger store (tests inject a failing fsync or a short lock wait). */
   ledger?: SqliteLedgerOptions;
+  /** The stored-responses clock in milliseconds (tests move it to expire turns). */
+  clock?: () => number;
 }
 
 /**
@@ -124,7 +126,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   let store: DataStore | null = null;
   try {
     store = await openData(config, mode, overrides, late);
-    late.services = assemble(config, parts, store, () => lock?.release());
+    late.services = assemble(config, parts, store, () => lock?.release(), overrides.clock);
     return late.services;
   } catch (e) {
     await store?.close().catch(() => {});
@@ -154,7 +156,7 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
   return { log, catalog: new Catalog(config.catalogPath), aliases, routes, engines: overrides.engines ?? new EngineRegistry() };
 }
 
-function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void): Services {
+function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void, clock?: () => number): Services {
   const { log, catalog, aliases, routes, engines } = parts;
   const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
   const s: Services = {
@@ -163,7 +165,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     accounts: new Accounts(store.accounts),
     keys: new ApiKeys(store.keys),
     ledger: new Ledger(store.ledger, log),
-    responses: new ResponseStore(store.responses),
+    responses: new ResponseStore(store.responses, { retentionSeconds: config.responsesRetentionSeconds, now: clock }),
     catalog,
     aliases,
     routes,
@@ -177,6 +179,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     log,
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     async close() {
+      s.responses.stopSweeping();
       s.tokens.close();
       await s.outcomes.close();
       s.ledger.close();
