@@ -46,6 +46,8 @@ export interface Config {
   responsesRetentionSeconds: number;
   /** Bytes of stored Responses turns an account may keep; the oldest are deleted past it. */
   responsesQuotaBytes: number;
+  /** On SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut (ms). */
+  shutdownGraceMs: number;
 }
 
 export class ConfigError extends Error {
@@ -147,5 +149,6 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
     responsesRetentionSeconds: int(env, "SWITCHYARD_RESPONSES_RETENTION_DAYS", 30, 1, 3650) * 86_400,
     responsesQuotaBytes: int(env, "SWITCHYARD_RESPONSES_QUOTA_BYTES", 100 * 1024 * 1024, 1024, 2 ** 50),
+    shutdownGraceMs: int(env, "SWITCHYARD_SHUTDOWN_GRACE_SECONDS", 30, 0, 3600) * 1000,
   };
 }

@@ -26,6 +26,7 @@ import { EngineRegistry } from "./engines/registry";
 import { MetricsRegistry } from "./metrics/registry";
 import type { Limiter } from "./limits/limiter";
 import { AuthThrottle } from "./limits/auth-throttle";
+import { Drain } from "./limits/drain";
 import { RequestOutcomes } from "./generations/outcomes";
 import { GenerationRecords } from "./generations/records";
 import { ResponseStore } from "./store/responses";
@@ -50,6 +51,8 @@ export interface Services {
   limits: Limiter;
   /** Wrong admin tokens and dashboard sign-ins, per source address. */
   authThrottle: AuthThrottle;
+  /** Requests in flight and whether the server is stopping (graceful stop, GET /readyz). */
+  drain: Drain;
   /** How each admitted request ended (status, timings), written off the request path. */
   outcomes: RequestOutcomes;
   /** Generation records: ledger charge + outcome, per account (GET /v1/generation, dashboard). */
@@ -173,6 +176,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     metrics: new MetricsRegistry(),
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
+    drain: new Drain(),
     tokens: new TokenCounter((msg) => s.log.warn(msg)),
     outcomes,
     generations: new GenerationRecords(store.usage, outcomes),
