@@ -133,7 +133,14 @@ test("SIGTERM mid-stream: readiness and new requests are 503 at once; the stream
   expect(ledger.balance).toBe(CREDITS_UNITS + ledger.charges[0]!.amount);
 }, 60_000);
 
-test("grace period over: open chat and Responses streams end with their error event, unbilled; exit 0", async () => {
+const messagesStream = (base: string, key: string) =>
+  fetch(base + "/v1/messages", {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+    body: JSON.stringify({ model: "glm-4.6", max_tokens: 50, messages: [{ role: "user", content: "hi" }], stream: true }),
+  });
+
+test("grace period over: open chat, Messages and Responses streams end with their error event, unbilled; exit 0", async () => {
   server = await start(1);
   const s = server;
   const acct = await account(s.base);
@@ -141,10 +148,14 @@ test("grace period over: open chat and Responses streams end with their error ev
   const chatRead = await readUntil(chatRes, (t) => contentChunks(t).length >= 3);
   const respRes = await responsesStream(s.base, acct.key);
   const respRead = await readUntil(respRes, (t) => t.includes("response.output_text.delta"));
+  const msgRes = await messagesStream(s.base, acct.key);
+  expect(msgRes.status).toBe(200);
+  const msgRead = await readUntil(msgRes, (t) => t.includes("content_block_delta"));
 
   s.proc.kill("SIGTERM");
   const chatEnd = (await readUntil(chatRead.reader, () => false)).text;
   const respEnd = (await readUntil(respRead.reader, () => false)).text;
+  const msgEnd = (await readUntil(msgRead.reader, () => false)).text;
 
   // Chat: an error data event, no [DONE]; Responses: response.failed, last.
   expect(chatEnd).toContain('"code":"service_unavailable"');
@@ -153,10 +164,14 @@ test("grace period over: open chat and Responses streams end with their error ev
   const events = respEnd.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
   expect(events.at(-1)).toMatchObject({ type: "response.failed", response: { status: "failed" } });
   expect(events.at(-1).response.error.message).toContain("not billed");
+  // Messages: event: error, last, and no message_stop.
+  expect(msgEnd.trim().split("\n\n").at(-1)).toStartWith("event: error");
+  expect(msgEnd).toContain("not billed");
+  expect(msgEnd).not.toContain("message_stop");
 
   expect(await s.exited).toBe(0);
-  expect(s.logs.find((l) => l.msg === "draining")).toMatchObject({ requests: 2, streams: 2 });
-  expect(s.logs.find((l) => l.msg === "grace period expired; cutting what is still open")).toMatchObject({ cut_streams: 2 });
+  expect(s.logs.find((l) => l.msg === "draining")).toMatchObject({ requests: 3, streams: 3 });
+  expect(s.logs.find((l) => l.msg === "grace period expired; cutting what is still open")).toMatchObject({ cut_streams: 3 });
   expect(s.logs.map((l) => l.msg)).toContain("stopped");
 
   const ledger = inspect(acct.id);
