@@ -85,6 +85,12 @@ export interface Config {
   trustedProxies: AddressRange[];
   /** Forward proxies for upstream calls (HTTP_PROXY, HTTPS_PROXY, NO_PROXY). Hold passwords: never print them. */
   proxies: ProxySettings;
+  /** How long a stored Responses turn is kept, in seconds (set in days). */
+  responsesRetentionSeconds: number;
+  /** Bytes of stored Responses turns an account may keep; the oldest are deleted past it. */
+  responsesQuotaBytes: number;
+  /** On SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut (ms). */
+  shutdownGraceMs: number;
 }
 
 export class ConfigError extends Error {
@@ -243,5 +249,8 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardOperatorSessions: int(env, "SWITCHYARD_DASHBOARD_OPERATOR_SESSIONS", 50, 1, 10_000),
     trustedProxies: addressRanges(env, "SWITCHYARD_TRUSTED_PROXIES"),
     proxies: proxies(env),
+    responsesRetentionSeconds: int(env, "SWITCHYARD_RESPONSES_RETENTION_DAYS", 30, 1, 3650) * 86_400,
+    responsesQuotaBytes: int(env, "SWITCHYARD_RESPONSES_QUOTA_BYTES", 100 * 1024 * 1024, 1024, 2 ** 50),
+    shutdownGraceMs: int(env, "SWITCHYARD_SHUTDOWN_GRACE_SECONDS", 30, 0, 3600) * 1000,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * Starts the HTTP server over a set of services: releases holds abandoned by a previous process,
- * listens, and shuts down cleanly (queued settlements flushed) on SIGINT/SIGTERM.
+ * listens, and shuts down gracefully on SIGINT/SIGTERM (drained, then queued settlements flushed).
  */
 import { ConfigError, type Config } from "./config";
 import { createServices, type ServiceOverrides, type Services } from "./services";
@@ -9,12 +9,25 @@ import { createApp } from "./http/app";
 import { SERVICE_NAME, VERSION } from "./version";
 import { startLocalEngines } from "./engines/index";
 
+const SWEEP_INTERVAL_MS = 10 * 60_000;
+
 export interface RunningServer {
   url: string;
   port: number;
   services: Services;
+  /** Stops at once: connections closed, the store closed (tests; see shutdown for signals). */
   stop(): Promise<void>;
+  /**
+   * The graceful stop a signal starts (README, "Stopping and readiness"): readiness and new
+   * requests turn 503 at once while the listener stays open; requests in flight get the grace
+   * period to finish; streams still open then end with their error event, unbilled; then the
+   * server and the store close. One log line per step. Idempotent.
+   */
+  shutdown(signal: string): Promise<void>;
 }
+
+/** After the grace period, how long cut streams get to write their error event before connections close. */
+const CUT_FLUSH_MS = 2_000;
 
 /** Listens, turning a port or host that cannot be used into one line naming the variable. */
 function listen(app: ReturnType<typeof createApp>["app"], config: Config): void {
@@ -71,17 +84,40 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
     services.log.warn("SWITCHYARD_UPSTREAM_URL does not end at /v1; chat requests go to <it>/chat/completions", {});
   }
   services.log.info("listening", { service: SERVICE_NAME, version: VERSION, url, data_dir: config.dataDir, store: config.databaseUrl ? "postgresql" : "sqlite", upstream: config.upstreamUrl ? "configured" : "none" });
+  // Expired stored responses are deleted every 10 minutes (reads already treat them as gone).
+  services.responses.startSweeping(SWEEP_INTERVAL_MS, (e) => services.log.warn("sweep of expired stored responses failed; retried later", { error: String((e as Error)?.message ?? e).slice(0, 200) }));
   let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await app.stop(true);
+    await services.engines.closeAll();
+    await services.close();
+  };
+  let shuttingDown: Promise<void> | null = null;
+  const shutdown = async (signal: string) => {
+    const { drain, log } = services;
+    const graceMs = config.shutdownGraceMs;
+    log.info("signal received; stopping", { signal, grace_seconds: graceMs / 1000 });
+    drain.beginStopping();
+    log.info("draining", { requests: drain.inFlight, streams: drain.openStreams });
+    if (!(await drain.idle(graceMs))) {
+      const open = drain.inFlight;
+      const cut = drain.cutAll();
+      log.warn("grace period expired; cutting what is still open", { cut_streams: cut, requests: open });
+      await drain.idle(CUT_FLUSH_MS);
+    }
+    await stop();
+    log.info("stopped", { signal });
+  };
   return {
     url,
     port: server.port!,
     services,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await app.stop(true);
-      await services.engines.closeAll();
-      await services.close();
+    stop,
+    shutdown(signal) {
+      shuttingDown ??= shutdown(signal);
+      return shuttingDown;
     },
   };
 }

@@ -28,6 +28,7 @@ import { EngineRegistry } from "./engines/registry";
 import { MetricsRegistry } from "./metrics/registry";
 import type { Limiter } from "./limits/limiter";
 import { AuthThrottle } from "./limits/auth-throttle";
+import { Drain } from "./limits/drain";
 import { RequestOutcomes } from "./generations/outcomes";
 import { GenerationRecords } from "./generations/records";
 import { ResponseStore } from "./store/responses";
@@ -57,6 +58,8 @@ export interface Services {
   limits: Limiter;
   /** Wrong admin tokens and dashboard sign-ins, per source address. */
   authThrottle: AuthThrottle;
+  /** Requests in flight and whether the server is stopping (graceful stop, GET /readyz). */
+  drain: Drain;
   /** How each admitted request ended (status, timings), written off the request path. */
   outcomes: RequestOutcomes;
   /** Generation records: ledger charge + outcome, per account (GET /v1/generation, dashboard). */
@@ -82,6 +85,8 @@ export interface ServiceOverrides {
   ledger?: SqliteLedgerOptions;
   /** The media fetcher's host-name resolver (tests resolve their own names; the policy is unchanged). */
   mediaLookup?: Lookup;
+  /** The stored-responses clock in milliseconds (tests move it to expire turns). */
+  clock?: () => number;
 }
 
 /**
@@ -139,7 +144,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   let store: DataStore | null = null;
   try {
     store = await openData(config, mode, overrides, late);
-    late.services = assemble(config, parts, store, () => lock?.release());
+    late.services = assemble(config, parts, store, () => lock?.release(), overrides.clock);
     return late.services;
   } catch (e) {
     await store?.close().catch(() => {});
@@ -172,7 +177,7 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
   };
 }
 
-function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void): Services {
+function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void, clock?: () => number): Services {
   const { log, catalog, aliases, routes, engines } = parts;
   const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
   let provider: ProviderDecision | undefined;
@@ -182,7 +187,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     accounts: new Accounts(store.accounts),
     keys: new ApiKeys(store.keys),
     ledger: new Ledger(store.ledger, log),
-    responses: new ResponseStore(store.responses),
+    responses: new ResponseStore(store.responses, { retentionSeconds: config.responsesRetentionSeconds, now: clock }),
     catalog,
     aliases,
     routes,
@@ -191,6 +196,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     metrics: new MetricsRegistry(),
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
+    drain: new Drain(),
     tokens: new TokenCounter((msg) => s.log.warn(msg)),
     imageDecoder: new DecodeQueue(config.imageDecodeConcurrency, config.imageDecodeMsPerMinute),
     mediaFetcher: parts.mediaFetcher,
@@ -201,6 +207,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     async close() {
       s.upstreamPool.closeAll();
+      s.responses.stopSweeping();
       s.tokens.close();
       await s.outcomes.close();
       s.ledger.close();

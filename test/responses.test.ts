@@ -177,15 +177,18 @@ describeEachStore("OpenAI Responses", (store) => {
       expect((await client.responses.retrieve(final.id)).output_text).toBe(WORDS.join(""));
     });
 
-    test("wire format: event names, increasing sequence numbers, documented order, then [DONE]", async () => {
+    test("wire format: event names, increasing sequence numbers, documented order, ending at response.completed (no [DONE])", async () => {
       const res = await fetch(h.base + "/v1/responses", {
         method: "POST",
         headers: { authorization: `Bearer ${acct.key}`, "content-type": "application/json" },
         body: JSON.stringify({ model: MODEL, input: "Say hello.", stream: true }),
       });
-      const events = new SseParser().push(await res.text());
-      expect(events.at(-1)!.data).toBe("[DONE]");
-      const frames = events.slice(0, -1).map((e) => ({ name: e.event, data: JSON.parse(e.data) }));
+      const text = await res.text();
+      expect(text).not.toContain("[DONE]");
+      const events = new SseParser().push(text);
+      expect(events.at(-1)!.event).toBe("response.completed");
+      // Every data line is JSON (strict SSE-to-JSON clients parse each one).
+      const frames = events.map((e) => ({ name: e.event, data: JSON.parse(e.data) }));
       frames.forEach((f, i) => {
         expect(f.data.type).toBe(f.name);
         expect(f.data.sequence_number).toBe(i);

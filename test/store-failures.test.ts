@@ -191,7 +191,9 @@ describe("single transactions", () => {
     const text = await res.text();
     expect(text).toContain("event: response.failed");
     expect(text).not.toContain("event: response.completed");
-    expect(text.trim().endsWith("data: [DONE]")).toBe(true);
+    // The terminal event ends a Responses stream; no [DONE] follows it.
+    expect(text).not.toContain("[DONE]");
+    expect(text.trim().split("\n\n").at(-1)).toStartWith("event: response.failed");
     expect(ledgerState(h, acct.id)).toEqual(before);
   });
 

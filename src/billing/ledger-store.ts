@@ -64,6 +64,11 @@ export interface StoredResponseRecord {
   inputItems: Record<string, unknown>[];
   response: Record<string, unknown>;
   createdAt: number;
+  /**
+   * The account's storage quota in bytes: after writing this turn, the store deletes the
+   * account's oldest turns (never this one) until its total is within it. Absent: no quota.
+   */
+  quotaBytes?: number;
 }
 
 export interface PostResult {

@@ -335,6 +335,11 @@ export class Ledger implements HoldLedger {
     }
   }
 
+  /** False while the last write failed and no write succeeded since (new requests get 503). */
+  writable(): boolean {
+    return this.unavailable === null;
+  }
+
   /** Holds not yet posted or voided: requests in flight, and voids waiting for the store. */
   pendingHolds(): number {
     return this.open;

@@ -88,12 +88,12 @@ export async function runCli(argv: string[]): Promise<number> {
       process.on("unhandledRejection", (reason) => {
         server.services.log.error("unhandled rejection", { error: String((reason as Error)?.stack ?? reason).slice(0, 2000) });
       });
-      const shutdown = async () => {
-        await server.stop();
+      const shutdown = async (signal: string) => {
+        await server.shutdown(signal);
         process.exit(0);
       };
-      process.on("SIGINT", shutdown);
-      process.on("SIGTERM", shutdown);
+      process.on("SIGINT", () => void shutdown("SIGINT"));
+      process.on("SIGTERM", () => void shutdown("SIGTERM"));
       return await new Promise<number>(() => {});
     } catch (e) {
       if (e instanceof ConfigError || e instanceof CatalogError) return fail(`configuration error: ${e.message}`);

@@ -7,6 +7,7 @@ import { bearer } from "@elysiajs/bearer";
 import type { Services } from "../services";
 import { DomainError, InternalError, clientGone } from "../errors";
 import { TakeTurns } from "../limits/turns";
+import { serverStopping } from "../limits/drain";
 import { dialectForPath, errorBody, errorHeaders, publicError, statusOf } from "./errors";
 import { RouteDocs } from "./route-docs";
 import { readBodyCapped, tooLarge } from "./body";
@@ -14,6 +15,7 @@ import { admitBeforeBody } from "./auth";
 import { installRequestLifecycle } from "./request-lifecycle";
 import { contextOf, newRequestId } from "./request-context";
 import { registerRootRoutes } from "./routes/root";
+import { registerReadinessRoutes } from "./routes/readiness";
 import { registerModelRoutes } from "./routes/models";
 import { registerAdminRoutes } from "./routes/admin";
 import { registerChatRoutes } from "./routes/chat";
@@ -48,6 +50,9 @@ function pathOf(url: string): string {
   return q < 0 ? url.slice(start) : url.slice(start, q);
 }
 
+/** Answered while the server is stopping (liveness and readiness). */
+const PROBES = new Set(["/healthz", "/readyz"]);
+
 /** Bodies above this (or of unknown length) take their account's turn to be read and parsed. */
 export const LARGE_BODY_BYTES = 1024 * 1024;
 
@@ -58,6 +63,11 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
   const app = baseApp()
     .onRequest(({ request, set }) => {
       set.headers["x-request-id"] = newRequestId();
+      // Stopping: the listener stays open so probes see it, but only they are answered.
+      if (s.drain.stopping && !PROBES.has(pathOf(request.url))) {
+        set.headers.connection = "close";
+        throw serverStopping();
+      }
       const length = Number(request.headers.get("content-length") ?? 0);
       if (length > maxBody) {
         throw tooLarge(maxBody, length);
@@ -112,6 +122,7 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
   // Installed after the hooks above (the request id exists by then); the error hook calls it at request time.
   const endFailedRequest = installRequestLifecycle(app, s);
   registerRootRoutes(app, s, docs);
+  registerReadinessRoutes(app, s, docs);
   registerDocsRoutes(app, s, docs);
   registerModelRoutes(app, s, docs);
   registerAdminRoutes(app, s, docs);

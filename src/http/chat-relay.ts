@@ -21,6 +21,7 @@ import { SSE_HEADERS } from "../protocols/sse";
 import { DomainError, chargeNotRecorded, clientGone, midStreamFailure } from "../errors";
 import { requestMetrics } from "../metrics/request-metrics";
 import { producerStream, type StreamWriter } from "./streaming";
+import { streamCutByStop } from "../limits/drain";
 
 export const STREAM_HEARTBEAT_MS = 15_000;
 
@@ -85,6 +86,13 @@ export async function streamForRoute(
   // Long quiet streams must outlive Bun's idle timeout; heartbeats keep proxies happy too.
   ctx.server?.timeout(ctx.request, 0);
   let writer: StreamWriter | null = null;
+  // Cut when the server stops and its grace period runs out: the upstream is cancelled, and the
+  // relay ends the stream with its protocol's error event, unbilled.
+  const stop = { cut: false };
+  const unregister = s.drain.onCut(() => {
+    stop.cut = true;
+    stream.cancel();
+  });
   const body = producerStream({
     heartbeatMs: STREAM_HEARTBEAT_MS,
     // A client that stops reading gets as long as the upstream would, then is cut off.
@@ -96,10 +104,11 @@ export async function streamForRoute(
     produce: async (w) => {
       writer = w;
       try {
-        await relay(s, call, stream, framing, w);
+        await relay(s, call, stream, framing, w, stop);
       } catch (err) {
         s.log.error("stream relay failed", { request_id: call.requestId, error: String((err as Error)?.stack ?? err) });
       } finally {
+        unregister();
         // The one release of a stream's hold: a no-op when it was charged.
         await stream.hold.release();
       }
@@ -108,7 +117,7 @@ export async function streamForRoute(
   return new Response(body, { headers: { ...SSE_HEADERS, ...(ctx.set.headers as Record<string, string>) } });
 }
 
-async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: StreamFraming, w: StreamWriter): Promise<void> {
+async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: StreamFraming, w: StreamWriter, stop: { cut: boolean }): Promise<void> {
   // The frames of one step go out as one write: one encode, one enqueue, one socket write.
   const untaken = new UntakenText();
   let written = 0;
@@ -152,6 +161,11 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
         s.log.error("charge of a disconnected stream failed; not billed", { request_id: call.requestId, error: String((err as Error)?.message ?? err) });
       });
     }
+    return;
+  }
+
+  if (failure !== null && stop.cut) {
+    send(framing.failed(streamCutByStop(await stream.hold.release())));
     return;
   }
 

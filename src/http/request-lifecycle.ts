@@ -63,6 +63,7 @@ export function installRequestLifecycle(app: App, s: Services): (hc: HookContext
 
   const finish = (hc: HookContext, ctx: RequestContext, status: number, outcome: string) => {
     if (!endRequest(ctx)) return;
+    s.drain.end();
     const totalMs = performance.now() - ctx.startedAt;
     const overheadMs = Math.max(0, totalMs - ctx.engineMs);
     const endpoint = hc.route ?? "unmatched";
@@ -101,6 +102,7 @@ export function installRequestLifecycle(app: App, s: Services): (hc: HookContext
   app
     .onRequest(({ request, set }) => {
       beginRequest(request, String(set.headers["x-request-id"] ?? ""));
+      s.drain.begin();
     })
     // Destructured on purpose: Elysia fills only the context fields a hook's source names.
     .onAfterHandle({ as: "global" }, ({ request, set, route, body, responseValue }) => {

@@ -30,6 +30,8 @@ export interface DataStore {
    * (one process serves the data directory), in the database with PostgreSQL (shared by all).
    */
   readonly limiter: Limiter;
+  /** Resolves when the database answers a trivial read (readiness, GET /readyz); rejects otherwise. */
+  ping(): Promise<void>;
   /** Writes what is queued, then closes (after every user of the store has stopped). */
   close(): Promise<void>;
 }

@@ -20,7 +20,9 @@ export interface ServerProcess {
 export async function spawnServer(env: Record<string, string>, timeoutMs = 15_000): Promise<ServerProcess> {
   const proc = Bun.spawn([BUN, "src/main.ts", "serve"], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: "0", HOST: "127.0.0.1", SWITCHYARD_LOG_LEVEL: "info", ...env },
+    // A grace period of 0 unless the test sets one: a test's clean-up SIGTERM cuts what is still
+    // open (its stalled clients, say) instead of waiting the default 30 s for it.
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: "0", HOST: "127.0.0.1", SWITCHYARD_LOG_LEVEL: "info", SWITCHYARD_SHUTDOWN_GRACE_SECONDS: "0", ...env },
     stdin: "ignore",
     stdout: "ignore",
     stderr: "pipe",

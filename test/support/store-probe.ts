@@ -43,6 +43,8 @@ export interface StoreProbe {
   apiKeyRows(): Promise<Record<string, unknown>[]>;
   /** Rows of a stored response, and of its items (0 when it was never stored or was deleted). */
   storedResponse(id: string): Promise<{ rows: number; items: number }>;
+  /** The account's stored responses, oldest first, with their sizes in bytes. */
+  storedResponses(accountId: string): Promise<{ id: string; size: number }[]>;
   close(): Promise<void>;
 }
 
@@ -90,6 +92,9 @@ export function sqliteProbe(db: () => Database): StoreProbe {
     },
     async storedResponse(id) {
       return one("SELECT (SELECT COUNT(*) FROM responses WHERE id = ?1) AS rows, (SELECT COUNT(*) FROM response_items WHERE response_id = ?1) AS items", id);
+    },
+    async storedResponses(accountId) {
+      return all("SELECT id, size FROM responses WHERE account_id = ? ORDER BY created_at, rowid", accountId);
     },
     async close() {},
   };
@@ -160,6 +165,10 @@ export function pgProbe(url: string): StoreProbe {
         SELECT (SELECT COUNT(*) FROM responses WHERE id = ${id})::int AS rows,
                (SELECT COUNT(*) FROM response_items WHERE response_id = ${id})::int AS items`) as { rows: number; items: number }[];
       return r!;
+    },
+    async storedResponses(accountId) {
+      const rows = (await sql`SELECT id, size FROM responses WHERE account_id = ${accountId} ORDER BY created_at, id`) as { id: string; size: unknown }[];
+      return rows.map((r) => ({ id: r.id, size: Number(r.size) }));
     },
     async close() {
       await sql.close();

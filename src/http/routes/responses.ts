@@ -13,7 +13,6 @@ import { DomainError, invalidField } from "../../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { type ChatCall } from "../../chat/pipeline";
-import { SSE_DONE, sseEvents } from "../../protocols/sse";
 import { completeForRoute, streamForRoute } from "../chat-relay";
 import type { StoredResponseRecord } from "../../billing/ledger-store";
 import { newId } from "../../accounts/ids";
@@ -21,7 +20,8 @@ import { ResponsesRequest, normalizeInput, parseResponsesRequest, toChatRequest,
 import { responsesTools } from "../../protocols/responses/tools";
 import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignored-tools";
 import { toResponseObject, type ResponseShell } from "../../protocols/responses/response";
-import { ResponsesStreamTranslator } from "../../protocols/responses/stream";
+import { ResponsesStreamTranslator, responsesFrames } from "../../protocols/responses/stream";
+import { storedSize } from "../../store/responses";
 
 type Json = Record<string, unknown>;
 
@@ -61,16 +61,23 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     }
     const requestId = requestIdOf(set);
     const shell: ResponseShell = {
-      id: "resp_" + requestId.replace(/^req_/, ""), createdAt: Math.floor(Date.now() / 1000), model: resolved.requestedId, serviceTier: resolved.tier, request: req,
+      id: "resp_" + requestId.replace(/^req_/, ""), createdAt: store.nowSeconds(), model: resolved.requestedId, serviceTier: resolved.tier, request: req,
       toolNames: tools.byChatName,
     };
     if (tools.ignored.length > 0) set.headers[IGNORED_TOOLS_HEADER] = ignoredToolsHeader(tools.ignored);
     const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/responses", resolved, request: chatRequest, signal: request.signal };
     // Stored in the charge's own transaction: never charged without the turn, nor stored uncharged.
-    const stored = (response: Json): StoredResponseRecord | undefined =>
-      req.store === false
-        ? undefined
-        : { id: shell.id, accountId: caller.accountId, previousResponseId: req.previous_response_id ?? null, inputItems: input, response, createdAt: shell.createdAt };
+    // A turn larger than the whole storage quota is served but not stored, and says so (store: false).
+    const stored = (response: Json): StoredResponseRecord | undefined => {
+      if (req.store === false) return undefined;
+      const record: StoredResponseRecord = {
+        id: shell.id, accountId: caller.accountId, previousResponseId: req.previous_response_id ?? null, inputItems: input, response, createdAt: shell.createdAt,
+        quotaBytes: s.config.responsesQuotaBytes,
+      };
+      if (storedSize(record) <= s.config.responsesQuotaBytes) return record;
+      response.store = false;
+      return undefined;
+    };
 
     if (req.stream !== true) {
       return completeForRoute(s, call, set, (chat, result) => toResponseObject(shell, chat, result, itemId), stored);
@@ -78,13 +85,15 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
 
     const translator = new ResponsesStreamTranslator(shell, itemId);
     return streamForRoute(s, call, { request, server, set }, {
-      start: () => sseEvents(translator.start()),
-      push: (chunk) => sseEvents(translator.push(chunk)),
-      failed: (error) => sseEvents(translator.fail(error.message)) + SSE_DONE,
+      start: () => responsesFrames(translator.start()),
+      push: (chunk) => responsesFrames(translator.push(chunk)),
+      failed: (error) => responsesFrames(translator.fail(error.message)),
       finish(result) {
         const { events, response } = translator.finish(result);
-        // Stored with the charge, before the final event: retrievable as soon as a client sees the end.
-        return { frames: sseEvents(events) + SSE_DONE, storedResponse: stored(response) };
+        // Decided (and the response marked) before the frames are written. Stored with the charge,
+        // before the final event: retrievable as soon as a client sees the end.
+        const storedResponse = stored(response);
+        return { frames: responsesFrames(events), storedResponse };
       },
     });
   });

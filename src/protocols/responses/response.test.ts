@@ -36,7 +36,7 @@ const fixtures: { name: string; message: Record<string, unknown>; finish: string
     message: { role: "assistant", content: null, reasoning_content: "Need the weather.", tool_calls: [{ id: "chatcmpl-tool-1", type: "function", function: { name: "get_weather", arguments: '{"location":"Boston, MA"}' } }] },
     finish: "tool_calls",
     output: [
-      { id: "rs_1", type: "reasoning", summary: [], content: [{ type: "reasoning_text", text: "Need the weather." }], encrypted_content: null },
+      { id: "rs_1", type: "reasoning", summary: [], content: [{ type: "reasoning_text", text: "Need the weather." }] },
       { id: "fc_1", type: "function_call", status: "completed", arguments: '{"location":"Boston, MA"}', call_id: "call_1", name: "get_weather" },
     ],
     status: "completed",

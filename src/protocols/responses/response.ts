@@ -118,9 +118,12 @@ export function statusOf(finishReason: unknown): { status: "completed" | "incomp
 
 export const outputTextPart = (text: string): Json => ({ type: "output_text", text, annotations: [], logprobs: [] });
 
-/** A reasoning item; with a summary asked for, the reasoning text is its summary too. */
+/**
+ * A reasoning item; with a summary asked for, the reasoning text is its summary too. No
+ * `encrypted_content`: the Responses schema has it absent or a string, and there is none to give.
+ */
 export function reasoningItem(id: string, text: string, summary: boolean): Json {
-  return { id, type: "reasoning", summary: summary ? [{ type: "summary_text", text }] : [], content: [{ type: "reasoning_text", text }], encrypted_content: null };
+  return { id, type: "reasoning", summary: summary ? [{ type: "summary_text", text }] : [], content: [{ type: "reasoning_text", text }] };
 }
 
 /** A function_call item naming the client's tool (inner name plus namespace for flattened tools). */

@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { accumulateResponse } from "openai/lib/responses/ResponseAccumulator";
 import type { ChatResult } from "../../chat/pipeline";
 import { parseResponsesRequest } from "./request";
-import { ResponsesStreamTranslator, type ResponsesEvent } from "./stream";
+import { ResponsesStreamTranslator, responsesFrames, type ResponsesEvent } from "./stream";
+import { SseParser } from "../sse";
 import { responsesTools } from "./tools";
 
 const result: ChatResult = { inputTokens: 12, outputTokens: 5, charged: 2_000, serviceTier: "default" };
@@ -204,7 +205,7 @@ test("a failure ends with response.failed carrying the output so far", () => {
 
 test("a summary item carries the summary and the reasoning text; the response echoes the setting", () => {
   const { response } = run([chunk({ reasoning_content: "Plan." }), chunk({}, "stop")], { reasoning: { effort: "low", summary: "detailed" } });
-  expect(response.output).toEqual([{ id: "rs_1", type: "reasoning", summary: [{ type: "summary_text", text: "Plan." }], content: [{ type: "reasoning_text", text: "Plan." }], encrypted_content: null }]);
+  expect(response.output).toEqual([{ id: "rs_1", type: "reasoning", summary: [{ type: "summary_text", text: "Plan." }], content: [{ type: "reasoning_text", text: "Plan." }] }]);
   expect(response.reasoning).toEqual({ effort: "low", summary: "detailed" });
 });
 
@@ -221,4 +222,36 @@ test("usage passes cached and reasoning tokens through", () => {
   t.push(chunk({ content: "x" }));
   const { response } = t.finish({ ...result, cachedTokens: 8, reasoningTokens: 2 });
   expect(response.usage).toMatchObject({ input_tokens_details: { cached_tokens: 8 }, output_tokens_details: { reasoning_tokens: 2 } });
+});
+
+describe("wire frames: the terminal event ends the stream, and every data line is JSON", () => {
+  const reasoning = (text: string) => chunk({ reasoning_content: text });
+  // Upstream chunk sequences as recorded from chat upstreams: plain text, reasoning then text,
+  // a tool call, a turn cut at the token limit, and a stream that breaks.
+  const cases: [string, Record<string, unknown>[], Record<string, unknown>, string][] = [
+    ["text", [chunk({ role: "assistant", content: "" }), chunk({ content: "Hel" }), chunk({ content: "lo" }, "stop")], {}, "response.completed"],
+    ["reasoning, then text", [reasoning("Plan."), chunk({ content: "Done." }, "stop")], {}, "response.completed"],
+    ["reasoning with a summary", [reasoning("Plan."), chunk({ content: "Done." }, "stop")], { reasoning: { effort: "low", summary: "auto" } }, "response.completed"],
+    ["tool call", [call(0, '{"city":', "get_weather"), call(0, '"Oslo"}'), chunk({}, "tool_calls")], {}, "response.completed"],
+    ["cut at max_output_tokens", [chunk({ content: "Hel" }, "length")], {}, "response.incomplete"],
+    ["upstream breaks", [reasoning("Plan."), chunk({ content: "Hel" })], {}, "response.failed"],
+  ];
+
+  test.each(cases)("%s", (_name, chunks, body, terminal) => {
+    const t = translator(body);
+    let wire = responsesFrames(t.start()) + chunks.map((c) => responsesFrames(t.push(c))).join("");
+    wire += terminal === "response.failed" ? responsesFrames(t.fail("upstream closed")) : responsesFrames(t.finish(result).events);
+    expect(wire).not.toContain("[DONE]");
+    const events = new SseParser().push(wire);
+    expect(events.at(-1)!.event).toBe(terminal);
+    expect(events.filter((e) => /^response\.(completed|incomplete|failed)$/.test(e.event!))).toHaveLength(1);
+    for (const e of events) {
+      const data = JSON.parse(e.data) as Record<string, any>;
+      expect(data.type).toBe(e.event);
+      // A reasoning item never carries encrypted_content: null (absent, or a string, per the schema).
+      for (const item of [data.item, ...(data.response?.output ?? [])]) {
+        if (item?.type === "reasoning") expect("encrypted_content" in item).toBe(false);
+      }
+    }
+  });
 });

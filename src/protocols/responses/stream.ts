@@ -7,6 +7,7 @@
  *     message:   content_part.added, output_text.delta*, output_text.done, content_part.done
  *     function:  function_call_arguments.delta*, function_call_arguments.done
  *   output_item.done; finally response.completed | response.incomplete | response.failed.
+ * The terminal event ends the stream: no `data: [DONE]` follows (responsesFrames).
  * The openai SDK's stream helper checks item ids, indexes and order strictly, so every event
  * names the item it belongs to.
  *
@@ -29,6 +30,7 @@
 import type { ChatResult } from "../../chat/pipeline";
 import { reasoningOf } from "../anthropic/response";
 import { isCompleteJsonObject } from "../tool-arguments";
+import { sseEvents } from "../sse";
 import {
   baseResponse, finishedResponse, functionCallItem, outputTextPart, reasoningItem, statusOf, summaryRequested, type IdMaker, type ResponseShell,
 } from "./response";
@@ -52,6 +54,16 @@ interface WaitingCall {
   index: number;
   name: string;
   text: string;
+}
+
+/**
+ * The wire frames of Responses events, `event:` and `data:` each. A Responses stream ends with its
+ * terminal event (response.completed, response.incomplete or response.failed) and nothing after
+ * it: OpenAI's Responses streams send no `data: [DONE]`, and strict SSE-to-JSON clients parse
+ * every data line as JSON.
+ */
+export function responsesFrames(events: ResponsesEvent[]): string {
+  return sseEvents(events);
 }
 
 export class ResponsesStreamTranslator {
@@ -203,7 +215,7 @@ export class ResponsesStreamTranslator {
     this.startWaiting(out);
     this.close(out);
     const item = kind === "reasoning"
-      ? { id: this.newId("rs"), type: "reasoning", summary: [], content: [], encrypted_content: null }
+      ? { id: this.newId("rs"), type: "reasoning", summary: [], content: [] }
       : { id: this.newId("msg"), type: "message", status: "in_progress", role: "assistant", content: [] };
     const it = this.openItem(kind, item, out);
     const ids = { item_id: item.id, output_index: it.index };

@@ -6,6 +6,7 @@ import { core } from "./001-core";
 import { responses } from "./003-responses";
 import { responseItems } from "./004-response-items";
 import { requestOutcomes } from "./005-request-outcomes";
+import { responseRetention } from "./006-response-retention";
 
 export interface Migration {
   version: number;
@@ -13,4 +14,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention];

@@ -99,6 +99,19 @@ export class PostgresLedgerStore implements LedgerStore {
     return this.posts.submit(p);
   }
 
+  /**
+   * After a batch, each stored turn's account is brought within its quota (oldest turns deleted
+   * first, never the one just written). Its own statement, after the charge: a failure here leaves
+   * the charge and the turn as they are, and the account's next stored turn evicts again.
+   */
+  private async evictOverQuota(items: PostRequest[], rows: PostRow[]): Promise<void> {
+    for (let i = 0; i < items.length; i++) {
+      const r = items[i]!.storedResponse;
+      if (!r || r.quotaBytes === undefined || rows[i]?.outcome !== "posted") continue;
+      await this.db.run((sql) => sql`SELECT switchyard_evict_responses(${r.accountId}, ${r.quotaBytes}, ${r.id})`).catch(() => {});
+    }
+  }
+
   private async postBatch(items: PostRequest[], maybeApplied: boolean[]): Promise<(PostResult | Error)[]> {
     const payload = items.map((p) => ({
       request_id: p.requestId,
@@ -123,6 +136,7 @@ export class PostgresLedgerStore implements LedgerStore {
     }));
     const rows = (await this.db.run((sql) => sql`
       SELECT request_id, outcome, charged, balance_after FROM switchyard_post(${payload}::json, ${nowSeconds()})`)) as PostRow[];
+    await this.evictOverQuota(items, rows);
     return rows.map((r, i): PostResult | Error => {
       switch (r.outcome) {
         case "posted":

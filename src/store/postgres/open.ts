@@ -70,6 +70,9 @@ export function instanceName(dataDir: string): string {
 /** A CLI command credits, creates and revokes, but never holds: it needs no registered instance. */
 const CLI_IDENTITY: InstanceIdentity = { id: "cli", name: "cli" };
 
+/** How long a readiness ping waits for PostgreSQL. */
+const PING_TIMEOUT_MS = 2_000;
+
 export async function openPostgres(config: Config, hooks: OpenHooks, options: OpenOptions = {}): Promise<PostgresDataStore> {
   if (!config.databaseUrl) throw new Error("openPostgres without SWITCHYARD_DATABASE_URL");
   const serve = (options.mode ?? "serve") === "serve";
@@ -118,6 +121,9 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
       responses: new PgResponseRecords(db),
       outcomes: new PgOutcomeRecords(db),
       usage: new PgUsageRecords(db),
+      async ping() {
+        await db.run((sql) => sql`SELECT 1`, PING_TIMEOUT_MS);
+      },
       async close() {
         await feed?.close().catch(() => {});
         await ledgerStore.flush().catch(() => {});

@@ -2,7 +2,8 @@
  * Stored Responses turns and their items in PostgreSQL (see store/responses.ts). Turns are
  * written by the ledger's post batch in the charge's transaction (migration 003); here they are
  * read — a whole conversation in one round trip (a recursive walk back along
- * previous_response_id) — and deleted (their items go with them, ON DELETE CASCADE).
+ * previous_response_id) — and deleted (their items go with them, ON DELETE CASCADE), by id or
+ * by the expiry sweep.
  */
 import type { PgDatabase } from "./database";
 import { int } from "./database";
@@ -25,9 +26,10 @@ function turn(r: Row): StoredResponse {
 export class PgResponseRecords implements ResponseRecords {
   constructor(private readonly db: PgDatabase) {}
 
-  async items(ids: string[], accountId: string): Promise<Map<string, Json>> {
+  async items(ids: string[], accountId: string, notBefore: number): Promise<Map<string, Json>> {
     const rows = (await this.db.ask((sql) => sql`
-      SELECT item_id, item FROM response_items WHERE account_id = ${accountId} AND item_id = ANY(${sql.array(ids, "TEXT")})`)) as Row[];
+      SELECT i.item_id, i.item FROM response_items i JOIN responses r ON r.id = i.response_id
+       WHERE i.account_id = ${accountId} AND i.item_id = ANY(${sql.array(ids, "TEXT")}) AND r.created_at >= ${notBefore}`)) as Row[];
     return new Map(rows.map((r) => [r.item_id as string, JSON.parse(r.item as string) as Json]));
   }
 
@@ -39,6 +41,12 @@ export class PgResponseRecords implements ResponseRecords {
   async delete(id: string, accountId: string): Promise<boolean> {
     const rows = (await this.db.ask((sql) => sql`DELETE FROM responses WHERE id = ${id} AND account_id = ${accountId} RETURNING id`)) as Row[];
     return rows.length > 0;
+  }
+
+  async sweep(before: number, limit: number): Promise<number> {
+    const rows = (await this.db.ask((sql) => sql`
+      DELETE FROM responses WHERE id IN (SELECT id FROM responses WHERE created_at < ${before} LIMIT ${limit}) RETURNING id`)) as Row[];
+    return rows.length;
   }
 
   async chain(id: string, accountId: string, maxTurns: number): Promise<StoredResponse[]> {

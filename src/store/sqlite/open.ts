@@ -35,6 +35,9 @@ export function sqliteDataStore(db: Store, ledgerOptions: SqliteLedgerOptions = 
     usage: new SqliteUsageRecords(db),
     limiter: new AccountLimiter(),
     closeNow,
+    async ping() {
+      db.query("SELECT 1").get();
+    },
     async close() {
       closeNow();
     },

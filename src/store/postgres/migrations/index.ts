@@ -6,6 +6,7 @@ import { core } from "./001-core";
 import { scaleOut } from "./002-scale-out";
 import { ledgerFunctions } from "./003-ledger-functions";
 import { limitFunctions } from "./004-limit-functions";
+import { responseRetention } from "./005-response-retention";
 
 export interface PgMigration {
   version: number;
@@ -13,4 +14,4 @@ export interface PgMigration {
   sql: string;
 }
 
-export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions];
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention];
