@@ -4,8 +4,7 @@
  * Secrets (keys, tokens) are kept in the object but never printed: see describeConfig().
  */
 import { join, resolve } from "node:path";
-import { parseRangeList, type AddressRange } from "./http/client-address";
-import { parseCidr, type Cidr } from "./media/address";
+import { parseCidrList, type Cidr } from "./net/ip";
 import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/header-value";
 import { ProxyConfigError, proxySettings, type ProxySettings } from "./upstream/proxy";
 
@@ -82,7 +81,7 @@ export interface Config {
   /** Live operator sessions, a pool of their own; a further sign-in ends the oldest operator one. */
   dashboardOperatorSessions: number;
   /** Proxies whose X-Forwarded-For is believed (addresses and CIDR blocks); empty: none. */
-  trustedProxies: AddressRange[];
+  trustedProxies: Cidr[];
   /** Forward proxies for upstream calls (HTTP_PROXY, HTTPS_PROXY, NO_PROXY). Hold passwords: never print them. */
   proxies: ProxySettings;
   /** How long a stored Responses turn is kept, in seconds (set in days). */
@@ -124,11 +123,11 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
   return raw as T;
 }
 
-function addressRanges(env: Env, name: string): AddressRange[] {
+function cidrs(env: Env, name: string): Cidr[] {
   const raw = str(env, name);
   if (raw === null) return [];
   try {
-    return parseRangeList(raw);
+    return parseCidrList(raw);
   } catch (e) {
     throw new ConfigError(name, `must be comma-separated IPv4/IPv6 addresses or CIDR blocks: ${(e as Error).message}`);
   }
@@ -180,16 +179,6 @@ function postgresUrl(env: Env, name: string): string | null {
   return raw;
 }
 
-function cidrList(env: Env, name: string): Cidr[] {
-  const raw = str(env, name);
-  if (raw === null) return [];
-  return raw.split(",").map((item) => {
-    const c = parseCidr(item.trim());
-    if (!c) throw new ConfigError(name, `must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.1.0.0/16,fd00::/8), got "${item.trim()}"`);
-    return c;
-  });
-}
-
 function proxies(env: Env): ProxySettings {
   try {
     return proxySettings(env);
@@ -232,7 +221,7 @@ export function loadConfig(env: Env = process.env): Config {
     imageDecodeConcurrency: int(env, "SWITCHYARD_IMAGE_DECODE_CONCURRENCY", 2, 1, 1024),
     imageDecodeMsPerMinute: int(env, "SWITCHYARD_IMAGE_DECODE_MS_PER_MINUTE", 30_000, 1, 100_000_000),
     remoteMedia: oneOf(env, "SWITCHYARD_REMOTE_MEDIA", ["fetch", "refuse", "passthrough"] as const, "fetch"),
-    remoteMediaAllow: cidrList(env, "SWITCHYARD_REMOTE_MEDIA_ALLOW_HOSTS"),
+    remoteMediaAllow: cidrs(env, "SWITCHYARD_REMOTE_MEDIA_ALLOW_HOSTS"),
     remoteMediaMaxBytes: int(env, "SWITCHYARD_REMOTE_MEDIA_MAX_BYTES", 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     remoteMediaTimeoutMs: int(env, "SWITCHYARD_REMOTE_MEDIA_TIMEOUT_MS", 10_000, 100, 600_000),
     onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["auto", "cpu", "cuda"] as const, "auto"),
@@ -247,7 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardAddressSignInsPerMinute: int(env, "SWITCHYARD_DASHBOARD_ADDRESS_SIGNINS_PER_MINUTE", 30, 1, 100_000),
     dashboardSessionsPerAccount: int(env, "SWITCHYARD_DASHBOARD_SESSIONS_PER_ACCOUNT", 20, 1, 10_000),
     dashboardOperatorSessions: int(env, "SWITCHYARD_DASHBOARD_OPERATOR_SESSIONS", 50, 1, 10_000),
-    trustedProxies: addressRanges(env, "SWITCHYARD_TRUSTED_PROXIES"),
+    trustedProxies: cidrs(env, "SWITCHYARD_TRUSTED_PROXIES"),
     proxies: proxies(env),
     responsesRetentionSeconds: int(env, "SWITCHYARD_RESPONSES_RETENTION_DAYS", 30, 1, 3650) * 86_400,
     responsesQuotaBytes: int(env, "SWITCHYARD_RESPONSES_QUOTA_BYTES", 100 * 1024 * 1024, 1024, 2 ** 50),

@@ -9,7 +9,8 @@ import { admitRequest, attachRateHeaders, storeRefused } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
 import type { KeyOwner } from "../accounts/api-keys";
 import { contextOf } from "./request-context";
-import { clientAddress, type AddressRange } from "./client-address";
+import { clientAddress } from "./client-address";
+import type { Cidr } from "../net/ip";
 
 export interface Caller {
   accountId: string;
@@ -183,7 +184,7 @@ export function tooManyFailures(retryAfterMs: number, what: string): DomainError
  * The client's address (the key of per-source throttles): the connection's peer, or behind a
  * proxy in SWITCHYARD_TRUSTED_PROXIES the client that proxy reports in X-Forwarded-For.
  */
-export function sourceAddress(app: { server: { requestIP(r: Request): { address: string } | null } | null }, request: Request, trusted: readonly AddressRange[]): string {
+export function sourceAddress(app: { server: { requestIP(r: Request): { address: string } | null } | null }, request: Request, trusted: readonly Cidr[]): string {
   const peer = app.server?.requestIP(request)?.address ?? "unknown";
   return clientAddress(peer, request.headers.get("x-forwarded-for"), trusted);
 }

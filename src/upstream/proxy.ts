@@ -12,7 +12,7 @@
  * - NO_PROXY: comma- or space-separated host names (a name also matches its subdomains; a leading
  *   `.` or `*.` is allowed), IP addresses, CIDR blocks, any of them with `:port`, or `*` for all.
  */
-import { BlockList, isIP } from "node:net";
+import { inCidr, parseCidr, parseIp, type Cidr } from "../net/ip";
 
 export interface ProxySpec {
   hostname: string;
@@ -33,7 +33,7 @@ type Env = Record<string, string | undefined>;
 
 interface NoProxyRule {
   host: string | null;
-  block: BlockList | null;
+  block: Cidr | null;
   port: number | null;
 }
 
@@ -86,18 +86,12 @@ function parseNoProxy(name: string, raw: string): NoProxyRule[] | "all" {
     }
     entry = entry.replace(/^\[|\]$/g, "").replace(/^\*?\./, "").toLowerCase();
     const [addr, bits] = entry.split("/");
-    const family = isIP(addr!);
-    if (family !== 0) {
-      const block = new BlockList();
-      const type = family === 4 ? "ipv4" : "ipv6";
-      if (bits === undefined) block.addAddress(addr!, type);
-      else {
-        const prefix = Number(bits);
-        if (!/^\d+$/.test(bits) || prefix > (family === 4 ? 32 : 128)) throw new ProxyConfigError(name, `"${entry}" is not a valid CIDR block`);
-        block.addSubnet(addr!, prefix, type);
-      }
+    if (parseIp(addr!) !== null) {
+      const block = parseCidr(entry);
+      if (block === null) throw new ProxyConfigError(name, `"${entry}" is not a valid CIDR block`);
       rules.push({ host: null, block, port });
-    } else if (entry !== "") rules.push({ host: entry, block: null, port });
+    } else if (entry !== "" && bits === undefined) rules.push({ host: entry, block: null, port });
+    else if (entry !== "") throw new ProxyConfigError(name, `"${entry}" is not a valid CIDR block`);
   }
   return rules;
 }
@@ -117,10 +111,10 @@ export function proxySettings(env: Env): ProxySettings {
 function bypassed(rules: NoProxyRule[] | "all", hostname: string, port: number): boolean {
   if (rules === "all") return true;
   const host = hostname.toLowerCase().replace(/^\[|\]$/g, "");
-  const family = isIP(host);
+  const ip = parseIp(host);
   return rules.some((r) => {
     if (r.port !== null && r.port !== port) return false;
-    if (r.block) return family !== 0 && r.block.check(host, family === 4 ? "ipv4" : "ipv6");
+    if (r.block) return ip !== null && inCidr(ip, r.block);
     return host === r.host || host.endsWith(`.${r.host}`);
   });
 }
