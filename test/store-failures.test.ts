@@ -146,9 +146,16 @@ describe("a charge that cannot be written", () => {
     await readUntil(res, (t) => contentChunks(t).length >= 3);
     disk = fillDisk(db());
     ac.abort();
-    // The relay's charge and its void both fail while the disk is full.
-    for (let i = 0; i < 200 && !h.server.services.ledger.storeUnavailable; i++) await Bun.sleep(10);
-    await Bun.sleep(50);
+    // The departure is charged (input plus the output delivered) only once that output is counted,
+    // which is asynchronous and may take seconds on a loaded machine. The disk stays full until the
+    // charge was tried and failed and its void was queued: restoring it after a fixed wait (as
+    // this test once did) let a late charge land on a disk with space again, billed as the README
+    // says a departure is (once 18,600 nano-USD). Waited for by state, never by time.
+    const ledger = h.server.services.ledger;
+    for (let i = 0; i < 3_000 && ledger.queuedVoids() === 0; i++) await Bun.sleep(10);
+    expect(ledger.queuedVoids()).toBe(1);
+    expect(ledger.storeUnavailable).toBe(true);
+    expect(holdState(id)).toBe("pending");
     disk.restore();
     expect(await released(acct.id)).toEqual(before);
     expect(holdState(id)).toBe("voided");
