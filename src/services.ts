@@ -11,7 +11,8 @@ import { ConfigError, type Config } from "./config";
 import { mkdirSync } from "node:fs";
 import { openStore } from "./store/database";
 import type { DataStore } from "./store/data-store";
-import { sqliteDataStore } from "./store/sqlite/open";
+import { sqliteDataStore, type SqliteDataStore } from "./store/sqlite/open";
+import type { StoreUnavailable } from "./billing/ledger-store";
 import type { SqliteLedgerOptions } from "./store/sqlite/ledger-store";
 import { DataDirLocked, lockDataDir, LOCK_FILE, type DataDirLock } from "./store/sqlite/data-dir-lock";
 import { openPostgres, type PostgresDataStore } from "./store/postgres/open";
@@ -67,6 +68,11 @@ export interface ServiceOverrides {
   engines?: EngineRegistry;
   /** Group-commit settings of the SQLite ledger store (tests inject a failing fsync or a short lock wait). */
   ledger?: SqliteLedgerOptions;
+  /**
+   * What happens after the SQLite ledger's fsync failed, once the line is logged: the process
+   * exits (status 1). Tests, whose runner is the process, replace it.
+   */
+  stopAfterStoreFailure?: (e: StoreUnavailable) => void;
 }
 
 /**
@@ -125,12 +131,28 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   try {
     store = await openData(config, mode, overrides, late);
     late.services = assemble(config, parts, store, () => lock?.release());
+    if (store.engine === "sqlite") stopOnFatal(store as SqliteDataStore, parts.log, overrides.stopAfterStoreFailure);
     return late.services;
   } catch (e) {
     await store?.close().catch(() => {});
     lock?.release();
     throw e;
   }
+}
+
+/**
+ * A failed fsync of the ledger (or an I/O error on commit) is final, as in PostgreSQL: charges
+ * acknowledged or not cannot be vouched for on this connection, so the process stops with one
+ * line; a restart reads the database from what is on disk (store/sqlite/group-commit.ts).
+ */
+function stopOnFatal(store: SqliteDataStore, log: Log, stop: ((e: StoreUnavailable) => void) | undefined): void {
+  store.ledger.onFatal((e) => {
+    log.error("the ledger's database could not be synced to disk; stopping so that nothing unsynced is acknowledged (restart to recover from what is on disk)", {
+      reason: e.reason, detail: e.message.slice(0, 300),
+    });
+    if (stop) stop(e);
+    else process.exit(1);
+  });
 }
 
 interface Configured {
