@@ -107,6 +107,9 @@ async function openData(config: Config, mode: ServicesMode, overrides: ServiceOv
       }),
       onReregistered: () => late.services?.log.warn("this instance had been declared dead (no heartbeat within its timeout) and registered again; what it had in flight was released", {}),
       onBeatError: (e) => late.services?.log.warn("heartbeat failed; the database is unreachable", { error: String((e as Error)?.message ?? e).slice(0, 200) }),
+      onDown: (down) => down
+        ? late.services?.log.error("PostgreSQL stopped answering; requests are refused with 503 until it answers again", {})
+        : late.services?.log.warn("PostgreSQL answers again; requests are accepted", {}),
     }, { mode });
   }
   try {
