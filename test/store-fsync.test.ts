@@ -94,7 +94,7 @@ describe("as its own process", () => {
     return { proc, url: JSON.parse(out.split("\n")[0]!).url as string };
   }
   const admin = (url: string, method: string, path: string, body?: unknown) =>
-    fetch(url + path, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: body && JSON.stringify(body) });
+    fetch(url + path, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
 
   test("stops with one log line; restarted, the ledger is exact", async () => {
     const flag = join(dataDir, "fsync-fails");

@@ -122,7 +122,7 @@ describe("a failed fsync is final", () => {
 
   test("writes queued behind the failed fsync are refused too, never acknowledged by a later one", async () => {
     commits.close();
-    let release: (() => void) | null = null;
+    let release = null as (() => void) | null;
     const calls: number[] = [];
     // The first fsync is held until the second batch waits behind it, then fails.
     const fsync = (fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
