@@ -64,6 +64,8 @@ export class PgDatabase {
   readonly answerTimeoutMs: number;
   /** Statements sent, for the benchmark's round trips per request. */
   statements = 0;
+  /** Liveness probes sent (after a stall, and while down). */
+  probes = 0;
   /** Closed (or abandoned): background retries stop. */
   closed = false;
   /** The database stopped answering (see the module comment); statements fail before they are sent. */
@@ -172,6 +174,7 @@ export class PgDatabase {
   private async probe(): Promise<boolean> {
     if (this.probing) return false;
     this.probing = true;
+    this.probes++;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       this.probeSql ??= new SQL({ url: this.url, max: 1, connectionTimeout: this.connectTimeoutSeconds, idleTimeout: 60 });
