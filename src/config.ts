@@ -66,6 +66,8 @@ export interface Config {
   databaseUrl: string | null;
   /** Connections this instance keeps to PostgreSQL. */
   databasePool: number;
+  /** A PostgreSQL server that answers nothing (not even a probe) for this long is treated as down. */
+  databaseStallMs: number;
   /** An instance whose heartbeat is older than this is dead: a survivor releases its holds and slots. */
   instanceTimeoutMs: number;
   /** The web dashboard at /dashboard (SWITCHYARD_DASHBOARD=off removes it). */
@@ -229,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
     databaseUrl: postgresUrl(env, "SWITCHYARD_DATABASE_URL"),
     databasePool: int(env, "SWITCHYARD_DATABASE_POOL", 10, 2, 1000),
+    databaseStallMs: int(env, "SWITCHYARD_DATABASE_STALL_MS", 2000, 100, 600_000),
     instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
     dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),

@@ -11,7 +11,8 @@ import { ConfigError, type Config } from "./config";
 import { mkdirSync } from "node:fs";
 import { openStore } from "./store/database";
 import type { DataStore } from "./store/data-store";
-import { sqliteDataStore } from "./store/sqlite/open";
+import { sqliteDataStore, type SqliteDataStore } from "./store/sqlite/open";
+import type { StoreUnavailable } from "./billing/ledger-store";
 import type { SqliteLedgerOptions } from "./store/sqlite/ledger-store";
 import { DataDirLocked, lockDataDir, LOCK_FILE, type DataDirLock } from "./store/sqlite/data-dir-lock";
 import { openPostgres, type PostgresDataStore } from "./store/postgres/open";
@@ -87,6 +88,11 @@ export interface ServiceOverrides {
   mediaLookup?: Lookup;
   /** The stored-responses clock in milliseconds (tests move it to expire turns). */
   clock?: () => number;
+  /**
+   * What happens after the SQLite ledger's fsync failed, once the line is logged: the process
+   * exits (status 1). Tests, whose runner is the process, replace it.
+   */
+  stopAfterStoreFailure?: (e: StoreUnavailable) => void;
 }
 
 /**
@@ -121,6 +127,9 @@ async function openData(config: Config, mode: ServicesMode, overrides: ServiceOv
       }),
       onReregistered: () => late.services?.log.warn("this instance had been declared dead (no heartbeat within its timeout) and registered again; what it had in flight was released", {}),
       onBeatError: (e) => late.services?.log.warn("heartbeat failed; the database is unreachable", { error: String((e as Error)?.message ?? e).slice(0, 200) }),
+      onDown: (down) => down
+        ? late.services?.log.error("PostgreSQL stopped answering; requests are refused with 503 until it answers again", {})
+        : late.services?.log.warn("PostgreSQL answers again; requests are accepted", {}),
     }, { mode });
   }
   try {
@@ -145,12 +154,28 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   try {
     store = await openData(config, mode, overrides, late);
     late.services = assemble(config, parts, store, () => lock?.release(), overrides.clock);
+    if (store.engine === "sqlite") stopOnFatal(store as SqliteDataStore, parts.log, overrides.stopAfterStoreFailure);
     return late.services;
   } catch (e) {
     await store?.close().catch(() => {});
     lock?.release();
     throw e;
   }
+}
+
+/**
+ * A failed fsync of the ledger (or an I/O error on commit) is final, as in PostgreSQL: charges
+ * acknowledged or not cannot be vouched for on this connection, so the process stops with one
+ * line; a restart reads the database from what is on disk (store/sqlite/group-commit.ts).
+ */
+function stopOnFatal(store: SqliteDataStore, log: Log, stop: ((e: StoreUnavailable) => void) | undefined): void {
+  store.ledger.onFatal((e) => {
+    log.error("the ledger's database could not be synced to disk; stopping so that nothing unsynced is acknowledged (restart to recover from what is on disk)", {
+      reason: e.reason, detail: e.message.slice(0, 300),
+    });
+    if (stop) stop(e);
+    else process.exit(1);
+  });
 }
 
 interface Configured {

@@ -3,7 +3,9 @@
  * started again): every request fails with 503 service_unavailable before any upstream call —
  * a cached key (admission cannot be written), a key not cached (its lookup cannot be made), a
  * stream, a usage read — and the same process serves again, by itself, once the database is
- * back. A request whose charge meets the restart is charged exactly once.
+ * back. A request whose charge meets the restart is charged exactly once. A server that freezes
+ * (SIGSTOP: connections open, nothing answers) is found silent within SWITCHYARD_DATABASE_STALL_MS
+ * and new requests get their 503 while it is still frozen, not once it wakes.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startHarness, type Harness } from "./support/harness";
@@ -17,11 +19,17 @@ let fake: FakeUpstream;
 let h: Harness;
 let acct: { id: string; key: string };
 let uncachedKey: string;
+let dbUrl: string;
 
 beforeAll(async () => {
   pg = await startPostgres();
   fake = startFakeUpstream();
-  h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_DATABASE_URL: await pg.createDatabase() }, {}, "postgres");
+  dbUrl = await pg.createDatabase();
+  h = await startHarness(
+    { SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_DATABASE_URL: dbUrl, SWITCHYARD_DATABASE_STALL_MS: "500" },
+    {},
+    "postgres",
+  );
   acct = await h.account(10);
   uncachedKey = (await h.admin("POST", `/admin/accounts/${acct.id}/keys`, { name: "never used" })).body.key;
 }, 60_000);
@@ -88,3 +96,82 @@ test("a charge caught by the restart is written once the database is back: the r
   expect(end).toMatchObject({ reserved: 0, pendingHolds: 0 });
   expect(end.sum).toBe(end.balance);
 }, 60_000);
+
+test("a frozen server (SIGSTOP) under load, two instances: new requests get 503 while it is still frozen; after SIGCONT both serve again; every 200 charged once, the ledger exact", async () => {
+  // A second instance on the same database.
+  const h2 = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_DATABASE_URL: dbUrl, SWITCHYARD_DATABASE_STALL_MS: "500" }, {}, "postgres");
+  try {
+    const instances = [h, h2];
+    for (const x of instances) expect((await chat(x, acct.key)).status).toBe(200); // the key's owner is cached on both
+    const before = await settled(h, acct.id);
+    fake.behave({ delayMs: 200 });
+    const results: { status: number; id: string; message?: string }[] = [];
+    const request = async (x: Harness, key = acct.key) => {
+      const res = await chat(x, key);
+      const body = (await res.json()) as { error?: { message?: string } };
+      const r = { status: res.status, id: res.headers.get("x-request-id")!, message: body.error?.message };
+      results.push(r);
+      return { res, r };
+    };
+    // Load on both instances, before, during and after the freeze.
+    let loading = true;
+    const clients = Array.from({ length: 6 }, async (_, c) => {
+      while (loading) {
+        const { r } = await request(instances[c % 2]!);
+        // A refused client retries a little later, as a real one would.
+        if (r.status !== 200) await Bun.sleep(20);
+      }
+    });
+    for (let i = 0; i < 500 && results.filter((r) => r.status === 200).length < 6; i++) await Bun.sleep(10);
+    pg.freeze();
+    let thawed = false;
+    // The outage of the issue: frozen for 10 s. A request answered only after the thaw waited for
+    // the database instead of failing fast (asserted by order, not by its duration).
+    const guard = setTimeout(() => {
+      thawed = true;
+      pg.thaw();
+    }, 10_000);
+    try {
+      for (const [x, key] of [[h, acct.key], [h2, acct.key], [h, uncachedKey], [h2, uncachedKey]] as const) {
+        const { r } = await request(x, key);
+        expect(thawed).toBe(false);
+        expect(r.status).toBe(503);
+        // Refused before any upstream call (the load's own requests may reach it meanwhile).
+        expect(r.message).toContain("Nothing was billed");
+      }
+      for (const x of instances) expect((x.server.services.store as any).db.down).toBe(true);
+    } finally {
+      clearTimeout(guard);
+      if (!thawed) pg.thaw();
+      thawed = true;
+    }
+    // Back by itself, on both instances, under the same load.
+    for (const x of instances) {
+      let status = 0;
+      for (let i = 0; i < 100 && status !== 200; i++) {
+        status = (await request(x)).r.status;
+        if (status !== 200) await Bun.sleep(100);
+      }
+      expect(status).toBe(200);
+    }
+    loading = false;
+    await Promise.all(clients);
+    fake.behave({});
+    expect(results.filter((r) => r.status !== 200 && r.status !== 503)).toEqual([]);
+    const end = await settled(h, acct.id, 15_000);
+    expect(end).toMatchObject({ reserved: 0, pendingHolds: 0 });
+    expect(end.sum).toBe(end.balance);
+    // Every 200 charged exactly once; a 503 that says nothing was billed is not charged; a charge
+    // may exist only for a 200 or a 503 that did not say so (its upstream had run).
+    const charges = new Map((await h.probe.charges(acct.id)).map((c) => [c.request_id, c.amount]));
+    const ok = results.filter((r) => r.status === 200);
+    const refusedBefore = results.filter((r) => r.status === 503 && r.message?.includes("Nothing was billed"));
+    for (const r of ok) expect(charges.has(r.id)).toBe(true);
+    for (const r of refusedBefore) expect(charges.has(r.id)).toBe(false);
+    expect(end.charges - before.charges).toBeLessThanOrEqual(results.length - refusedBefore.length);
+    expect(end.charges - before.charges).toBeGreaterThanOrEqual(ok.length);
+    console.log(`postgres-outage: frozen under load: ${results.length} requests, ${ok.length} served, ${results.length - ok.length} refused 503`);
+  } finally {
+    await h2.stop();
+  }
+}, 90_000);

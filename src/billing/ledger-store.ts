@@ -130,9 +130,8 @@ export interface LedgerStore {
    * balance −= amount, reserved −= hold amount, the hold closes as posted, one immutable charge
    * entry is written (with `storedResponse`, if any, in the same transaction). Resolves only once
    * durable. Idempotent per request id: a repeat resolves with the first charge (fresh: false).
-   * Rejects when there is no pending hold and no earlier charge, or with StoreUnavailable.
-   * A commit whose fsync fails after the commit succeeded resolves (the charge exists) and the
-   * store reports the fsync failure through its health, not through this promise.
+   * Rejects when there is no pending hold and no earlier charge, or with StoreUnavailable — also
+   * when its commit succeeded but the fsync after it failed: never acknowledged unless durable.
    */
   post(p: PostRequest): Promise<PostResult>;
 
@@ -172,9 +171,8 @@ export interface LedgerStore {
   entries(accountId: string, limit: number): Promise<LedgerEntryRow[]>;
 
   /**
-   * Optional: hears failures no call's promise can carry — above all an fsync that failed after
-   * its commit (the writes exist, so their promises resolved). The ledger then refuses new holds
-   * until a write succeeds again.
+   * Optional: hears failures no call's promise can carry (writes that expired waiting for a lock,
+   * a failed fsync). The ledger then refuses new holds until a write succeeds again.
    */
   onFailure?(listener: (e: StoreUnavailable) => void): void;
 }

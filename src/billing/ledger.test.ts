@@ -330,19 +330,20 @@ describe("8. holds before the upstream, charges durable; store health", () => {
     ]);
   });
 
-  test("an fsync that fails after its commit: the charge is reported as made (it exists), and new holds are refused", async () => {
+  test("an fsync that fails after its commit: the charge is not acknowledged (nor 'not billed'), and the store stays refused", async () => {
     const a = await account(1000);
     const h = await reserve(a, { inputTokens: 400 });
     fsyncFails = true;
-    const s = await h.settle({ inputTokens: 100, serviceTier: "default" });
-    expect(s.charged).toBe(100);
-    expect(charges(a)).toHaveLength(1);
+    // Committed, perhaps never on disk: the settle fails with 503, and its void cannot be written.
+    await expect(h.settle({ inputTokens: 100, serviceTier: "default" })).rejects.toMatchObject({ code: "service_unavailable" });
+    expect(store.commits.failedFatally?.reason).toBe("io");
     expect(ledger.storeUnavailable).toBe(true);
     await expect(reserve(a, { inputTokens: 10 })).rejects.toMatchObject({ code: "service_unavailable" });
+    // No silent return to healthy once the disk answers and the probe interval passed.
     fsyncFails = false;
     await Bun.sleep(PROBE_INTERVAL_MS + 20);
-    await (await reserve(a, { inputTokens: 10 })).release();
-    expect(ledger.storeUnavailable).toBe(false);
+    await expect(reserve(a, { inputTokens: 10 })).rejects.toMatchObject({ code: "service_unavailable" });
+    expect(ledger.storeUnavailable).toBe(true);
   });
 
   test("waiting for another connection's write lock never blocks the event loop, and a short lock costs nothing", async () => {

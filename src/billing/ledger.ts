@@ -18,11 +18,11 @@
  *      writes again after a failure (voids that could not be written are retried until they are).
  *   7. A failed request (error status, stream error, failed settle) is never charged.
  *   8. Holds are committed before any upstream is called, charges are durable before the response
- *      completes; a charge whose fsync failed after its commit is reported as charged (it exists)
- *      and marks the store unavailable.
+ *      completes; a charge whose fsync failed is never acknowledged, and the store refuses every
+ *      write after it (SQLite: the server stops; see store/sqlite/group-commit.ts).
  *
  * Store health: when the store cannot write (StoreUnavailable: disk full, database locked past the
- * bounded wait, unreachable, an fsync failure), new holds are refused with 503 service_unavailable
+ * bounded wait, unreachable), new holds are refused with 503 service_unavailable
  * before any upstream is called; for PROBE_INTERVAL_MS after each failure they are refused without
  * touching the store, then the next reserve is the probe. Any successful write marks the store
  * healthy and retries the queued voids at once.
@@ -71,7 +71,7 @@ export class Ledger implements HoldLedger {
   private unavailable: StoreUnavailable | null = null;
   /**
    * Counts store failures. A write vouches for the store only if no failure was reported while it
-   * ran: a charge whose fsync failed after its commit resolves, yet the store is not healthy.
+   * ran (a failure reported by the store itself, not through that write's promise, counts too).
    */
   private failures = 0;
   private unavailableUntil = 0;

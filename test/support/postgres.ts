@@ -33,6 +33,12 @@ export interface PgServer {
   stop(): Promise<void>;
   /** Starts it again on the same port and data. */
   start(): Promise<void>;
+  /**
+   * Freezes the server without closing anything (SIGSTOP to the postmaster and every backend):
+   * connections stay open and nothing answers, as with a hung host. thaw() sends SIGCONT.
+   */
+  freeze(): void;
+  thaw(): void;
   /** Stops the server and removes its data directory. */
   destroy(): Promise<void>;
   readonly running: boolean;
@@ -239,6 +245,8 @@ export async function startPostgres(opts: PgOptions = {}): Promise<PgServer> {
   const stop = async () => {
     const child = proc;
     if (!child || child.exitCode !== null) return;
+    // A frozen server takes no signal but SIGCONT.
+    signalAll("SIGCONT");
     proc = null;
     const gone = new Promise<void>((r) => child.once("exit", () => r()));
     child.kill("SIGINT");
@@ -246,6 +254,33 @@ export async function startPostgres(opts: PgOptions = {}): Promise<PgServer> {
   };
 
   const url = (db = "postgres") => `postgres://${USER}:${PASSWORD}@${host}:${port}/${db}`;
+  /** The postmaster and its backends (children, and theirs), from /proc. */
+  const serverPids = (): number[] => {
+    const root = proc?.pid;
+    if (!root) return [];
+    const parent = new Map<number, number>();
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+        parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      } catch {
+        // gone meanwhile
+      }
+    }
+    const pids = [root];
+    for (let i = 0; i < pids.length; i++) for (const [pid, ppid] of parent) if (ppid === pids[i]) pids.push(pid);
+    return pids;
+  };
+  const signalAll = (signal: NodeJS.Signals) => {
+    for (const pid of serverPids()) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // exited meanwhile
+      }
+    }
+  };
   let dbCounter = 0;
 
   const admin = async <T>(fn: (sql: SQL) => Promise<T>): Promise<T> => {
@@ -282,6 +317,8 @@ export async function startPostgres(opts: PgOptions = {}): Promise<PgServer> {
     },
     stop,
     start,
+    freeze: () => signalAll("SIGSTOP"),
+    thaw: () => signalAll("SIGCONT"),
     async destroy() {
       process.off("exit", onExit);
       await stop();

@@ -13,6 +13,14 @@
  *   - anything else (a constraint, a bug) is left as it is.
  * Error texts from the driver never leave this module inside StoreUnavailable: only a reason
  * and the SQLSTATE / driver code, so no SQL, host or password reaches a log line or a client.
+ *
+ * A database that goes silent (a frozen server or a dead network path: the connections stay
+ * open, nothing answers, and a server-side statement_timeout cannot fire) is found by a
+ * watchdog: once a statement has waited `stallMs` and nothing else answered meanwhile, a
+ * `SELECT 1` on a connection of its own gets `stallMs` more. Unanswered, the database is marked
+ * down: every statement in flight fails at once as OutcomeUnknown (it may still run later), and
+ * every new one fails before it is sent (503 store_unavailable, no waiting), until a probe —
+ * one each `stallMs / 2` — is answered again. See README, "Scaling out (PostgreSQL)".
  */
 import { SQL } from "bun";
 import { StoreUnavailable } from "../../billing/ledger-store";
@@ -29,6 +37,18 @@ export interface PgDatabaseOptions {
   /** Seconds to wait for a connection to open. */
   connectTimeoutSeconds?: number;
   applicationName?: string;
+  /** How long a database that answers nothing may stay silent before it is treated as down. */
+  stallMs?: number;
+  /** Told when the database is found silent (true) and when it answers again (false). */
+  onDown?: (down: boolean) => void;
+}
+
+export const DEFAULT_STALL_MS = 2_000;
+
+/** A statement waiting for its answer, for the watchdog. */
+interface InFlight {
+  startedAt: number;
+  fail: (e: unknown) => void;
 }
 
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
@@ -44,17 +64,35 @@ export class PgDatabase {
   readonly answerTimeoutMs: number;
   /** Statements sent, for the benchmark's round trips per request. */
   statements = 0;
+  /** Liveness probes sent (after a stall, and while down). */
+  probes = 0;
   /** Closed (or abandoned): background retries stop. */
   closed = false;
+  /** The database stopped answering (see the module comment); statements fail before they are sent. */
+  down = false;
+  readonly stallMs: number;
+  private readonly inFlight = new Set<InFlight>();
+  private lastAnswerAt = Date.now();
+  private watchdog: ReturnType<typeof setTimeout> | null = null;
+  private probing = false;
+  /** A connection of its own, so a probe never queues behind the pool's stuck statements. */
+  private probeSql: SQL | null = null;
+  private readonly url: string;
+  private readonly connectTimeoutSeconds: number;
+  private readonly onDown: (down: boolean) => void;
 
   constructor(opts: PgDatabaseOptions) {
     this.statementTimeoutMs = opts.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
     const lockTimeoutMs = opts.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
     this.answerTimeoutMs = lockTimeoutMs + 5_000;
+    this.stallMs = opts.stallMs ?? DEFAULT_STALL_MS;
+    this.url = opts.url;
+    this.connectTimeoutSeconds = opts.connectTimeoutSeconds ?? 5;
+    this.onDown = opts.onDown ?? (() => {});
     this.sql = new SQL({
       url: opts.url,
       max: opts.pool,
-      connectionTimeout: opts.connectTimeoutSeconds ?? 5,
+      connectionTimeout: this.connectTimeoutSeconds,
       idleTimeout: 60,
       connection: {
         application_name: opts.applicationName ?? "switchyard",
@@ -71,20 +109,111 @@ export class PgDatabase {
    * that refused) rejects with OutcomeUnknown: it may still run, so writers undo or retry it.
    */
   async run<T>(statement: (sql: SQL) => Promise<T>, timeoutMs?: number): Promise<T> {
+    // Known down: refused before it is sent, so it certainly did not run.
+    if (this.down) throw new StoreUnavailable("unreachable", "postgres not answering");
     this.statements++;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const entry: InFlight = { startedAt: Date.now(), fail: () => {} };
     try {
       const running = statement(this.sql);
-      if (timeoutMs === undefined) return await running;
-      running.catch(() => {});
-      const silent = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new OutcomeUnknown("unreachable", `postgres no answer within ${timeoutMs} ms`)), timeoutMs);
+      running.then(this.answered, (e) => {
+        // A refused connection is no answer from the server.
+        if (sqlState(e) !== undefined) this.answered();
       });
-      return await Promise.race([running, silent]);
+      const waits: Promise<T>[] = [running];
+      waits.push(new Promise<never>((_, reject) => {
+        entry.fail = reject;
+        this.inFlight.add(entry);
+        this.watch();
+      }));
+      if (timeoutMs !== undefined) {
+        waits.push(new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new OutcomeUnknown("unreachable", `postgres no answer within ${timeoutMs} ms`)), timeoutMs);
+        }));
+      }
+      return await Promise.race(waits);
     } catch (e) {
       throw toStoreError(e);
     } finally {
+      this.inFlight.delete(entry);
       clearTimeout(timer);
+    }
+  }
+
+  private readonly answered = () => {
+    this.lastAnswerAt = Date.now();
+  };
+
+  /** Arms the watchdog while statements wait for answers. */
+  private watch(): void {
+    if (this.watchdog || this.down || this.closed || this.inFlight.size === 0) return;
+    let oldest = Infinity;
+    for (const f of this.inFlight) oldest = Math.min(oldest, f.startedAt);
+    const due = Math.max(oldest, this.lastAnswerAt) + this.stallMs - Date.now();
+    this.watchdog = setTimeout(() => {
+      this.watchdog = null;
+      void this.check();
+    }, Math.max(due, 10));
+    this.watchdog.unref?.();
+  }
+
+  /** A statement waited stallMs with no answer from anywhere: probe, and mark down if silent. */
+  private async check(): Promise<void> {
+    const now = Date.now();
+    let oldest = Infinity;
+    for (const f of this.inFlight) oldest = Math.min(oldest, f.startedAt);
+    if (this.down || this.closed || now - oldest < this.stallMs || now - this.lastAnswerAt < this.stallMs) {
+      this.watch();
+      return;
+    }
+    if (await this.probe()) this.watch();
+    else this.markDown();
+  }
+
+  /** SELECT 1 on the probe connection: true when answered within stallMs. */
+  private async probe(): Promise<boolean> {
+    if (this.probing) return false;
+    this.probing = true;
+    this.probes++;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      this.probeSql ??= new SQL({ url: this.url, max: 1, connectionTimeout: this.connectTimeoutSeconds, idleTimeout: 60 });
+      const asked = this.probeSql`SELECT 1`;
+      asked.catch(() => {});
+      const silent = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), this.stallMs);
+      });
+      const answered = await Promise.race([asked.then(() => true as const), silent]);
+      if (answered) this.answered();
+      return answered;
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+      this.probing = false;
+    }
+  }
+
+  private markDown(): void {
+    if (this.down || this.closed) return;
+    this.down = true;
+    this.onDown(true);
+    const lost = new OutcomeUnknown("unreachable", "postgres stopped answering");
+    for (const f of this.inFlight) f.fail(lost);
+    this.inFlight.clear();
+    void this.recover();
+  }
+
+  /** While down: a probe each stallMs / 2 until one is answered. */
+  private async recover(): Promise<void> {
+    while (this.down && !this.closed) {
+      if (await this.probe()) {
+        this.down = false;
+        this.onDown(false);
+        this.watch();
+        return;
+      }
+      await Bun.sleep(Math.max(50, this.stallMs / 2));
     }
   }
 
@@ -102,13 +231,21 @@ export class PgDatabase {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
+    this.stopWatching();
+    await this.probeSql?.close({ timeout: 0 }).catch(() => {});
     await this.sql.close({ timeout: 1 });
+  }
+
+  private stopWatching(): void {
+    this.closed = true;
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = null;
   }
 
   /** Drops every connection at once, statements in flight included (a process dying, in tests). */
   async abandon(): Promise<void> {
-    this.closed = true;
+    this.stopWatching();
+    await this.probeSql?.close({ timeout: 0 }).catch(() => {});
     await this.sql.close({ timeout: 0 });
   }
 }

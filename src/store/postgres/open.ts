@@ -44,6 +44,8 @@ export interface OpenHooks {
   onReleasedOther?(r: Released): void;
   onReregistered?(oldId: string, newId: string): void;
   onBeatError?(e: unknown): void;
+  /** The database went silent (true: requests are refused at once) or answers again (false). */
+  onDown?(down: boolean): void;
 }
 
 export interface OpenOptions {
@@ -76,7 +78,10 @@ const PING_TIMEOUT_MS = 2_000;
 export async function openPostgres(config: Config, hooks: OpenHooks, options: OpenOptions = {}): Promise<PostgresDataStore> {
   if (!config.databaseUrl) throw new Error("openPostgres without SWITCHYARD_DATABASE_URL");
   const serve = (options.mode ?? "serve") === "serve";
-  const db = new PgDatabase({ url: config.databaseUrl, pool: serve ? config.databasePool : 2, applicationName: serve ? "switchyard" : "switchyard-cli" });
+  const db = new PgDatabase({
+    url: config.databaseUrl, pool: serve ? config.databasePool : 2, applicationName: serve ? "switchyard" : "switchyard-cli",
+    stallMs: config.databaseStallMs, onDown: (down) => hooks.onDown?.(down),
+  });
   let changes: ChangeFeed | null = null;
   let registry: InstanceRegistry | null = null;
   try {

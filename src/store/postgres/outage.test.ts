@@ -8,6 +8,8 @@ import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { StoreUnavailable } from "../../billing/ledger-store";
 import { startPostgres, type PgServer } from "../../../test/support/postgres";
 import { pgFixture, type PgFixture } from "../../../test/support/postgres-store";
+import { PgDatabase } from "./database";
+import { SQL } from "bun";
 
 // Real servers on a shared machine: generous limits (bunfig's [test] timeout is not applied to every test).
 setDefaultTimeout(30_000);
@@ -117,4 +119,37 @@ test("a database down for longer than the instance timeout releases nobody alive
   expect(await live.ledger.post({ requestId: "outage_live_1", amount: 60, serviceTier: "default" })).toMatchObject({ charged: 60, fresh: true });
   live.registry.halt();
   survivor.registry.halt();
+});
+
+test("a statement waiting on a row lock past the stall time is no outage: the probe is answered, the database stays up", async () => {
+  const url = await pg.createDatabase();
+  const downs: boolean[] = [];
+  const db = new PgDatabase({ url, pool: 2, stallMs: 200, onDown: (down) => void downs.push(down) });
+  const other = new SQL({ url, max: 1 });
+  let commit = () => {};
+  try {
+    await db.run((sql) => sql`CREATE TABLE t (id INT PRIMARY KEY, n INT NOT NULL)`);
+    await db.run((sql) => sql`INSERT INTO t VALUES (1, 0)`);
+    let locked = () => {};
+    const lockTaken = new Promise<void>((r) => (locked = r));
+    const holder = other.begin(async (tx) => {
+      await tx`SELECT n FROM t WHERE id = 1 FOR UPDATE`;
+      locked();
+      await new Promise<void>((r) => (commit = r));
+    });
+    await lockTaken;
+    const waiting = db.run((sql) => sql`UPDATE t SET n = n + 1 WHERE id = 1 RETURNING n`);
+    // The watchdog sees the stall and probes; the database answers, so it probes again a stall
+    // later (an unanswered probe would have marked it down first).
+    while (db.probes < 2) await Bun.sleep(10);
+    expect(downs).toEqual([]);
+    commit();
+    await holder;
+    expect(await waiting).toEqual([{ n: 1 }]);
+    expect(downs).toEqual([]);
+  } finally {
+    commit();
+    await other.close();
+    await db.close();
+  }
 });

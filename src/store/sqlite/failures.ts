@@ -33,6 +33,11 @@ export function storageFailure(e: unknown): StoreUnavailable | null {
   return reason ? new StoreUnavailable(reason, `${code}: ${(e as Error).message}`) : null;
 }
 
+/** SQLITE_IOERR and its extended codes (a failed read, write or fsync of the files). */
+export function isIoError(e: unknown): boolean {
+  return primaryCode(e) === "SQLITE_IOERR";
+}
+
 export function isBusy(e: unknown): boolean {
   const code = primaryCode(e);
   return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";

@@ -80,3 +80,67 @@ describe("group commit", () => {
     expect(counter()).toBe(2);
   });
 });
+
+describe("a failed fsync is final", () => {
+  /** An fsync that fails once with EIO, then would succeed: as Linux reports a lost write-back once. */
+  function failingOnce() {
+    const calls: number[] = [];
+    let failed = false;
+    const fsync = (fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+      calls.push(fd);
+      if (failed) return require("node:fs").fsync(fd, cb);
+      failed = true;
+      cb(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+    };
+    return { fsync, calls };
+  }
+
+  test("the writes that waited for it are refused, nothing later is written or synced, and the owner hears it once", async () => {
+    commits.close();
+    const { fsync, calls } = failingOnce();
+    const fatal: string[] = [];
+    const failures: string[] = [];
+    commits = new GroupCommit(db, { fsync, onFatal: (e) => fatal.push(e.reason), onFailure: (e) => failures.push(e.reason) });
+    // The first durable write's fsync fails: it was committed, but it is not acknowledged.
+    const first = await Promise.allSettled([commits.submit(insert("a", 1)), commits.submit(insert("b", 2))]);
+    expect(first.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+    expect((first[0] as PromiseRejectedResult).reason.reason).toBe("io");
+    expect(fatal).toEqual(["io"]);
+    expect(failures).toEqual(["io"]);
+    expect(commits.failedFatally?.reason).toBe("io");
+    // No return to healthy on the same descriptor: every later write is refused unwritten, and the
+    // descriptor is never synced again (the next fsync would have succeeded).
+    const later = await Promise.allSettled([commits.submit(insert("c", 3)), commits.submit(insert("d", 4), "commit")]);
+    expect(later.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+    expect(calls).toHaveLength(1);
+    expect(keys()).toEqual(["a", "b"]);
+    // Shutdown does not sync it either.
+    commits.close();
+    expect(calls).toHaveLength(1);
+    expect(fatal).toEqual(["io"]);
+  });
+
+  test("writes queued behind the failed fsync are refused too, never acknowledged by a later one", async () => {
+    commits.close();
+    let release = null as (() => void) | null;
+    const calls: number[] = [];
+    // The first fsync is held until the second batch waits behind it, then fails.
+    const fsync = (fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+      calls.push(fd);
+      if (calls.length === 1) release = () => cb(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+      else require("node:fs").fsync(fd, cb);
+    };
+    let fatal = 0;
+    commits = new GroupCommit(db, { fsync, onFatal: () => fatal++ });
+    const a = commits.submit(insert("a", 1));
+    while (release === null) await Bun.sleep(1);
+    const b = commits.submit(insert("b", 2));
+    // b's batch commits and waits for the next fsync.
+    while (commits.batches < 2) await Bun.sleep(1);
+    release!();
+    const outcomes = await Promise.allSettled([a, b]);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+    expect(calls).toHaveLength(1);
+    expect(fatal).toBe(1);
+  });
+});

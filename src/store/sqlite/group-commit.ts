@@ -12,9 +12,16 @@
  * Durability without blocking: on a WAL database the batch is committed with synchronous=NORMAL
  * (written to the WAL, not yet synced) and the WAL file is then fsynced on the thread pool; durable
  * writes resolve only after that fsync. That is what synchronous=FULL does in WAL mode, but the
- * event loop keeps serving while the disk works, and fsyncs that overlap are coalesced. An fsync
- * that fails AFTER its commit does not undo the commit: the writes resolve (they exist) and the
- * failure goes to `onFailure`, so the ledger stops taking new holds (see billing/ledger.ts).
+ * event loop keeps serving while the disk works, and fsyncs that overlap are coalesced.
+ *
+ * A failed fsync is final, as in PostgreSQL: once the kernel reported a write-back error, the
+ * pages it could not write may already count as clean, so a later fsync of the same descriptor
+ * can succeed with that data never on disk, and this connection's cache may show rows the file
+ * lacks. So the writes waiting for that fsync are rejected (never acknowledged: they may or may
+ * not be on disk), every queued and later write is refused, the descriptor is closed and never
+ * synced again, and `onFatal` is told: the server logs one line and stops, and a restart reads
+ * the database afresh from what really is on disk (see README, "Money"). A commit that fails with
+ * an I/O error (SQLITE_IOERR, e.g. the in-line fsync of a blocking flush) is final the same way.
  *
  * Waiting for the write lock never blocks the event loop: the serving connection has
  * busy_timeout 0, so BEGIN IMMEDIATE fails at once while another process (the CLI) writes. The
@@ -22,12 +29,13 @@
  * that has waited `lockWaitMs` in all is rejected with StoreUnavailable("locked").
  *
  * Storage failures (disk full, I/O error, read-only) fail the whole batch: SQLite may already have
- * rolled the transaction back, so no write of it can be trusted to commit.
+ * rolled the transaction back, so no write of it can be trusted to commit. A full disk or a lock
+ * is not final: the next batch tries again.
  */
 import { closeSync, fsync as nodeFsync, fsyncSync, openSync } from "node:fs";
 import type { Store } from "../database";
 import { StoreUnavailable } from "../../billing/ledger-store";
-import { isBusy, storageFailure } from "./failures";
+import { isBusy, isIoError, storageFailure } from "./failures";
 
 /** What the caller of a write waits for. */
 export type WriteWait = "commit" | "durable";
@@ -52,8 +60,10 @@ export interface GroupCommitOptions {
   lockWaitMs?: number;
   /** Tests inject a failing fsync here; the product uses node:fs's. */
   fsync?: FsyncFn;
-  /** Failures no write's promise can carry (an fsync failed after its commit). */
+  /** Failures no write's promise can carry (writes expired waiting for a lock; a failed fsync). */
   onFailure?: (e: StoreUnavailable) => void;
+  /** A failed fsync or an I/O error on commit: nothing more is written; the owner must stop or reopen. */
+  onFatal?: (e: StoreUnavailable) => void;
 }
 
 export const DEFAULT_LOCK_WAIT_MS = 2_000;
@@ -66,6 +76,8 @@ export class GroupCommit {
   private lockRetry: ReturnType<typeof setTimeout> | null = null;
   private lockAttempts = 0;
   private closed = false;
+  /** Set once an fsync or a commit failed with an I/O error: nothing is written or synced again. */
+  private broken: StoreUnavailable | null = null;
   /** Observed batch sizes, for metrics and the benchmark. */
   batches = 0;
   /** Writes that waited for durability; commit-only writes are counted in `background`. */
@@ -82,6 +94,7 @@ export class GroupCommit {
   private readonly lockWaitMs: number;
   private readonly fsync: FsyncFn;
   private readonly onFailure: (e: StoreUnavailable) => void;
+  private readonly onFatal: (e: StoreUnavailable) => void;
   /**
    * Prepared once: bun:sqlite's db.transaction() builds a new wrapper per call, which cost more
    * than the writes themselves at gateway rates.
@@ -93,6 +106,7 @@ export class GroupCommit {
     this.lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
     this.fsync = options.fsync ?? nodeFsync;
     this.onFailure = options.onFailure ?? (() => {});
+    this.onFatal = options.onFatal ?? (() => {});
     const mode = (db.query("PRAGMA journal_mode").get() as { journal_mode?: string } | null)?.journal_mode;
     /** The connection's own synchronous level, restored after each deferred-sync commit. */
     const synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
@@ -115,7 +129,7 @@ export class GroupCommit {
   submit<T>(write: () => T, wait: WriteWait = "durable"): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (this.closed) {
-        reject(new StoreUnavailable("io", "the store is closed"));
+        reject(this.broken ?? new StoreUnavailable("io", "the store is closed"));
         return;
       }
       this.queue.push({ write, wait, resolve, reject, queuedAt: Date.now() });
@@ -132,6 +146,8 @@ export class GroupCommit {
    */
   flush(): void {
     this.clearLockRetry();
+    // After a failed fsync nothing more is written, and syncing again would prove nothing.
+    if (this.broken) return;
     if (this.queue.length > 0) {
       const previous = (this.db.query("PRAGMA busy_timeout").get() as { timeout: number }).timeout;
       this.db.run(`PRAGMA busy_timeout = ${Math.max(previous, this.lockWaitMs)}`);
@@ -150,6 +166,11 @@ export class GroupCommit {
       closeSync(this.walFd);
       this.walFd = null;
     }
+  }
+
+  /** Whether an fsync or a commit failed with an I/O error (every write is refused since). */
+  get failedFatally(): StoreUnavailable | null {
+    return this.broken;
   }
 
   /** Flushes, then refuses further writes. */
@@ -199,6 +220,10 @@ export class GroupCommit {
         // The commit itself failed: nothing in this batch is written.
         const failure = storageFailure(error) ?? error;
         for (const p of batch) p.reject(failure);
+        if (failure instanceof StoreUnavailable && isIoError(error)) {
+          this.breakDown(failure);
+          return;
+        }
         if (failure instanceof StoreUnavailable) this.onFailure(failure);
         continue;
       }
@@ -224,12 +249,37 @@ export class GroupCommit {
         continue;
       }
       this.durable().then(settle, (error) => {
-        // Committed but perhaps not on disk: the writes exist, so they are reported as done, and
-        // the store is reported unhealthy.
-        settle();
-        this.onFailure(new StoreUnavailable("io", `fsync of the WAL failed after commit: ${(error as Error)?.message ?? error}`));
+        // Committed, but perhaps never on disk: not acknowledged, and nothing is written again.
+        const failure = error instanceof StoreUnavailable ? error : new StoreUnavailable("io", `fsync of the WAL failed after commit: ${(error as Error)?.message ?? error}`);
+        for (const i of durable) batch[i]!.reject(failure);
+        this.breakDown(failure);
       });
     }
+  }
+
+  /**
+   * An fsync or a commit failed with an I/O error: every queued write is refused, and every later
+   * one; the WAL descriptor is closed unsynced (never reused); the owner hears it once.
+   */
+  private breakDown(failure: StoreUnavailable): void {
+    if (this.broken) return;
+    this.broken = failure;
+    this.closed = true;
+    this.clearLockRetry();
+    const dropped = this.queue;
+    this.queue = [];
+    for (const p of dropped) p.reject(failure);
+    if (this.walFd !== null) {
+      try {
+        closeSync(this.walFd);
+      } catch {
+        // Already failing; the descriptor is dropped either way.
+      }
+      this.walFd = null;
+    }
+    // The owner hears first: a server stops here (one log line), before the ledger logs anything.
+    this.onFatal(failure);
+    this.onFailure(failure);
   }
 
   /** After SQLITE_BUSY: fail what waited too long, retry the rest soon. */
@@ -327,6 +377,10 @@ export class GroupCommit {
 
   private fsyncWal(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      if (this.broken) {
+        reject(this.broken);
+        return;
+      }
       try {
         // The WAL exists once the first commit wrote to it; SQLite keeps the same file (it only
         // rewinds it) while any connection is open, so one descriptor serves for the process.

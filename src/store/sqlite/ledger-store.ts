@@ -24,17 +24,22 @@ import { StoredResponseWriter } from "./responses";
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-export type SqliteLedgerOptions = Omit<GroupCommitOptions, "onFailure">;
+export type SqliteLedgerOptions = Omit<GroupCommitOptions, "onFailure" | "onFatal">;
 
 export class SqliteLedgerStore implements LedgerStore {
   readonly commits: GroupCommit;
   private readonly failureListeners: ((e: StoreUnavailable) => void)[] = [];
+  private readonly fatalListeners: ((e: StoreUnavailable) => void)[] = [];
   private readonly q;
   private readonly responses: StoredResponseWriter;
 
   /** @param db the full-sync connection every ledger write goes through (busy_timeout 0 when serving) */
   constructor(private readonly db: Store, options: SqliteLedgerOptions = {}) {
-    this.commits = new GroupCommit(db, { ...options, onFailure: (e) => this.failureListeners.forEach((l) => l(e)) });
+    this.commits = new GroupCommit(db, {
+      ...options,
+      onFailure: (e) => this.failureListeners.forEach((l) => l(e)),
+      onFatal: (e) => this.fatalListeners.forEach((l) => l(e)),
+    });
     this.responses = new StoredResponseWriter(db);
     this.q = {
       grantHold: db.query<never, [number, string]>("UPDATE accounts SET reserved = reserved + ?1 WHERE id = ?2 AND balance - reserved >= ?1"),
@@ -170,6 +175,14 @@ export class SqliteLedgerStore implements LedgerStore {
 
   onFailure(listener: (e: StoreUnavailable) => void): void {
     this.failureListeners.push(listener);
+  }
+
+  /**
+   * Hears a failed fsync (or an I/O error on commit): the store writes nothing more, and what this
+   * connection shows may not be what the disk holds. Its owner stops the process (services.ts).
+   */
+  onFatal(listener: (e: StoreUnavailable) => void): void {
+    this.fatalListeners.push(listener);
   }
 
   /** Writes everything queued and syncs it (shutdown). */

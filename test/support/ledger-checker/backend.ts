@@ -37,6 +37,11 @@ export interface LedgerBackend {
   close(): void | Promise<void>;
   diskFull(on: boolean): void | Promise<void>;
   fsyncFails(on: boolean): void | Promise<void>;
+  /**
+   * Whether the store failed for good (SQLite: an fsync failed), so the process must stop and be
+   * restarted, as the server does. Absent: the engine has no such failure.
+   */
+  failedFatally?(): boolean;
   /** Another connection takes (or gives back) the write lock. */
   lock(on: boolean): void | Promise<void>;
   /** Committed state, reading entries after `sinceId` only (the checks run after every step). */

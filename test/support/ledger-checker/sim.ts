@@ -4,7 +4,9 @@
  * settle honestly, over-reporting, or after a client left with part of the output; fail without
  * settling; release in a finally as every route does — while it fills the disk, fails fsyncs,
  * holds the write lock from another connection, credits and debits accounts, and crashes and
- * restarts the process. After every step it compares the store's committed state with a small
+ * restarts the process. A failed fsync is final (the server stops): the process is restarted
+ * then, and a request whose settle failed with it has an unknown outcome (its charge was
+ * committed and may be on disk, and it was never told "not billed"). After every step it compares the store's committed state with a small
  * reference model; at quiet points (faults cleared, every request ended) it checks the outcomes
  * request by request.
  *
@@ -181,7 +183,8 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     } finally {
       const voided = await hold.release();
       if (settled && voided) fail(`release of the charged ${r.id} said it voided`);
-      if (myGen === gen) {
+      if (myGen === gen && !settled && backend.failedFatally?.()) r.outcome = "unknown";
+      else if (myGen === gen) {
         r.outcome = settled ? "charged" : "not charged";
         if (settled) report.charged++;
         else report.notCharged++;
@@ -252,6 +255,8 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     await setFault("fsync", false);
     await setFault("lock", false);
     while (live.size > 0) await Promise.all([...live]);
+    // A store that failed for good writes nothing more: the server stops and is restarted.
+    if (backend.failedFatally?.()) await crashRestart();
     // A write that met the lock waits for its retry timer (milliseconds): give it real time.
     for (let i = 0; i < 2_000 && ledger.queuedVoids() > 0; i++) {
       await ledger.retryVoidsNow();
@@ -309,6 +314,8 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     await tick();
     if (failure) throw failure;
     await checkStep();
+    // A failed fsync stops the server (one log line); its supervisor starts it again.
+    if (backend.failedFatally?.()) await crashRestart();
   }
   step = opts.steps;
   await quiesce();

@@ -77,6 +77,7 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
     fsyncFails(on) {
       fsyncFails = on;
     },
+    failedFatally: () => store?.commits.failedFatally != null,
     lock(on) {
       if (on && !lock) lock = holdWriteLock(join(dir, "switchyard.db"));
       if (!on && lock) {
