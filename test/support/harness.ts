@@ -50,7 +50,9 @@ export async function startHarness(env: Record<string, string> = {}, overrides: 
     ...(databaseUrl ? { SWITCHYARD_DATABASE_URL: databaseUrl } : {}),
     ...env,
   });
-  const server = await startServer(config, overrides);
+  // A failed fsync stops the process in production; here the process is the test runner, so a
+  // test that injects one sees the store refuse writes instead (test/store-fsync.test.ts checks the stop).
+  const server = await startServer(config, { stopAfterStoreFailure: () => {}, ...overrides });
   const sqlite = (): Database => {
     if (server.services.store.engine !== "sqlite") throw new Error("this harness runs on PostgreSQL: read the store through h.probe");
     return (server.services.store as SqliteDataStore).db;
