@@ -1,15 +1,19 @@
 /**
- * `switchyard doctor [--onnx FILE [--run]] [--image FILE]`: an operator self-check of the native
- * parts, printed as one JSON document. It loads ONNX Runtime and sharp exactly as the server does
- * (so in the compiled binary it exercises the extraction and pre-loading of their libraries),
- * optionally opens a model and decodes an image. Exit status 0 when every check passed, 1 when
- * one failed (its `error` says why), 2 for a usage error. Needs no configuration.
+ * `switchyard doctor [--onnx FILE [--run]] [--image FILE]`: an operator self-check, printed as
+ * one JSON document. It loads ONNX Runtime and sharp exactly as the server does (so in the
+ * compiled binary it exercises the extraction and pre-loading of their libraries), optionally
+ * opens a model and decodes an image; with a valid configuration it also checks the data and
+ * models directories, the upstreams and the ONNX provider (doctor-checks.ts). Exit status 0 when
+ * every check passed, 1 when one failed (its `error` says why), 2 for a usage error. A broken
+ * configuration is reported as a failed check, not a reason to skip the native ones.
  */
 import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { loadOrt, type OrtModule } from "../engines/onnx-runtime";
 import { loadSharp } from "../images/sharp";
 import { nativeStatus } from "../runtime/native";
 import { VERSION } from "../version";
+import { ConfigError, loadConfig, type Config } from "../config";
+import { checkDirectory, checkProvider, checkUpstreams } from "./doctor-checks";
 
 type Check = { ok: true; [k: string]: unknown } | { ok: false; error: string; [k: string]: unknown };
 
@@ -105,13 +109,32 @@ export async function runDoctor(flags: Record<string, string | boolean>): Promis
   const image = typeof flags.image === "string" ? flags.image : null;
   const onnxruntime = await checkOrt(onnx, flags.run !== undefined);
   const sharp = await checkSharp(image);
+  let config: Config | null = null;
+  let configuration: Check = { ok: true };
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    configuration = { ok: false, error: e.message };
+  }
+  const checks = config
+    ? {
+        data_dir: checkDirectory(config.dataDir, true),
+        models_dir: checkDirectory(config.modelsDir, false),
+        onnx_provider: checkProvider(config.onnxProvider, onnxruntime.ok ? (onnxruntime.backends as { name: string }[]) : null),
+        upstreams: await checkUpstreams(config),
+      }
+    : {};
   const report = {
     version: VERSION,
     platform: `${process.platform}-${process.arch}`,
     native: nativeStatus(),
     onnxruntime,
     sharp,
+    configuration,
+    ...checks,
   };
   process.stdout.write(JSON.stringify(report, null, 2) + "\n");
-  return onnxruntime.ok && sharp.ok ? 0 : 1;
+  const all = [onnxruntime, sharp, configuration, ...Object.values(checks).flat()] as { ok: boolean }[];
+  return all.every((c) => c.ok) ? 0 : 1;
 }
