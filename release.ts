@@ -4,6 +4,7 @@
  *
  *   bun run release.ts                  every release target into dist/release/
  *   bun run release.ts --host           only the one for this machine (what test/binary.test.ts runs)
+ *   bun run release.ts --targets switchyard-linux-x64,switchyard-linux-arm64   some of them
  *   bun run release.ts --out DIR        somewhere else than dist/release/
  *
  * Writes switchyard-linux-x64, switchyard-linux-arm64 and switchyard-darwin-arm64 (macOS on Apple
@@ -73,6 +74,15 @@ if (import.meta.main) {
   const at = argv.indexOf("--out");
   const outDir = resolve(at >= 0 && argv[at + 1] ? argv[at + 1]! : join(ROOT, "dist", "release"));
   let names = Object.keys(RELEASE_TARGETS);
+  const only = argv.indexOf("--targets");
+  if (only >= 0) {
+    names = (argv[only + 1] ?? "").split(",").filter(Boolean);
+    const unknown = names.filter((n) => !(n in RELEASE_TARGETS));
+    if (names.length === 0 || unknown.length > 0) {
+      console.error(`release: --targets takes a comma-separated list of ${Object.keys(RELEASE_TARGETS).join(", ")}${unknown.length ? ` (not: ${unknown.join(", ")})` : ""}`);
+      process.exit(2);
+    }
+  }
   if (argv.includes("--host")) {
     const host = hostReleaseName();
     if (!host) {

@@ -386,3 +386,25 @@ describe("start-up line", () => {
     expect(line.url).toBe(`http://127.0.0.1:${port}`);
   }, 30_000);
 });
+
+describe("healthcheck", () => {
+  test("exit 0 against a server answering /healthz 200, 1 (one line) when nothing listens or it is unhealthy", async () => {
+    const healthy = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => (new URL(req.url).pathname === "/healthz" ? Response.json({ status: "ok" }) : new Response("", { status: 404 })) });
+    const sick = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("", { status: 503 }) });
+    const gone = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+    const gonePort = gone.port;
+    gone.stop(true);
+    try {
+      expect((await cliAsync(["healthcheck"], { HOST: "0.0.0.0", PORT: String(healthy.port) })).code).toBe(0);
+      const unhealthy = await cliAsync(["healthcheck"], { HOST: "127.0.0.1", PORT: String(sick.port) });
+      expect(unhealthy.code).toBe(1);
+      expect(unhealthy.stderr).toContain("answered 503");
+      const down = await cliAsync(["healthcheck"], { PORT: String(gonePort) });
+      expect(down.code).toBe(1);
+      expect(down.stderr.trim().split("\n")).toHaveLength(1);
+    } finally {
+      healthy.stop(true);
+      sick.stop(true);
+    }
+  }, 30_000);
+});

@@ -13,6 +13,7 @@ export const COMMANDS: CommandSpec[] = [
   { words: ["serve"], args: [] },
   { words: ["version"], args: [] },
   { words: ["doctor"], args: [] },
+  { words: ["healthcheck"], args: [] },
   { words: ["migrate"], args: [] },
   { words: ["models", "pull"], args: [] },
   { words: ["models", "list"], args: [] },

@@ -33,6 +33,7 @@ Usage:
   switchyard doctor [--onnx FILE [--run]] [--image FILE]   self-check (JSON): ONNX Runtime, sharp,
                                               data/models directories, upstreams, ONNX provider
   switchyard migrate                          bring the store's schema up to date (start-up does it too)
+  switchyard healthcheck                      exit 0 when the server on HOST:PORT answers /healthz (for containers)
   switchyard version | --version | -v         version, commit, build date, Bun and ONNX Runtime versions
   switchyard --help
 List commands print a table; --json prints JSON. Other commands print JSON.
@@ -106,6 +107,7 @@ export async function runCli(argv: string[]): Promise<number> {
     }
   }
   if (command === "migrate") return (await import("./migrate")).runMigrateCommand(config);
+  if (command === "healthcheck") return (await import("./healthcheck")).runHealthcheck(config);
   if (command.startsWith("models ")) {
     const { runModelsCommand } = await import("./models");
     return runModelsCommand(config, command.slice("models ".length), resolved.args);
