@@ -249,6 +249,13 @@ export async function buildBinary(rawTarget: string | undefined, outfile: string
   for (const l of libs) log(`  ${l.group}/${l.name}  ${mb(l.size)}${l.preloadSymbol ? "  (pre-loaded)" : ""}`);
   log(`embedded dashboard: ${dashboard.js.length} bytes of JavaScript, ${dashboard.css.length} bytes of CSS`);
 
+  // On a Mac, sign it ad hoc again: macOS kills a binary whose signature does not match its
+  // contents, and the compiler's own signature has not always been valid.
+  if (os === "darwin" && process.platform === "darwin") {
+    Bun.spawnSync(["codesign", "--remove-signature", outfile]);
+    const sign = Bun.spawnSync(["codesign", "--sign", "-", "--force", outfile], { stderr: "pipe" });
+    if (sign.exitCode !== 0) throw new Error(`codesign failed: ${sign.stderr.toString()}`);
+  }
   // A quick check that the binary starts, when it can run here.
   if (os === process.platform && arch === process.arch) {
     const run = Bun.spawnSync([outfile, "--version"], { cwd: dirname(outfile), env: { ...process.env, SWITCHYARD_LOG_LEVEL: "silent" } });
