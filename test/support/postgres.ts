@@ -104,7 +104,7 @@ const isRoot = process.getuid?.() === 0;
  * libraries and share/ are copied once per version into a world-readable directory under /tmp
  * (by copy-then-rename, so concurrent test processes never see half a copy) and run from there.
  */
-async function worldReadableCopy(nativeDir: string, version: string): Promise<string> {
+export async function worldReadableCopy(nativeDir: string, version: string): Promise<string> {
   const dest = join("/tmp", `switchyard-postgres-bin-${version.replace(/[^\w.-]/g, "_")}`);
   if (existsSync(join(dest, "bin", "postgres"))) return dest;
   const staging = `${dest}.${process.pid}.${Math.random().toString(36).slice(2, 8)}`;
@@ -127,7 +127,7 @@ async function worldReadableCopy(nativeDir: string, version: string): Promise<st
 }
 
 /** uid/gid the server runs as: `postgres` when we are root (created if missing), else ourselves. */
-function serverUser(): { uid?: number; gid?: number } {
+export function serverUser(): { uid?: number; gid?: number } {
   if (!isRoot) return {};
   const id = (flag: string) => spawnSync("id", [flag, USER], { encoding: "utf8" });
   if (id("-u").status !== 0) {
