@@ -78,7 +78,6 @@ export async function runCli(argv: string[]): Promise<number> {
   const command = resolved.name;
   // Before loading configuration: the self-check must work even when the configuration is wrong.
   if (command === "doctor") return (await import("./doctor")).runDoctor(flags);
-  if (command === "version") return fail("version takes no arguments. Run 'switchyard --help'.");
   let config: Config;
   try {
     config = loadConfig();
