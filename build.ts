@@ -4,7 +4,10 @@
  *
  *   bun run build.ts                              dist/switchyard for linux x64 (the default)
  *   bun run build.ts --target bun-linux-arm64     linux arm64 (also: SWITCHYARD_BUILD_TARGET=arm64)
+ *   bun run build.ts --target bun-darwin-arm64    macOS on Apple silicon (CPU only)
  *   bun run build.ts --outfile /some/path         somewhere else than dist/switchyard
+ *
+ * `npm run release` (release.ts) builds every release target into dist/release/ with SHA256SUMS.
  *
  * The catalog is bundled because src/catalog/catalog.ts imports catalog.json. The `.node` addons
  * of onnxruntime-node and sharp are embedded by Bun itself (it follows their `require`s, with
@@ -15,8 +18,11 @@
  * The dashboard's front end (src/dashboard/client) is bundled here too and embedded as a module
  * in place of src/dashboard/embedded-assets.ts, so the binary serves it with no files around.
  *
- * Cross-building for arm64 needs sharp's arm64 packages, which npm does not install on x64: the
- * script fetches them with `npm pack` into .cache/npm/ (git-ignored) when node_modules lacks them.
+ * Cross-building needs sharp's packages for the target platform, which npm installs only for the
+ * host: the script fetches them with `npm pack` into .cache/npm/ (git-ignored) when node_modules
+ * lacks them. onnxruntime-node ships every platform's addon in its own package already.
+ * The commit, build time and ONNX Runtime version go into the binary (src/runtime/build-info.ts)
+ * for `switchyard version`; SOURCE_DATE_EPOCH, when set, fixes the build time.
  * Whitespace and syntax minification only: identifier minification breaks Elysia.
  */
 import type { BunPlugin } from "bun";
@@ -30,16 +36,28 @@ const ROOT = import.meta.dir;
 const NODE_MODULES = join(ROOT, "node_modules");
 
 export type Arch = "x64" | "arm64";
+export type Os = "linux" | "darwin";
 
-/** Accepts a Bun compile target or a shorthand; only Linux glibc x64/arm64 have the libraries we embed. */
-export function parseTarget(raw: string | undefined): { target: string; arch: Arch } {
+/**
+ * Accepts a Bun compile target or a shorthand. Supported: Linux glibc x64/arm64 and macOS arm64,
+ * the platforms whose ONNX Runtime and sharp libraries we can embed.
+ */
+export function parseTarget(raw: string | undefined): { target: string; os: Os; arch: Arch } {
   // Unset or empty: the default.
   const t = (raw?.trim() || "bun-linux-x64").toLowerCase();
-  const short: Record<string, string> = { x64: "bun-linux-x64", "linux-x64": "bun-linux-x64", arm64: "bun-linux-arm64", aarch64: "bun-linux-arm64", "linux-arm64": "bun-linux-arm64" };
+  const short: Record<string, string> = {
+    x64: "bun-linux-x64",
+    "linux-x64": "bun-linux-x64",
+    arm64: "bun-linux-arm64",
+    aarch64: "bun-linux-arm64",
+    "linux-arm64": "bun-linux-arm64",
+    "darwin-arm64": "bun-darwin-arm64",
+  };
   const target = short[t] ?? t;
   const m = /^bun-linux-(x64|arm64)(-baseline|-modern)?$/.exec(target);
-  if (!m) throw new Error(`unsupported target "${raw}": use bun-linux-x64 (default), bun-linux-x64-baseline, bun-linux-x64-modern or bun-linux-arm64`);
-  return { target, arch: m[1] as Arch };
+  if (m) return { target, os: "linux", arch: m[1] as Arch };
+  if (target === "bun-darwin-arm64") return { target, os: "darwin", arch: "arm64" };
+  throw new Error(`unsupported target "${raw}": use bun-linux-x64 (default), bun-linux-x64-baseline, bun-linux-x64-modern, bun-linux-arm64 or bun-darwin-arm64`);
 }
 
 interface EmbeddedLibrary {
@@ -75,26 +93,32 @@ function library(group: EmbeddedLibrary["group"], path: string, preloadSymbol?: 
   return { group, name, path, size: statSync(path).size, ...(preloadSymbol ? { preloadSymbol } : {}) };
 }
 
-/** ONNX Runtime: libonnxruntime.so.1 (pre-loaded) and any provider libraries beside it. */
-function ortLibraries(arch: Arch): EmbeddedLibrary[] {
-  const dir = join(NODE_MODULES, "onnxruntime-node", "bin", "napi-v6", "linux", arch);
-  if (!existsSync(join(dir, "onnxruntime_binding.node"))) throw new Error(`onnxruntime-node has no linux/${arch} addon in ${dir}`);
-  return readdirSync(dir)
-    .filter((f) => /\.so(\.\d+)*$/.test(f))
-    .sort()
-    .map((f) => library("onnxruntime", join(dir, f), f === "libonnxruntime.so.1" ? "OrtGetApiBase" : undefined));
+/**
+ * ONNX Runtime: the library its addon links (pre-loaded: libonnxruntime.so.1, or on macOS
+ * libonnxruntime.1.dylib, the install name the addon asks for) and any provider libraries beside
+ * it on Linux. macOS's package also ships libonnxruntime.1.30.0.dylib, the same file under its
+ * full version: left out, it would only double the binary's size.
+ */
+function ortLibraries(os: Os, arch: Arch): EmbeddedLibrary[] {
+  const dir = join(NODE_MODULES, "onnxruntime-node", "bin", "napi-v6", os, arch);
+  if (!existsSync(join(dir, "onnxruntime_binding.node"))) throw new Error(`onnxruntime-node has no ${os}/${arch} addon in ${dir}`);
+  const main = os === "darwin" ? "libonnxruntime.1.dylib" : "libonnxruntime.so.1";
+  const wanted = os === "darwin" ? (f: string) => f === main : (f: string) => /\.so(\.\d+)*$/.test(f);
+  const libs = readdirSync(dir).filter(wanted).sort();
+  if (!libs.includes(main)) throw new Error(`onnxruntime-node has no ${main} in ${dir}`);
+  return libs.map((f) => library("onnxruntime", join(dir, f), f === main ? "OrtGetApiBase" : undefined));
 }
 
 /** sharp: the addon package (resolved for the bundler) and libvips-cpp (pre-loaded). */
-function sharpPackages(arch: Arch): { addon: string; libraries: EmbeddedLibrary[] } {
+function sharpPackages(os: Os, arch: Arch): { addon: string; libraries: EmbeddedLibrary[] } {
   const sharpPkg = readJson(join(NODE_MODULES, "sharp", "package.json"));
-  const addonName = `@img/sharp-linux-${arch}`;
-  const vipsName = `@img/sharp-libvips-linux-${arch}`;
+  const addonName = `@img/sharp-${os}-${arch}`;
+  const vipsName = `@img/sharp-libvips-${os}-${arch}`;
   const addonDir = packageDir(addonName, sharpPkg.optionalDependencies[addonName]);
   const vipsDir = join(packageDir(vipsName, sharpPkg.optionalDependencies[vipsName]), "lib");
-  const addon = join(addonDir, "lib", `sharp-linux-${arch}-${sharpPkg.version}.node`);
+  const addon = join(addonDir, "lib", `sharp-${os}-${arch}-${sharpPkg.version}.node`);
   if (!existsSync(addon)) throw new Error(`missing ${addon}`);
-  const vips = readdirSync(vipsDir).filter((f) => /^libvips-cpp\.so\.[\d.]+$/.test(f));
+  const vips = readdirSync(vipsDir).filter((f) => /^libvips-cpp\.(so\.[\d.]+|[\d.]+\.dylib)$/.test(f));
   if (vips.length !== 1) throw new Error(`expected one libvips-cpp.so.* in ${vipsDir}, found ${vips.length}`);
   return { addon, libraries: [library("sharp", join(vipsDir, vips[0]!), "vips_version")] };
 }
@@ -115,17 +139,17 @@ export function nativeAssetsModule(libs: EmbeddedLibrary[], id: string, target: 
   return `${imports.join("\n")}\nexport const nativeAssets = { bundleId: ${JSON.stringify(id)}, target: ${JSON.stringify(target)}, assets: [\n  ${entries.join(",\n  ")}\n] };\n`;
 }
 
-function nativePlugin(source: string, arch: Arch, sharpAddon: string): BunPlugin {
+function nativePlugin(source: string, os: Os, arch: Arch, sharpAddon: string): BunPlugin {
   return {
     name: "switchyard-native",
     setup(build) {
       build.onLoad({ filter: /[\\/]src[\\/]runtime[\\/]native-assets\.ts$/ }, () => ({ contents: source, loader: "js" }));
-      // sharp requires "@img/sharp-linux-<arch>/sharp.node"; point it at the package we found
+      // sharp requires "@img/sharp-<os>-<arch>/sharp.node"; point it at the package we found
       // (node_modules, or the npm pack copy when cross-building).
       // Every other platform's addon it lists stays a runtime require that is never reached
       // (sharp picks by the running platform), instead of being embedded for nothing.
       build.onResolve({ filter: /^@img\/sharp-[^/]+\/sharp\.node$/ }, (args) =>
-        args.path === `@img/sharp-linux-${arch}/sharp.node` ? { path: sharpAddon } : { path: args.path, external: true },
+        args.path === `@img/sharp-${os}-${arch}/sharp.node` ? { path: sharpAddon } : { path: args.path, external: true },
       );
     },
   };
@@ -144,6 +168,28 @@ function dashboardPlugin(bundle: DashboardBundle): BunPlugin {
   };
 }
 
+/** What `switchyard version` reports from inside the binary. */
+export function buildInfoOf(target: string): { commit: string; builtAt: string; target: string; onnxruntime: string } {
+  const git = Bun.spawnSync(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12", "--exclude=*"], { stdout: "pipe", stderr: "ignore" });
+  const epoch = Number(process.env.SOURCE_DATE_EPOCH);
+  return {
+    commit: git.exitCode === 0 ? git.stdout.toString().trim() : "unknown",
+    builtAt: new Date(Number.isFinite(epoch) && epoch > 0 ? epoch * 1000 : Date.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+    target,
+    onnxruntime: readJson(join(NODE_MODULES, "onnxruntime-node", "package.json")).version,
+  };
+}
+
+/** Replaces src/runtime/build-info.ts with the values of this build. */
+function buildInfoPlugin(info: ReturnType<typeof buildInfoOf>): BunPlugin {
+  return {
+    name: "switchyard-build-info",
+    setup(build) {
+      build.onLoad({ filter: /[\\/]src[\\/]runtime[\\/]build-info\.ts$/ }, () => ({ contents: `export const buildInfo = ${JSON.stringify(info)};\n`, loader: "js" }));
+    },
+  };
+}
+
 function flag(argv: string[], name: string): string | undefined {
   const i = argv.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
   if (i < 0) return undefined;
@@ -153,15 +199,26 @@ function flag(argv: string[], name: string): string | undefined {
 
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 
-async function main(argv: string[]): Promise<number> {
+export interface BuildResult {
+  outfile: string;
+  target: string;
+  bytes: number;
+  seconds: number;
+}
+
+/**
+ * Compiles one binary for `target` into `outfile`. When the target runs here, the binary must
+ * then answer --version with this version; otherwise that check is left to a machine that can.
+ */
+export async function buildBinary(rawTarget: string | undefined, outfile: string, log: (line: string) => void = console.log): Promise<BuildResult> {
   const started = performance.now();
-  const { target, arch } = parseTarget(flag(argv, "target") ?? process.env.SWITCHYARD_BUILD_TARGET);
-  const outfile = resolve(flag(argv, "outfile") ?? join(ROOT, "dist", "switchyard"));
+  const { target, os, arch } = parseTarget(rawTarget);
   mkdirSync(dirname(outfile), { recursive: true });
 
-  const sharp = sharpPackages(arch);
-  const libs = [...ortLibraries(arch), ...sharp.libraries];
+  const sharp = sharpPackages(os, arch);
+  const libs = [...ortLibraries(os, arch), ...sharp.libraries];
   const id = bundleId(libs);
+  const info = buildInfoOf(target);
   const dashboard = await bundleDashboard();
   const result = await Bun.build({
     // Every worker thread's entry file must be an entry point too, or `new Worker(...)` finds
@@ -182,27 +239,37 @@ async function main(argv: string[]): Promise<number> {
     // Never identifiers: Elysia reads handler source (parameter names) to decide what each
     // handler and hook receives; renamed, its routes answer 500 (test/binary.test.ts catches it).
     minify: { whitespace: true, syntax: true, identifiers: false },
-    plugins: [nativePlugin(nativeAssetsModule(libs, id, target), arch, sharp.addon), dashboardPlugin(dashboard)],
+    plugins: [nativePlugin(nativeAssetsModule(libs, id, target), os, arch, sharp.addon), dashboardPlugin(dashboard), buildInfoPlugin(info)],
   });
-  if (!result.success) {
-    for (const log of result.logs) console.error(log);
-    return 1;
-  }
-  const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  console.log(`built ${outfile} (${target}, ${mb(statSync(outfile).size)}) in ${seconds}s`);
-  console.log(`embedded libraries (bundle ${id}), extracted at run time to $XDG_CACHE_HOME|~/.cache/switchyard/<version>-${id}/:`);
-  for (const l of libs) console.log(`  ${l.group}/${l.name}  ${mb(l.size)}${l.preloadSymbol ? "  (pre-loaded)" : ""}`);
-  console.log(`embedded dashboard: ${dashboard.js.length} bytes of JavaScript, ${dashboard.css.length} bytes of CSS`);
+  if (!result.success) throw new AggregateError(result.logs, "bundling failed");
+  const seconds = (performance.now() - started) / 1000;
+  const bytes = statSync(outfile).size;
+  log(`built ${outfile} (${target}, ${mb(bytes)}, commit ${info.commit}) in ${seconds.toFixed(1)}s`);
+  log(`embedded libraries (bundle ${id}), extracted at run time to $XDG_CACHE_HOME|~/.cache/switchyard/<version>-${id}/:`);
+  for (const l of libs) log(`  ${l.group}/${l.name}  ${mb(l.size)}${l.preloadSymbol ? "  (pre-loaded)" : ""}`);
+  log(`embedded dashboard: ${dashboard.js.length} bytes of JavaScript, ${dashboard.css.length} bytes of CSS`);
 
+  // On a Mac, sign it ad hoc again: macOS kills a binary whose signature does not match its
+  // contents, and the compiler's own signature has not always been valid.
+  if (os === "darwin" && process.platform === "darwin") {
+    Bun.spawnSync(["codesign", "--remove-signature", outfile]);
+    const sign = Bun.spawnSync(["codesign", "--sign", "-", "--force", outfile], { stderr: "pipe" });
+    if (sign.exitCode !== 0) throw new Error(`codesign failed: ${sign.stderr.toString()}`);
+  }
   // A quick check that the binary starts, when it can run here.
-  if (arch === process.arch) {
+  if (os === process.platform && arch === process.arch) {
     const run = Bun.spawnSync([outfile, "--version"], { cwd: dirname(outfile), env: { ...process.env, SWITCHYARD_LOG_LEVEL: "silent" } });
     const version = readJson(join(ROOT, "package.json")).version;
-    if (run.exitCode !== 0 || run.stdout.toString().trim() !== version) {
-      console.error(`the built binary did not answer --version with ${version}: ${run.stderr.toString()}`);
-      return 1;
+    const first = run.stdout.toString().split("\n")[0]!.trim();
+    if (run.exitCode !== 0 || first !== `switchyard ${version}`) {
+      throw new Error(`the built binary did not answer --version with "switchyard ${version}": ${first} ${run.stderr.toString()}`);
     }
   }
+  return { outfile, target, bytes, seconds };
+}
+
+async function main(argv: string[]): Promise<number> {
+  await buildBinary(flag(argv, "target") ?? process.env.SWITCHYARD_BUILD_TARGET, resolve(flag(argv, "outfile") ?? join(ROOT, "dist", "switchyard")));
   return 0;
 }
 

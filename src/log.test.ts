@@ -51,3 +51,12 @@ test("silent writes nothing; fields left undefined are left out", async () => {
   expect(JSON.parse(writes[0]!)).toMatchObject({ msg: "x", b: 1 });
   expect(JSON.parse(writes[0]!)).not.toHaveProperty("a");
 });
+
+test("notice is written at every level but silent, at once", () => {
+  new Log("error").notice("listening", { port: 1 });
+  expect(writes).toHaveLength(1);
+  expect(JSON.parse(writes[0]!)).toMatchObject({ level: "info", msg: "listening", port: 1 });
+  new Log("silent").notice("listening");
+  flushLog();
+  expect(writes).toHaveLength(1);
+});

@@ -45,12 +45,12 @@ export class Log {
     this.threshold = LEVELS[level];
   }
 
-  private write(level: Exclude<LogLevel, "silent">, msg: string, fields?: Record<string, unknown>): void {
-    if (LEVELS[level] < this.threshold) return;
+  private write(level: Exclude<LogLevel, "silent">, msg: string, fields?: Record<string, unknown>, always = false): void {
+    if (LEVELS[level] < this.threshold && !(always && this.threshold < LEVELS.silent)) return;
     // The fields object is serialised as it is and joined after the fixed head: no copy of it.
     const tail = fields === undefined ? "}" : JSON.stringify(fields);
     pending += `{"time":"${isoNow()}","level":"${level}","msg":${JSON.stringify(msg)}${tail.length > 2 ? "," + tail.slice(1) : "}"}\n`;
-    if (LEVELS[level] >= LEVELS.warn || pending.length > PENDING_MAX) flushLog();
+    if (always || LEVELS[level] >= LEVELS.warn || pending.length > PENDING_MAX) flushLog();
     else if (!scheduled) {
       scheduled = true;
       setImmediate(flushLog);
@@ -66,4 +66,6 @@ export class Log {
   info(msg: string, fields?: Record<string, unknown>) { this.write("info", msg, fields); }
   warn(msg: string, fields?: Record<string, unknown>) { this.write("warn", msg, fields); }
   error(msg: string, fields?: Record<string, unknown>) { this.write("error", msg, fields); }
+  /** An info line written at every level but silent, at once: the start-up address an operator needs. */
+  notice(msg: string, fields?: Record<string, unknown>) { this.write("info", msg, fields, true); }
 }

@@ -8,6 +8,7 @@ import { ProviderError } from "./runtime/provider";
 import { createApp } from "./http/app";
 import { SERVICE_NAME, VERSION } from "./version";
 import { startLocalEngines } from "./engines/index";
+import { networkInterfaces } from "node:os";
 
 const SWEEP_INTERVAL_MS = 10 * 60_000;
 
@@ -50,6 +51,25 @@ function listen(app: ReturnType<typeof createApp>["app"], config: Config): void 
   }
 }
 
+const bracket = (host: string) => (host.includes(":") ? `[${host}]` : host);
+
+/**
+ * The address the server is bound to, one to reach it from this machine (loopback when bound to
+ * every interface) and, then, one from the network (the first non-internal IPv4 address), if any.
+ */
+export function addresses(host: string, port: number): { listen: string; url: string; network: string | null } {
+  const any = host === "0.0.0.0" || host === "::";
+  const local = host === "::" ? "::1" : any ? "127.0.0.1" : host;
+  let network: string | null = null;
+  if (any) {
+    const ip = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === "IPv4" && !i.internal);
+    if (ip) network = `http://${ip.address}:${port}`;
+  }
+  return { listen: `http://${bracket(host)}:${port}`, url: `http://${bracket(local)}:${port}`, network };
+}
+
 export async function startServer(config: Config, overrides: ServiceOverrides = {}): Promise<RunningServer> {
   const services = await createServices(config, overrides, "serve");
   // SWITCHYARD_ONNX_PROVIDER=cuda that cannot be honoured stops start-up, saying what to install.
@@ -79,11 +99,12 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   // After listening, so a busy port fails at once; local models go live as they finish loading.
   await startLocalEngines(services);
   const server = app.server!;
-  const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`;
+  const { listen: listenUrl, url, network } = addresses(config.host, server.port!);
   if (config.upstreamUrl && !/\/v1$/.test(config.upstreamUrl)) {
     services.log.warn("SWITCHYARD_UPSTREAM_URL does not end at /v1; chat requests go to <it>/chat/completions", {});
   }
-  services.log.info("listening", { service: SERVICE_NAME, version: VERSION, url, data_dir: config.dataDir, store: config.databaseUrl ? "postgresql" : "sqlite", upstream: config.upstreamUrl ? "configured" : "none" });
+  // Written at every log level but silent: the bound port (PORT=0 picks one) and where to reach it.
+  services.log.notice("listening", { service: SERVICE_NAME, version: VERSION, listen: listenUrl, url, ...(network ? { network } : {}), data_dir: config.dataDir, store: config.databaseUrl ? "postgresql" : "sqlite", upstream: config.upstreamUrl ? "configured" : "none" });
   // Expired stored responses are deleted every 10 minutes (reads already treat them as gone).
   services.responses.startSweeping(SWEEP_INTERVAL_MS, (e) => services.log.warn("sweep of expired stored responses failed; retried later", { error: String((e as Error)?.message ?? e).slice(0, 200) }));
   let stopped = false;

@@ -1,6 +1,7 @@
 /**
- * The one executable, end to end: build.ts compiles it into a temporary directory, and it runs
- * from another directory with nothing of the repository around it. It must answer --version and
+ * The one executable, end to end: the release script (release.ts --host, the host's part of
+ * `npm run release`) builds it with its SHA256SUMS into a temporary directory, and it runs from
+ * another directory with nothing of the repository around it. It must answer --version and
  * --help, open an ONNX Runtime session on a tiny model and decode a PNG with sharp (`doctor`),
  * which means it extracted and pre-loaded its embedded native libraries, and serve the API
  * against a fake upstream: models list and one billed chat completion.
@@ -14,6 +15,7 @@ import { dirname, join } from "node:path";
 import type { Subprocess } from "bun";
 import pkg from "../package.json" with { type: "json" };
 import { parseTarget } from "../build";
+import { hostReleaseName, sha256File } from "../release";
 import { loadSharp } from "../src/images/sharp";
 import { buildOnnxModel } from "./support/onnx-builder";
 import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
@@ -24,25 +26,35 @@ const SKIP = process.env.SWITCHYARD_SKIP_BINARY_TEST === "1";
 if (SKIP) console.warn("test/binary.test.ts: compiled-binary tests SKIPPED because SWITCHYARD_SKIP_BINARY_TEST=1");
 
 const REPO = join(import.meta.dir, "..");
-const HOST_TARGET = process.arch === "arm64" ? "bun-linux-arm64" : "bun-linux-x64";
+const HOST_TARGET = process.platform === "darwin" ? "bun-darwin-arm64" : process.arch === "arm64" ? "bun-linux-arm64" : "bun-linux-x64";
 const ADMIN_TOKEN = "binary-test-admin-token-0123456789";
 
 describe("build.ts target parsing", () => {
   test.each([
-    [undefined, "bun-linux-x64", "x64"],
-    ["", "bun-linux-x64", "x64"],
-    ["x64", "bun-linux-x64", "x64"],
-    ["arm64", "bun-linux-arm64", "arm64"],
-    ["aarch64", "bun-linux-arm64", "arm64"],
-    ["linux-arm64", "bun-linux-arm64", "arm64"],
-    ["bun-linux-x64-baseline", "bun-linux-x64-baseline", "x64"],
-    ["BUN-LINUX-ARM64", "bun-linux-arm64", "arm64"],
-  ])("%p → %s", (raw, target, arch) => {
-    expect(parseTarget(raw)).toEqual({ target, arch: arch as "x64" | "arm64" });
+    [undefined, "bun-linux-x64", "linux", "x64"],
+    ["", "bun-linux-x64", "linux", "x64"],
+    ["x64", "bun-linux-x64", "linux", "x64"],
+    ["arm64", "bun-linux-arm64", "linux", "arm64"],
+    ["aarch64", "bun-linux-arm64", "linux", "arm64"],
+    ["linux-arm64", "bun-linux-arm64", "linux", "arm64"],
+    ["bun-linux-x64-baseline", "bun-linux-x64-baseline", "linux", "x64"],
+    ["BUN-LINUX-ARM64", "bun-linux-arm64", "linux", "arm64"],
+    ["bun-darwin-arm64", "bun-darwin-arm64", "darwin", "arm64"],
+    ["darwin-arm64", "bun-darwin-arm64", "darwin", "arm64"],
+  ])("%p → %s", (raw, target, os, arch) => {
+    expect(parseTarget(raw)).toEqual({ target, os: os as "linux" | "darwin", arch: arch as "x64" | "arm64" });
   });
 
-  test.each(["bun-darwin-arm64", "bun-windows-x64", "bun-linux-x64-musl", "riscv64", "linux"])("%p is refused with the supported list", (raw) => {
-    expect(() => parseTarget(raw)).toThrow(/bun-linux-arm64/);
+  test.each(["bun-darwin-x64", "bun-windows-x64", "bun-linux-x64-musl", "riscv64", "linux"])("%p is refused with the supported list", (raw) => {
+    expect(() => parseTarget(raw)).toThrow(/bun-linux-arm64 or bun-darwin-arm64/);
+  });
+
+  test("the release names one file per target; this machine's is among them", () => {
+    expect(hostReleaseName("linux", "x64")).toBe("switchyard-linux-x64");
+    expect(hostReleaseName("linux", "arm64")).toBe("switchyard-linux-arm64");
+    expect(hostReleaseName("darwin", "arm64")).toBe("switchyard-darwin-arm64");
+    expect(hostReleaseName("darwin", "x64")).toBeNull();
+    expect(hostReleaseName("win32", "x64")).toBeNull();
   });
 });
 
@@ -50,6 +62,7 @@ describe.skipIf(SKIP)("compiled binary", () => {
   let tmp: string;
   let bin: string;
   let cwd: string;
+  let releaseDir: string;
   let env: Record<string, string>;
 
   const run = (args: string[], extraEnv: Record<string, string> = {}) => {
@@ -59,12 +72,13 @@ describe.skipIf(SKIP)("compiled binary", () => {
 
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "switchyard-binary-"));
-    bin = join(tmp, "bin", "switchyard");
+    releaseDir = join(tmp, "release");
+    bin = join(releaseDir, hostReleaseName()!);
     cwd = join(tmp, "elsewhere");
     for (const d of ["elsewhere", "home", "cache", "tmp"]) mkdirSync(join(tmp, d), { recursive: true });
-    const build = Bun.spawn([process.execPath, "run", "build.ts", "--target", HOST_TARGET, "--outfile", bin], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+    const build = Bun.spawn([process.execPath, "run", "release.ts", "--host", "--out", releaseDir], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
     const [code, out, err] = await Promise.all([build.exited, new Response(build.stdout).text(), new Response(build.stderr).text()]);
-    if (code !== 0) throw new Error(`build.ts failed (${code}):\n${out}\n${err}`);
+    if (code !== 0) throw new Error(`release.ts --host failed (${code}):\n${out}\n${err}`);
     // Nothing of the developer's environment: its own HOME, cache and temp dirs, no SWITCHYARD_*.
     env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(tmp, "home"), XDG_CACHE_HOME: join(tmp, "cache"), TMPDIR: join(tmp, "tmp"), SWITCHYARD_LOG_LEVEL: "warn" };
   }, 90_000);
@@ -73,11 +87,29 @@ describe.skipIf(SKIP)("compiled binary", () => {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  test("answers --version and --help from another directory", () => {
+  test("the release directory holds the binary and a SHA256SUMS line that matches it", async () => {
+    expect(readdirSync(releaseDir).sort()).toEqual(["SHA256SUMS", hostReleaseName()!]);
+    const sums = await Bun.file(join(releaseDir, "SHA256SUMS")).text();
+    expect(sums).toBe(`${await sha256File(bin)}  ${hostReleaseName()}\n`);
+    // The same format `sha256sum -c` reads, checked by the tool itself where it exists.
+    const check = Bun.spawnSync(["sha256sum", "-c", "SHA256SUMS"], { cwd: releaseDir });
+    if (check.exitCode !== null && !check.stderr.toString().includes("not found")) expect(check.stdout.toString().trim()).toBe(`${hostReleaseName()}: OK`);
+  });
+
+  test("answers --version (version, commit, build date, Bun, ONNX Runtime) and --help from another directory", () => {
     expect(statSync(bin).size).toBeGreaterThan(50 * 1024 * 1024);
     const v = run(["--version"]);
     expect(v.code).toBe(0);
-    expect(v.stdout.trim()).toBe(pkg.version);
+    const lines = v.stdout.trim().split("\n");
+    expect(lines[0]).toBe(`switchyard ${pkg.version}`);
+    const fields = Object.fromEntries(lines.slice(1).map((l) => l.split(/\s+/, 2)));
+    const git = Bun.spawnSync(["git", "-C", REPO, "rev-parse", "HEAD"]).stdout.toString().trim();
+    expect(git.startsWith(fields.commit.replace(/-dirty$/, ""))).toBe(true);
+    expect(fields.built).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    expect(fields.bun).toBe(Bun.version);
+    expect(fields.onnxruntime).toBe("1.30.0");
+    expect(run(["-v"]).stdout).toBe(v.stdout);
+    expect(run(["version"]).stdout).toBe(v.stdout);
     const h = run(["--help"]);
     expect(h.code).toBe(0);
     expect(h.stdout).toContain("switchyard doctor");
@@ -185,6 +217,12 @@ describe.skipIf(SKIP)("compiled binary", () => {
       server?.kill("SIGTERM");
       await server?.exited;
       upstream?.stop();
+    });
+
+    test("GET /healthz answers (the foundation smoke test: with /v1/models and --version)", async () => {
+      const res = await fetch(`${base}/healthz`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ status: "ok" });
     });
 
     test("GET /v1/models lists the embedded catalog", async () => {

