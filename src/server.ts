@@ -10,6 +10,8 @@ import { SERVICE_NAME, VERSION } from "./version";
 import { startLocalEngines } from "./engines/index";
 
 const SWEEP_INTERVAL_MS = 10 * 60_000;
+/** How long start-up waits for the upstreams' first model lists. */
+const FIRST_LIST_WAIT_MS = 5_000;
 
 export interface RunningServer {
   url: string;
@@ -78,6 +80,9 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   }
   // After listening, so a busy port fails at once; local models go live as they finish loading.
   await startLocalEngines(services);
+  // What each upstream serves (README, "Serve your own model"): the first answers are awaited a
+  // moment, so a started server lists what its engines serve; a slow engine holds nothing back.
+  await services.upstreamModels.start(FIRST_LIST_WAIT_MS);
   const server = app.server!;
   const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`;
   if (config.upstreamUrl && !/\/v1$/.test(config.upstreamUrl)) {
