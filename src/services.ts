@@ -172,7 +172,7 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
     log.warn("cannot read an upstream's model list (GET /v1/models); its last list stays in use, and until a first one its routes are all served", { upstream, error }));
   const routes = overrides.routes ?? createRouteRegistry(config, (msg) => log.error(msg), lists);
   const offered = routes.offered && routes.offeredVersion ? { version: () => routes.offeredVersion!(), models: () => routes.offered!() } : null;
-  const upstreamModels = new ModelListRefresh(lists, () => routes.upstreams?.() ?? [], config.upstreamModelsRefreshSeconds * 1000);
+  const upstreamModels = new ModelListRefresh(lists, () => routes.upstreams?.() ?? [], config.upstreamModelsRefreshSeconds * 1000, () => reportOffered());
   let aliases: ModelAliases;
   try {
     aliases = new ModelAliases(config.modelAliases, (msg) => log.error(msg));
@@ -181,6 +181,23 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
     throw err;
   }
   const catalog = new Catalog(config.catalogPath, offered, { defaultPrice: config.defaultPrice, defaultContextWindow: config.defaultContextWindow });
+  // Once per change: served models the catalog cannot price, and priced ones with an assumed context window.
+  let reported = "";
+  const reportOffered = () => {
+    if (!offered) return;
+    const models = offered.models();
+    const unpriced = models.filter((m) => !catalog.get(m.id)).map((m) => m.id);
+    const assumed = models.filter((m) => catalog.get(m.id)?.discovered && m.maxModelLen === null).map((m) => m.id);
+    const now = JSON.stringify([unpriced, assumed]);
+    if (now === reported) return;
+    reported = now;
+    if (unpriced.length > 0) {
+      log.warn("upstreams serve models the catalog lacks; they are not offered until priced: set SWITCHYARD_DEFAULT_PRICE (e.g. 0.2,0.6) or add them to SWITCHYARD_CATALOG", { models: unpriced.slice(0, 50) });
+    }
+    if (assumed.length > 0) {
+      log.info("upstream models offered at the default price without a reported context window; assuming SWITCHYARD_DEFAULT_CONTEXT_WINDOW", { models: assumed.slice(0, 50), context_window: config.defaultContextWindow });
+    }
+  };
   return { log, catalog, aliases, routes, upstreamModels, engines: overrides.engines ?? new EngineRegistry(),
     mediaFetcher: new RemoteMediaFetcher({ allow: config.remoteMediaAllow, timeoutMs: config.remoteMediaTimeoutMs, lookup: overrides.mediaLookup }),
   };

@@ -30,9 +30,9 @@ describe("an engine serving one model, with SWITCHYARD_DEFAULT_PRICE", () => {
 
   beforeAll(async () => {
     fake = startFakeUpstream({}, { models: [MY_LLAMA] });
-    h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_DEFAULT_PRICE: "0.2,0.6" });
-    // Start-up reads the list already; this makes the test independent of how long that took.
-    await h.server.services.upstreamModels.refresh();
+    h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_DEFAULT_PRICE: "0.2,0.6", SWITCHYARD_MODEL_ALIASES: JSON.stringify({ "gpt-*": "my-llama" }) });
+    // Start-up waits a moment for the first list; this waits for it whatever that took.
+    await h.server.services.upstreamModels.ready;
     acct = await h.account(10);
   });
   afterAll(async () => {
@@ -76,6 +76,16 @@ describe("an engine serving one model, with SWITCHYARD_DEFAULT_PRICE", () => {
     expect(body.error.message).not.toMatch(/retry/i);
     expect(fake.requests.length).toBe(before);
     expect((await fetch(h.base + "/v1/models/glm-4.6")).status).toBe(404);
+  });
+
+  test("an alias maps a client's own model name to the served model, billed as it", async () => {
+    let res!: Response;
+    const units = await charged(async () => {
+      res = await postChat(h.base, acct.key, { model: "gpt-4o-mini", messages: hi });
+    });
+    expect(res.status).toBe(200);
+    expect(fake.requests.at(-1)!.model).toBe("my-llama");
+    expect(units).toBe(defaultPriceCost(11, 6));
   });
 
   test("the dashboard's route table shows only the served model", () => {

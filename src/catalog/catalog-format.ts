@@ -83,7 +83,9 @@ function describe(path: string, message: string, missing: boolean): string {
   if (/^\d+$/.test(field)) return `${where} must be an object with ${FIELDS}`;
   const hint = HINTS[field];
   if (!hint) return `${where} is not a catalog field: an entry has ${FIELDS}`;
-  return `${where} ${missing ? "is missing" : `is not valid (${message.toLowerCase()})`}: ${hint}`;
+  // TypeBox's own words help for a wrong type ("expected string"), not for a pattern.
+  const why = missing ? "is missing" : /match|union/i.test(message) || message === "" ? "is not valid" : `is not valid (${message.charAt(0).toLowerCase()}${message.slice(1)})`;
+  return `${where} ${why}: ${hint}`;
 }
 
 /** Checks a catalog document; throws CatalogError saying what to write where. */

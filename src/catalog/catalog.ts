@@ -157,7 +157,7 @@ export class Catalog {
     const next = new Map<string, ModelEntry>();
     for (const e of merged.values()) {
       if (e.enabled === false) continue;
-      if (e.id.endsWith(TURBO_SUFFIX)) throw new CatalogError(`catalog: id '${e.id}' may not end in ${TURBO_SUFFIX}`);
+      if (e.id.endsWith(TURBO_SUFFIX)) throw new CatalogError(`catalog: id '${e.id}' may not end in ${TURBO_SUFFIX}: that suffix asks for a model's priority tier; write the base id with "turbo": true`);
       next.set(e.id, toEntry(e));
     }
     this.entries = next;

@@ -152,19 +152,25 @@ function sameList(a: Map<string, ListedModel> | undefined, b: Map<string, Listed
 export class ModelListRefresh {
   private timer: ReturnType<typeof setInterval> | null = null;
   private running: Promise<void> | null = null;
+  private first: Promise<void> | null = null;
 
   constructor(
     readonly lists: UpstreamModelLists,
     private readonly upstreams: () => UpstreamSpec[],
     private readonly intervalMs: number,
+    /** Called after each round (start-up reports what the lists mean for the catalog). */
+    private readonly afterRound: () => void = () => {},
   ) {}
 
   /** One round over every configured upstream (a round already running is joined). */
   refresh(): Promise<void> {
     if (this.intervalMs === 0) return Promise.resolve();
-    this.running ??= this.lists.refresh(this.upstreams()).finally(() => {
-      this.running = null;
-    });
+    this.running ??= this.lists
+      .refresh(this.upstreams())
+      .then(this.afterRound)
+      .finally(() => {
+        this.running = null;
+      });
     return this.running;
   }
 
@@ -177,8 +183,14 @@ export class ModelListRefresh {
     this.timer = setInterval(() => void this.refresh(), this.intervalMs);
     this.timer.unref?.();
     let wait: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.refresh(), new Promise<void>((r) => (wait = setTimeout(r, waitMs)))]);
+    this.first = this.refresh();
+    await Promise.race([this.first, new Promise<void>((r) => (wait = setTimeout(r, waitMs)))]);
     clearTimeout(wait);
+  }
+
+  /** Settles when the first round at start has (at once when none was started). */
+  get ready(): Promise<void> {
+    return this.first ?? Promise.resolve();
   }
 
   stop(): void {
