@@ -5,6 +5,8 @@
  * documented defaults.
  */
 import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Catalog, CatalogError } from "./catalog";
 import { parseCatalog } from "./catalog-format";
 
@@ -63,4 +65,15 @@ test('"replace": true leaves only the override\'s models', () => {
 
 test("a bad override stops start-up with that line", () => {
   expect(() => new Catalog(JSON.stringify({ models: [without("owned_by")] }))).toThrow('SWITCHYARD_CATALOG: models[0].owned_by is missing: write the lab that built the model, e.g. "owned_by": "meta"');
+});
+
+test("the README's example catalog is valid, and means what the README says", () => {
+  const readme = readFileSync(join(import.meta.dir, "../../README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("## The model catalog"));
+  const json = section.slice(section.indexOf("```json") + 7, section.indexOf("```", section.indexOf("```json") + 7));
+  const catalog = new Catalog(json);
+  expect(catalog.get("my-llama")).toMatchObject({ ownedBy: "meta", contextWindow: 131072, maxOutputTokens: 8192, turbo: true, inputModalities: ["text", "image"] });
+  expect(catalog.resolve("my-llama-turbo")?.tier).toBe("priority");
+  expect(catalog.get("glm-4.6")).toBeUndefined();
+  expect(catalog.get("kimi-k2-instruct")).toBeDefined();
 });
