@@ -30,7 +30,7 @@ describe("an engine serving one model, with SWITCHYARD_DEFAULT_PRICE", () => {
 
   beforeAll(async () => {
     fake = startFakeUpstream({}, { models: [MY_LLAMA] });
-    h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_DEFAULT_PRICE: "0.2,0.6", SWITCHYARD_MODEL_ALIASES: JSON.stringify({ "gpt-*": "my-llama" }) });
+    h = await startHarness({ SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS: "60", SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_DEFAULT_PRICE: "0.2,0.6", SWITCHYARD_MODEL_ALIASES: JSON.stringify({ "gpt-*": "my-llama" }) });
     // Start-up waits a moment for the first list; this waits for it whatever that took.
     await h.server.services.upstreamModels.ready;
     acct = await h.account(10);
@@ -132,6 +132,7 @@ describe("pinned routes and engines without a model list", () => {
     fake = startFakeUpstream({}, { models: [MY_LLAMA] });
     silent = startFakeUpstream(); // answers 404 to GET /v1/models
     h = await startHarness({
+      SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS: "60",
       SWITCHYARD_ROUTES: JSON.stringify({
         upstreams: { engine: { base_url: fake.url }, legacy: { base_url: silent.url } },
         models: {

@@ -24,7 +24,7 @@ describe("upstream calls through a forward proxy", () => {
     const proxy = startForwardProxy();
     cleanups.push(upstream.stop, proxy.stop);
     const run = async (env: Record<string, string>): Promise<Harness> => {
-      const h = await startHarness({ SWITCHYARD_UPSTREAM_URL: upstream.url, HTTP_PROXY: proxy.url, ...env });
+      const h = await startHarness({ SWITCHYARD_UPSTREAM_URL: upstream.url, HTTP_PROXY: proxy.url, SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS: "60", ...env });
       cleanups.push(() => h.stop());
       // The model list read at start (awaited here, so the order below is fixed).
       await h.server.services.upstreamModels.ready;
