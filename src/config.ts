@@ -27,6 +27,12 @@ export interface Config {
   /** Largest non-streamed upstream reply body in bytes (502 above; reading stops there). */
   upstreamMaxResponseBytes: number;
   catalogPath: string | null;
+  /** How often each upstream's GET /v1/models is read again, in seconds; 0: never read (every route served). */
+  upstreamModelsRefreshSeconds: number;
+  /** USD per million input/output tokens for upstream models the catalog lacks; null: they are not offered. */
+  defaultPrice: { input: string; output: string } | null;
+  /** Context window of such a model when its upstream reports none. */
+  defaultContextWindow: number;
   /** Path to a model-aliases JSON file, or the inline JSON itself. */
   modelAliases: string | null;
   modelsDir: string;
@@ -190,6 +196,18 @@ function proxies(env: Env): ProxySettings {
   }
 }
 
+/** "input_per_1m,output_per_1m" in USD, e.g. "0.2,0.6". */
+function pricePair(env: Env, name: string): { input: string; output: string } | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  const parts = raw.split(",").map((p) => p.trim());
+  const decimal = /^\d+(\.\d{1,9})?$/;
+  if (parts.length !== 2 || !parts.every((p) => decimal.test(p))) {
+    throw new ConfigError(name, `must be two USD prices per million tokens, input then output, e.g. "0.2,0.6", got "${raw}"`);
+  }
+  return { input: parts[0]!, output: parts[1]! };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const upstreamUrl = httpUrl(env, "SWITCHYARD_UPSTREAM_URL");
   const adminToken = str(env, "SWITCHYARD_ADMIN_TOKEN");
@@ -210,6 +228,9 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamMaxIdle: int(env, "SWITCHYARD_UPSTREAM_MAX_IDLE", 256, 0, 1_000_000),
     upstreamMaxResponseBytes: int(env, "SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     catalogPath: str(env, "SWITCHYARD_CATALOG"),
+    upstreamModelsRefreshSeconds: int(env, "SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS", 60, 0, 86_400),
+    defaultPrice: pricePair(env, "SWITCHYARD_DEFAULT_PRICE"),
+    defaultContextWindow: int(env, "SWITCHYARD_DEFAULT_CONTEXT_WINDOW", 32_768, 1, 100_000_000),
     modelAliases: str(env, "SWITCHYARD_MODEL_ALIASES"),
     modelsDir: resolve(str(env, "SWITCHYARD_MODELS_DIR") ?? "./models"),
     rateLimitRpm: int(env, "SWITCHYARD_RATE_LIMIT_RPM", 600, 1, 10_000_000),

@@ -11,6 +11,8 @@ import { startLocalEngines } from "./engines/index";
 import { networkInterfaces } from "node:os";
 
 const SWEEP_INTERVAL_MS = 10 * 60_000;
+/** How long start-up waits for the upstreams' first model lists. */
+const FIRST_LIST_WAIT_MS = 5_000;
 
 export interface RunningServer {
   url: string;
@@ -98,6 +100,9 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   }
   // After listening, so a busy port fails at once; local models go live as they finish loading.
   await startLocalEngines(services);
+  // What each upstream serves (README, "Serve your own model"): the first answers are awaited a
+  // moment, so a started server lists what its engines serve; a slow engine holds nothing back.
+  await services.upstreamModels.start(FIRST_LIST_WAIT_MS);
   const server = app.server!;
   const { listen: listenUrl, url, network } = addresses(config.host, server.port!);
   if (config.upstreamUrl && !/\/v1$/.test(config.upstreamUrl)) {

@@ -23,6 +23,7 @@ import { Catalog, type ModelEntry } from "./catalog/catalog";
 import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
 import { createPool } from "./upstream/http1";
+import { ModelListRefresh, UpstreamModelLists } from "./upstream/model-lists";
 import type { ConnectionPool } from "./upstream/pool";
 import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
@@ -51,6 +52,8 @@ export interface Services {
   /** Client-side model ids mapped to public ids (SWITCHYARD_MODEL_ALIASES). */
   aliases: ModelAliases;
   routes: RouteRegistry;
+  /** Each upstream's GET /v1/models, read at start and every SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS. */
+  upstreamModels: ModelListRefresh;
   /** Keep-alive connections to the upstreams, per origin and account. */
   upstreamPool: ConnectionPool;
   engines: EngineRegistry;
@@ -183,13 +186,18 @@ interface Configured {
   catalog: Catalog;
   aliases: ModelAliases;
   routes: RouteRegistry;
+  upstreamModels: ModelListRefresh;
   engines: EngineRegistry;
   mediaFetcher: RemoteMediaFetcher;
 }
 
 function configured(config: Config, overrides: ServiceOverrides): Configured {
   const log = new Log(config.logLevel);
-  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => log.error(msg));
+  const lists = new UpstreamModelLists(undefined, (upstream, error) =>
+    log.warn("cannot read an upstream's model list (GET /v1/models); its last list stays in use, and until a first one its routes are all served", { upstream, error }));
+  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => log.error(msg), lists);
+  const offered = routes.offered && routes.offeredVersion ? { version: () => routes.offeredVersion!(), models: () => routes.offered!() } : null;
+  const upstreamModels = new ModelListRefresh(lists, () => routes.upstreams?.() ?? [], config.upstreamModelsRefreshSeconds * 1000, () => reportOffered());
   let aliases: ModelAliases;
   try {
     aliases = new ModelAliases(config.modelAliases, (msg) => log.error(msg));
@@ -197,13 +205,31 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
     if (err instanceof AliasesError) throw new ConfigError("SWITCHYARD_MODEL_ALIASES", err.message);
     throw err;
   }
-  return { log, catalog: new Catalog(config.catalogPath), aliases, routes, engines: overrides.engines ?? new EngineRegistry(),
+  const catalog = new Catalog(config.catalogPath, offered, { defaultPrice: config.defaultPrice, defaultContextWindow: config.defaultContextWindow });
+  // Once per change: served models the catalog cannot price, and priced ones with an assumed context window.
+  let reported = "";
+  const reportOffered = () => {
+    if (!offered) return;
+    const models = offered.models();
+    const unpriced = models.filter((m) => !catalog.get(m.id)).map((m) => m.id);
+    const assumed = models.filter((m) => catalog.get(m.id)?.discovered && m.maxModelLen === null).map((m) => m.id);
+    const now = JSON.stringify([unpriced, assumed]);
+    if (now === reported) return;
+    reported = now;
+    if (unpriced.length > 0) {
+      log.warn("upstreams serve models the catalog lacks; they are not offered until priced: set SWITCHYARD_DEFAULT_PRICE (e.g. 0.2,0.6) or add them to SWITCHYARD_CATALOG", { models: unpriced.slice(0, 50) });
+    }
+    if (assumed.length > 0) {
+      log.info("upstream models offered at the default price without a reported context window; assuming SWITCHYARD_DEFAULT_CONTEXT_WINDOW", { models: assumed.slice(0, 50), context_window: config.defaultContextWindow });
+    }
+  };
+  return { log, catalog, aliases, routes, upstreamModels, engines: overrides.engines ?? new EngineRegistry(),
     mediaFetcher: new RemoteMediaFetcher({ allow: config.remoteMediaAllow, timeoutMs: config.remoteMediaTimeoutMs, lookup: overrides.mediaLookup }),
   };
 }
 
 function assemble(config: Config, parts: Configured, store: DataStore, unlock: () => void, clock?: () => number): Services {
-  const { log, catalog, aliases, routes, engines } = parts;
+  const { log, catalog, aliases, routes, engines, upstreamModels } = parts;
   const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
   let provider: ProviderDecision | undefined;
   const s: Services = {
@@ -216,6 +242,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     catalog,
     aliases,
     routes,
+    upstreamModels,
     upstreamPool: createPool({ maxIdlePerOrigin: config.upstreamMaxIdlePerOrigin, maxIdle: config.upstreamMaxIdle }),
     engines,
     metrics: new MetricsRegistry(),
@@ -231,6 +258,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     onnxProvider: () => (provider ??= decideProvider(config.onnxProvider, { runtimeDir: config.runtimeDir })),
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     async close() {
+      s.upstreamModels.stop();
       s.upstreamPool.closeAll();
       s.responses.stopSweeping();
       s.tokens.close();

@@ -19,13 +19,15 @@ afterAll(async () => {
 });
 
 describe("upstream calls through a forward proxy", () => {
-  test("HTTP_PROXY carries chat to the upstream; NO_PROXY sends it direct", async () => {
+  test("HTTP_PROXY carries chat and the model list to the upstream; NO_PROXY sends them direct", async () => {
     const upstream = startFakeUpstream({ words: ["hello", " there"] });
     const proxy = startForwardProxy();
     cleanups.push(upstream.stop, proxy.stop);
     const run = async (env: Record<string, string>): Promise<Harness> => {
-      const h = await startHarness({ SWITCHYARD_UPSTREAM_URL: upstream.url, HTTP_PROXY: proxy.url, ...env });
+      const h = await startHarness({ SWITCHYARD_UPSTREAM_URL: upstream.url, HTTP_PROXY: proxy.url, SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS: "60", ...env });
       cleanups.push(() => h.stop());
+      // The model list read at start (awaited here, so the order below is fixed).
+      await h.server.services.upstreamModels.ready;
       const { key } = await h.account(10);
       const res = await postChat(h.base, key, { model: "glm-4.6", messages: [{ role: "user", content: "hi" }] });
       expect(res.status).toBe(200);
@@ -33,9 +35,9 @@ describe("upstream calls through a forward proxy", () => {
       return h;
     };
     await run({});
-    expect(proxy.seen.map((s) => s.line)).toEqual([`POST ${upstream.url}/chat/completions HTTP/1.1`]);
+    expect(proxy.seen.map((s) => s.line)).toEqual([`GET ${upstream.url}/models HTTP/1.1`, `POST ${upstream.url}/chat/completions HTTP/1.1`]);
     await run({ NO_PROXY: "127.0.0.1" });
-    expect(proxy.seen).toHaveLength(1);
+    expect(proxy.seen).toHaveLength(2);
   });
 });
 

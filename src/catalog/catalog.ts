@@ -2,37 +2,17 @@
  * The model catalog (contract §3): public ids, labs, context windows, prices and turbo flags.
  * The default catalog is embedded in the binary (a JSON import); SWITCHYARD_CATALOG may replace
  * or extend it, and is re-read when the file changes so new models go live without a restart.
+ * Chat models an upstream serves that the catalog lacks join it at the default price, when one is
+ * set (discovered.ts; README, "Serve your own model").
  */
-import { Type, type Static } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
 import { readFileSync, statSync } from "node:fs";
 import embedded from "./catalog.json" with { type: "json" };
 import { parseUsd, PRIORITY, STANDARD, type Multiplier } from "../billing/money";
 import { isInlineDocument } from "../config-document";
+import { CatalogError, parseCatalog, type CatalogEntryJson } from "./catalog-format";
+import { discoveredEntry, type DiscoverySettings, type OfferedSource } from "./discovered";
 
-const Decimal = Type.String({ pattern: "^\\d+(\\.\\d{1,9})?$" });
-
-const EntrySchema = Type.Object({
-  id: Type.String({ pattern: "^[a-z0-9][a-z0-9.\\-]*$", maxLength: 64 }),
-  kind: Type.Union([Type.Literal("chat"), Type.Literal("speech"), Type.Literal("embedding")]),
-  owned_by: Type.String({ minLength: 1 }),
-  created: Type.Integer({ minimum: 0 }),
-  context_window: Type.Optional(Type.Integer({ minimum: 1 })),
-  max_output_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 32768 })),
-  dimensions: Type.Optional(Type.Integer({ minimum: 1 })),
-  turbo: Type.Boolean(),
-  input_modalities: Type.Array(Type.Union([Type.Literal("text"), Type.Literal("image")])),
-  pricing: Type.Object({
-    input_per_million: Type.Optional(Decimal),
-    output_per_million: Type.Optional(Decimal),
-    characters_per_million: Type.Optional(Decimal),
-  }),
-  /** Set false in an override catalog to remove an embedded entry. */
-  enabled: Type.Optional(Type.Boolean()),
-});
-const CatalogSchema = Type.Object({ models: Type.Array(EntrySchema) });
-
-export type CatalogEntryJson = Static<typeof EntrySchema>;
+export { CatalogError, parseCatalog, type CatalogEntryJson };
 export type ModelKind = CatalogEntryJson["kind"];
 
 /** A catalog entry with prices converted to integer units per million. */
@@ -48,6 +28,8 @@ export interface ModelEntry {
   inputModalities: ("text" | "image")[];
   prices: { inputPerMillion: number; outputPerMillion: number; charactersPerMillion: number };
   pricingJson: CatalogEntryJson["pricing"];
+  /** Offered by an upstream and priced by SWITCHYARD_DEFAULT_PRICE, not written in a catalog. */
+  discovered?: boolean;
 }
 
 /** The endpoint a model kind belongs to, as named in wrong-endpoint errors. */
@@ -71,20 +53,19 @@ export interface ResolvedModel {
   readonly multiplier: Multiplier;
 }
 
-export class CatalogError extends Error {}
-
 function toEntry(j: CatalogEntryJson): ModelEntry {
   const p = (v: string | undefined) => (v === undefined ? 0 : parseUsd(v));
   return {
     id: j.id,
     kind: j.kind,
     ownedBy: j.owned_by,
-    created: j.created,
-    contextWindow: j.context_window ?? (j.kind === "embedding" ? 2048 : 200_000),
+    created: j.created ?? 0,
+    // parseCatalog requires it of chat and embedding models; speech models have none.
+    contextWindow: j.context_window ?? 0,
     maxOutputTokens: Math.min(j.max_output_tokens ?? OUTPUT_CEILING, OUTPUT_CEILING),
     dimensions: j.dimensions ?? null,
-    turbo: j.turbo,
-    inputModalities: j.input_modalities,
+    turbo: j.turbo ?? false,
+    inputModalities: j.input_modalities ?? ["text"],
     prices: {
       inputPerMillion: p(j.pricing.input_per_million),
       outputPerMillion: p(j.pricing.output_per_million),
@@ -94,14 +75,6 @@ function toEntry(j: CatalogEntryJson): ModelEntry {
   };
 }
 
-export function parseCatalog(json: unknown, source: string): CatalogEntryJson[] {
-  if (!Value.Check(CatalogSchema, json)) {
-    const first = [...Value.Errors(CatalogSchema, json)][0];
-    throw new CatalogError(`${source}: ${first?.path || "/"} ${first?.message ?? "is not a valid catalog"}`);
-  }
-  return json.models;
-}
-
 export class Catalog {
   private entries = new Map<string, ModelEntry>();
   /** resolve() answers for this catalog version, without and with the priority hint (shared, read-only). */
@@ -109,9 +82,32 @@ export class Catalog {
   private resolvedPriority = new Map<string, ResolvedModel>();
   private overrideMtime = -1;
   private lastCheck = 0;
+  /** Upstream-offered models the catalog lacks, for offered version `discoveredAt`. */
+  private discovered = new Map<string, ModelEntry>();
+  private discoveredAt: string | null = null;
 
-  constructor(private readonly overridePath: string | null = null) {
+  constructor(
+    private readonly overridePath: string | null = null,
+    private readonly offered: OfferedSource | null = null,
+    private readonly discovery: DiscoverySettings = { defaultPrice: null, defaultContextWindow: 32768 },
+  ) {
     this.rebuild();
+  }
+
+  /** Rebuilds the discovered entries when the offered models changed (never replaces a catalog entry). */
+  private refreshDiscovered(): void {
+    if (this.offered === null || this.discovery.defaultPrice === null) return;
+    const version = this.offered.version();
+    if (version === this.discoveredAt) return;
+    const next = new Map<string, ModelEntry>();
+    for (const m of this.offered.models()) {
+      if (this.entries.has(m.id) || next.has(m.id)) continue;
+      next.set(m.id, discoveredEntry(m, this.discovery));
+    }
+    this.discovered = next;
+    this.discoveredAt = version;
+    this.resolvedDefault = new Map();
+    this.resolvedPriority = new Map();
   }
 
   /** Re-reads the override file when it changed (checked at most once a second). */
@@ -161,22 +157,25 @@ export class Catalog {
     const next = new Map<string, ModelEntry>();
     for (const e of merged.values()) {
       if (e.enabled === false) continue;
-      if (e.id.endsWith(TURBO_SUFFIX)) throw new CatalogError(`catalog: id '${e.id}' may not end in ${TURBO_SUFFIX}`);
+      if (e.id.endsWith(TURBO_SUFFIX)) throw new CatalogError(`catalog: id '${e.id}' may not end in ${TURBO_SUFFIX}: that suffix asks for a model's priority tier; write the base id with "turbo": true`);
       next.set(e.id, toEntry(e));
     }
     this.entries = next;
+    this.discoveredAt = null;
     this.resolvedDefault = new Map();
     this.resolvedPriority = new Map();
   }
 
   all(): ModelEntry[] {
     this.refresh();
-    return [...this.entries.values()];
+    this.refreshDiscovered();
+    return this.discovered.size === 0 ? [...this.entries.values()] : [...this.entries.values(), ...this.discovered.values()];
   }
 
   get(id: string): ModelEntry | undefined {
     this.refresh();
-    return this.entries.get(id);
+    this.refreshDiscovered();
+    return this.entries.get(id) ?? this.discovered.get(id);
   }
 
   /**
@@ -185,6 +184,7 @@ export class Catalog {
    */
   resolve(requestedId: string, priorityHint = false): ResolvedModel | null {
     this.refresh();
+    this.refreshDiscovered();
     // Every chat request resolves its model two or three times: the answers are kept per catalog
     // version (rebuild() starts a new map), and only for ids that exist, so the map stays bounded.
     const cache = priorityHint ? this.resolvedPriority : this.resolvedDefault;
@@ -196,7 +196,7 @@ export class Catalog {
   }
 
   private resolveUncached(requestedId: string, priorityHint: boolean): ResolvedModel | null {
-    const direct = this.entries.get(requestedId);
+    const direct = this.entries.get(requestedId) ?? this.discovered.get(requestedId);
     if (direct) {
       const priority = priorityHint && direct.turbo;
       return { entry: direct, requestedId, tier: priority ? "priority" : "default", multiplier: priority ? PRIORITY : STANDARD };

@@ -1,6 +1,7 @@
 /**
  * The model check every endpoint makes, in one order: does the id exist (404), does it belong
- * to this endpoint (400 wrong_endpoint naming the right one), is it live (503).
+ * to this endpoint (400 wrong_endpoint naming the right one), is it live (503; 404 for a chat
+ * model no upstream lists).
  */
 import type { Services } from "../services";
 import { ENDPOINT_OF_KIND, type ModelKind, type ResolvedModel } from "./catalog";
@@ -22,7 +23,12 @@ export function resolveModel(s: Services, modelId: string, kind: ModelKind, prio
   const resolved = resolveId(s, modelId, priorityHint);
   if (!resolved) throw modelNotFound(modelId);
   if (resolved.entry.kind !== kind) throw wrongEndpoint(modelId, ENDPOINT_OF_KIND[resolved.entry.kind]);
-  if (!s.isLive(resolved.entry)) throw modelUnavailable(modelId);
+  if (!s.isLive(resolved.entry)) {
+    // A chat model whose upstreams all list other models is not served here at all (README,
+    // "Serve your own model"): not found, rather than "try again later".
+    if (resolved.entry.kind === "chat" && s.routes.unlisted?.(resolved.entry.id)) throw modelNotFound(modelId);
+    throw modelUnavailable(modelId);
+  }
   return resolved;
 }
 

@@ -50,6 +50,8 @@ Environment (defaults in brackets):
   SWITCHYARD_UPSTREAM_URL, _UPSTREAM_KEY default OpenAI-compatible upstream (base URL ending at /v1)
   SWITCHYARD_ROUTES                      routes JSON file or inline JSON (several upstreams)
   SWITCHYARD_CATALOG                     catalog JSON extending the embedded one
+  SWITCHYARD_DEFAULT_PRICE [none]        "in,out" USD per 1M tokens for served models the catalog lacks
+  SWITCHYARD_DEFAULT_CONTEXT_WINDOW [32768], SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS [60]
   SWITCHYARD_MODELS_DIR [./models]       local model files (see 'switchyard models list')
   SWITCHYARD_RATE_LIMIT_RPM [600], SWITCHYARD_CONCURRENCY_LIMIT [32]   per-account limits
   SWITCHYARD_MAX_BODY_BYTES [33554432], SWITCHYARD_ONNX_PROVIDER [auto|cpu|cuda],

@@ -3,12 +3,16 @@
  * SWITCHYARD_ROUTES (a file, re-read when it changes, or inline JSON) and SWITCHYARD_UPSTREAM_URL
  * (the one-line default: every chat model the routes do not name goes there under its public
  * id). Each route carries its circuit breaker, kept across reloads while the route is unchanged.
+ * A route is served only while its upstream's GET /v1/models lists its model (model-lists.ts),
+ * unless it is pinned or the upstream never answered a list (README, "Serve your own model").
  * Nothing from here is ever shown to a client.
  */
 import { ConfigDocument } from "../config-document";
 import { ConfigError, type Config } from "../config";
 import { RouteHealth, type BreakerState } from "./breaker";
 import { planRoutes } from "./select";
+import { UpstreamModelLists } from "./model-lists";
+import type { OfferedModel } from "../catalog/discovered";
 import { proxyFor, type ProxySettings } from "./proxy";
 import {
   DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, parseRoutes, RoutesConfigError,
@@ -25,6 +29,8 @@ export interface Route {
   weight: number;
   /** Serves turbo (priority-tier) requests. */
   priority: boolean;
+  /** Served even when the upstream's model list omits the model. */
+  pinned: boolean;
   health: RouteHealth;
   /** For logs: the public id and the route's position, never the upstream's name or host. */
   label: string;
@@ -41,9 +47,18 @@ export interface RouteRegistry {
   plan(publicId: string, tier: "default" | "priority"): PlannedRoute[];
   /** At least one route is configured (the model is live), whatever its health. */
   hasRoute(publicId: string): boolean;
-  /** Every route of these models with its breaker state, for the operator (never for clients). */
+  /** Routes are configured, but no upstream lists the model (nor is a route pinned): it is not served here. */
+  unlisted?(publicId: string): boolean;
+  /** Every served route of these models with its breaker state, for the operator (never for clients). */
   snapshot?(publicIds: string[]): RouteStatus[];
+  /** Every configured upstream (the default one included), for the model-list refresh. */
+  upstreams?(): Upstream[];
+  /** Public ids that some route serves and what the upstream lists about them (they may lack a catalog entry). */
+  offered?(): OfferedModel[];
+  /** Moves whenever offered() may answer differently. */
+  offeredVersion?(): string;
 }
+
 
 /** One route as the operator view shows it: the upstream's configured name, never its address. */
 export interface RouteStatus {
@@ -66,6 +81,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
   private readonly health = new Map<string, RouteHealth>();
   private readonly routeCache = new Map<string, Route[]>();
   private readonly document: ConfigDocument | null;
+  private tableVersion = 0;
   private get keepAlive(): boolean {
     return this.source.upstreamKeepAlive ?? true;
   }
@@ -75,6 +91,8 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     private readonly source: { upstreamUrl: string | null; upstreamKey: string | null; routes: string | null; upstreamKeepAlive?: boolean; proxies?: ProxySettings },
     private readonly onReloadError: (message: string) => void = () => {},
     private readonly env: Record<string, string | undefined> = process.env,
+    /** What each upstream lists (refreshed by the caller); a fresh one knows nothing, so every route is served. */
+    readonly lists: UpstreamModelLists = new UpstreamModelLists(),
   ) {
     this.defaultUpstream = source.upstreamUrl
       ? {
@@ -88,6 +106,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
   private apply(table: RoutesTable): void {
     this.table = table;
+    this.tableVersion++;
     this.policy.failures = table.breaker.failures;
     this.policy.cooldownMs = table.breaker.cooldownMs;
     this.routeCache.clear();
@@ -110,34 +129,80 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     const specs = this.table?.models.get(publicId);
     let routes: Route[];
     if (specs) {
-      routes = specs.map((spec, i) => this.route(publicId, i, this.table!.upstreams.get(spec.upstream)!, spec.model, spec.weight, spec.priority));
+      routes = specs.map((spec, i) => this.route(publicId, i, this.table!.upstreams.get(spec.upstream)!, spec.model, spec.weight, spec.priority, spec.pinned));
     } else if (this.defaultUpstream) {
-      routes = [this.route(publicId, 0, this.defaultUpstream, publicId, 1, false)];
+      routes = [this.route(publicId, 0, this.defaultUpstream, publicId, 1, false, false)];
     } else routes = [];
     this.routeCache.set(publicId, routes);
     return routes;
   }
 
-  private route(publicId: string, index: number, upstream: Upstream, model: string, weight: number, priority: boolean): Route {
+  private route(publicId: string, index: number, upstream: Upstream, model: string, weight: number, priority: boolean, pinned: boolean): Route {
     const key = JSON.stringify([publicId, upstream.name, upstream.baseUrl, model]);
     let health = this.health.get(key);
     if (!health) this.health.set(key, (health = new RouteHealth(this.policy)));
-    return { upstream, model, weight, priority, health, label: `${publicId}#${index}` };
+    return { upstream, model, weight, priority, pinned, health, label: `${publicId}#${index}` };
+  }
+
+  /** Pinned, or its upstream lists the model, or its upstream never answered a list. */
+  private served(route: Route): boolean {
+    if (route.pinned) return true;
+    const list = this.lists.of(route.upstream);
+    return list === null || list.has(route.model);
+  }
+
+  private servedRoutesOf(publicId: string): Route[] {
+    const routes = this.routesOf(publicId);
+    return routes.every((r) => this.served(r)) ? routes : routes.filter((r) => this.served(r));
   }
 
   plan(publicId: string, tier: "default" | "priority"): PlannedRoute[] {
     const now = Date.now();
-    return planRoutes(this.routesOf(publicId), tier).filter((p) => p.route.health.available(now));
+    return planRoutes(this.servedRoutesOf(publicId), tier).filter((p) => p.route.health.available(now));
   }
 
   hasRoute(publicId: string): boolean {
-    return this.routesOf(publicId).length > 0;
+    return this.routesOf(publicId).some((r) => this.served(r));
+  }
+
+  unlisted(publicId: string): boolean {
+    const routes = this.routesOf(publicId);
+    return routes.length > 0 && !routes.some((r) => this.served(r));
+  }
+
+  upstreams(): Upstream[] {
+    this.refresh();
+    const all = [...(this.table?.upstreams.values() ?? [])];
+    return this.defaultUpstream ? [this.defaultUpstream, ...all] : all;
+  }
+
+  offeredVersion(): string {
+    this.refresh();
+    return `${this.tableVersion}:${this.lists.version}`;
+  }
+
+  offered(): OfferedModel[] {
+    this.refresh();
+    const out: OfferedModel[] = [];
+    const named = this.table?.models ?? new Map();
+    for (const id of named.keys()) {
+      const route = this.servedRoutesOf(id)[0];
+      if (!route) continue;
+      const listed = this.lists.of(route.upstream)?.get(route.model);
+      out.push({ id, ownedBy: listed?.ownedBy ?? null, created: listed?.created ?? null, maxModelLen: listed?.maxModelLen ?? null });
+    }
+    if (this.defaultUpstream) {
+      for (const m of this.lists.of(this.defaultUpstream)?.values() ?? []) {
+        if (!named.has(m.id)) out.push({ id: m.id, ownedBy: m.ownedBy, created: m.created, maxModelLen: m.maxModelLen });
+      }
+    }
+    return out;
   }
 
   snapshot(publicIds: string[]): RouteStatus[] {
     const now = Date.now();
     return publicIds.flatMap((id) =>
-      this.routesOf(id).map((r) => ({
+      this.servedRoutesOf(id).map((r) => ({
         model: id, route: r.label, upstream: r.upstream.name, upstreamModel: r.model, weight: r.weight, priority: r.priority,
         state: r.health.state(now), failures: r.health.failures,
       })),
@@ -149,9 +214,10 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 export function createRouteRegistry(
   config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes" | "upstreamKeepAlive" | "proxies">,
   onReloadError: (message: string) => void = () => {},
+  lists?: UpstreamModelLists,
 ): ConfiguredRouteRegistry {
   try {
-    return new ConfiguredRouteRegistry(config, onReloadError);
+    return new ConfiguredRouteRegistry(config, onReloadError, process.env, lists);
   } catch (err) {
     if (err instanceof RoutesConfigError) throw new ConfigError("SWITCHYARD_ROUTES", err.message);
     throw err;

@@ -19,8 +19,8 @@ describe("parseRoutes", () => {
     expect(t.upstreams.get("a")).toEqual({ name: "a", baseUrl: "http://10.0.0.1:8000/v1", apiKey: "sk-a", connectTimeoutMs: 1000, firstByteTimeoutMs: 2000, idleTimeoutMs: 3000, priorityHint: DEFAULT_PRIORITY_HINT, keepAlive: true, proxy: null, tls: null });
     expect(t.upstreams.get("b")).toMatchObject({ apiKey: "sk-b", priorityHint: null, firstByteTimeoutMs: DEFAULT_TIMEOUTS.firstByteTimeoutMs });
     expect(t.models.get("glm-4.6")).toEqual([
-      { upstream: "a", model: "zai-org/GLM-4.6", weight: 3, priority: false },
-      { upstream: "b", model: "glm-4.6", weight: 1, priority: true },
+      { upstream: "a", model: "zai-org/GLM-4.6", weight: 3, priority: false, pinned: false },
+      { upstream: "b", model: "glm-4.6", weight: 1, priority: true, pinned: false },
     ]);
     expect(t.models.get("minimax-m2")).toEqual([]);
     expect(t.breaker).toEqual({ failures: 2, cooldownMs: 500 });

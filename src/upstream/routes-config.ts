@@ -20,7 +20,7 @@
  * }
  *
  * Defaults: model = the public id, weight 1 (0 = standby, tried only after weighted routes),
- * priority false, timeouts 10 s / 120 s / 120 s, priority_hint -10, keep_alive
+ * priority false, pinned false (true: served even when the upstream's model list omits it), timeouts 10 s / 120 s / 120 s, priority_hint -10, keep_alive
  * SWITCHYARD_UPSTREAM_KEEP_ALIVE (on). A model listed with [] is
  * offline even when SWITCHYARD_UPSTREAM_URL is set; models not listed go to that default.
  */
@@ -67,6 +67,8 @@ const RouteSchema = Type.Object(
     model: Type.Optional(Type.String({ minLength: 1 })),
     weight: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000 })),
     priority: Type.Optional(Type.Boolean()),
+    /** Serve this route even when its upstream's GET /v1/models does not list the model. */
+    pinned: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -141,6 +143,7 @@ export interface RouteSpec {
   model: string;
   weight: number;
   priority: boolean;
+  pinned: boolean;
 }
 
 export interface RoutesTable {
@@ -213,7 +216,7 @@ export function parseRoutes(
     const specs: RouteSpec[] = [];
     routes.forEach((r, i) => {
       if (!upstreams.has(r.upstream)) throw new RoutesConfigError(`/models/${publicId}/${i}/upstream: no upstream named "${r.upstream}" in /upstreams`);
-      specs.push({ upstream: r.upstream, model: r.model ?? publicId, weight: r.weight ?? 1, priority: r.priority ?? false });
+      specs.push({ upstream: r.upstream, model: r.model ?? publicId, weight: r.weight ?? 1, priority: r.priority ?? false, pinned: r.pinned ?? false });
     });
     models.set(publicId, specs);
   }

@@ -58,7 +58,7 @@ export function startEngineUpstream(): EngineUpstream {
     idleTimeout: 0,
     async fetch(req) {
       const path = new URL(req.url).pathname;
-      if (path === "/v1/models") return Response.json({ object: "list", data: [] });
+      // No model list (404): the gateway then routes every model here, as to an engine without one.
       if (path !== "/v1/chat/completions") return new Response("not found", { status: 404 });
       const body = (await req.json()) as Json;
       requests.push(body);

@@ -45,17 +45,34 @@ export interface FakeUpstream {
   active: number;
   maxActive: number;
   behave(b: Behaviour): void;
+  /** What GET /v1/models lists from now on (null: it answers 404, as an engine without the list). */
+  serve(models: ListedModel[] | null): void;
+  /** GET /v1/models requests received. */
+  listRequests: number;
   stop(): void;
+}
+
+/** A model as GET /v1/models lists it (vLLM adds `max_model_len`). */
+export interface ListedModel {
+  id: string;
+  owned_by?: string;
+  max_model_len?: number;
 }
 
 export interface FakeOptions {
   /** Keep every request body in `requests` (default true; a benchmark turns it off). */
   recordRequests?: boolean;
+  /**
+   * What GET /v1/models lists. Default null: it answers 404, so the gateway cannot tell what it
+   * serves and routes every model to it (the fake answers any model id).
+   */
+  models?: ListedModel[] | null;
 }
 
 export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions = {}): FakeUpstream {
   const record = options.recordRequests ?? true;
   let behaviour: Behaviour = initial;
+  let listed = options.models ?? null;
   const state: FakeUpstream = {
     url: "",
     requests: [],
@@ -65,6 +82,10 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
     behave(b) {
       behaviour = b;
     },
+    serve(models) {
+      listed = models;
+    },
+    listRequests: 0,
     stop() {
       server.stop(true);
     },
@@ -74,7 +95,11 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
     idleTimeout: 0,
     async fetch(req) {
       const url = new URL(req.url);
-      if (url.pathname === "/v1/models") return Response.json({ object: "list", data: [] });
+      if (url.pathname === "/v1/models") {
+        state.listRequests++;
+        if (listed === null) return new Response("not found", { status: 404 });
+        return Response.json({ object: "list", data: listed.map((m) => ({ object: "model", created: 1_700_000_000, owned_by: "vllm", ...m })) });
+      }
       if (url.pathname !== "/v1/chat/completions") return new Response("not found", { status: 404 });
       const body = (await req.json()) as Record<string, any>;
       if (record) state.requests.push(body);

@@ -47,6 +47,9 @@ export async function startHarness(env: Record<string, string> = {}, overrides: 
     SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN,
     SWITCHYARD_LOG_LEVEL: "silent",
     SWITCHYARD_MODELS_DIR: join(dataDir, "models"),
+    // Upstream model lists are not read (every route served), so a scripted upstream sees only the
+    // requests a test makes; tests of the lists set a refresh interval (test/own-model.test.ts).
+    SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS: "0",
     ...(databaseUrl ? { SWITCHYARD_DATABASE_URL: databaseUrl } : {}),
     ...env,
   });

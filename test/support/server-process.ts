@@ -22,7 +22,7 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 15_00
     cwd: ROOT,
     // A grace period of 0 unless the test sets one: a test's clean-up SIGTERM cuts what is still
     // open (its stalled clients, say) instead of waiting the default 30 s for it.
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: "0", HOST: "127.0.0.1", SWITCHYARD_LOG_LEVEL: "info", SWITCHYARD_SHUTDOWN_GRACE_SECONDS: "0", ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", PORT: "0", HOST: "127.0.0.1", SWITCHYARD_LOG_LEVEL: "info", SWITCHYARD_SHUTDOWN_GRACE_SECONDS: "0", SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS: "0", ...env },
     stdin: "ignore",
     stdout: "ignore",
     stderr: "pipe",

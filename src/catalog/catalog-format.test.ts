@@ -1,0 +1,79 @@
+/**
+ * The catalog format (README, "The model catalog"): a mistake names the entry and the field and
+ * says what to write; a chat model without a context window is refused (no silent default);
+ * engine-style ids (slashes, capitals, colons) are accepted; the optional fields take their
+ * documented defaults.
+ */
+import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Catalog, CatalogError } from "./catalog";
+import { parseCatalog } from "./catalog-format";
+
+const entry = (over: Record<string, unknown> = {}) => ({
+  id: "my-llama", kind: "chat", owned_by: "meta", context_window: 8192,
+  pricing: { input_per_million: "0.20", output_per_million: "0.60" }, ...over,
+});
+const without = (field: string) => {
+  const e: Record<string, unknown> = entry();
+  delete e[field];
+  return e;
+};
+const errorOf = (models: unknown[]) => {
+  try {
+    parseCatalog({ models: [entry({ id: "first" }), entry({ id: "second" }), entry({ id: "third" }), ...models] }, "SWITCHYARD_CATALOG");
+  } catch (e) {
+    expect(e).toBeInstanceOf(CatalogError);
+    return (e as Error).message;
+  }
+  throw new Error("accepted");
+};
+
+test.each([
+  [without("owned_by"), 'SWITCHYARD_CATALOG: models[3].owned_by is missing: write the lab that built the model, e.g. "owned_by": "meta"'],
+  [without("context_window"), 'SWITCHYARD_CATALOG: models[3].context_window is missing: write the model\'s context length in tokens (vLLM\'s --max-model-len), e.g. "context_window": 131072'],
+  [without("pricing"), "SWITCHYARD_CATALOG: models[3].pricing is missing: write USD per million tokens as strings"],
+  [entry({ context_length: 8192 }), "SWITCHYARD_CATALOG: models[3].context_length is not a catalog field: an entry has id, kind, owned_by"],
+  [entry({ pricing: { input_per_million: 0.2 } }), "SWITCHYARD_CATALOG: models[3].pricing.input_per_million is not valid"],
+  [entry({ kind: "llm" }), 'SWITCHYARD_CATALOG: models[3].kind is not valid'],
+  [entry({ id: "my llama" }), "SWITCHYARD_CATALOG: models[3].id is not valid"],
+] as const)("%j is refused with a line saying what to write", (bad, message) => {
+  expect(errorOf([bad])).toStartWith(message);
+});
+
+test("a speech model needs no context window", () => {
+  expect(parseCatalog({ models: [entry({ id: "voice", kind: "speech", context_window: undefined, pricing: { characters_per_million: "15" } })] }, "x")).toHaveLength(1);
+});
+
+test("engine-style ids are valid catalog ids: slashes, capitals, colons", () => {
+  const ids = ["Qwen/Qwen3-8B", "llama3.2:3b", "meta-llama/Llama-3.1-8B-Instruct", "my_model@v2"];
+  expect(parseCatalog({ models: ids.map((id) => entry({ id })) }, "x").map((e) => e.id)).toEqual(ids);
+});
+
+test("an override entry takes the documented defaults: created 0, turbo false, text input", () => {
+  const catalog = new Catalog(JSON.stringify({ models: [entry({ id: "Qwen/Qwen3-8B" })] }));
+  expect(catalog.get("Qwen/Qwen3-8B")).toMatchObject({ created: 0, turbo: false, inputModalities: ["text"], contextWindow: 8192, prices: { inputPerMillion: 200_000_000, outputPerMillion: 600_000_000 } });
+  expect(catalog.resolve("Qwen/Qwen3-8B")?.entry.id).toBe("Qwen/Qwen3-8B");
+  // The embedded catalog is still there (no "replace").
+  expect(catalog.get("glm-4.6")).toBeDefined();
+});
+
+test('"replace": true leaves only the override\'s models', () => {
+  const catalog = new Catalog(JSON.stringify({ replace: true, models: [entry()] }));
+  expect(catalog.all().map((e) => e.id)).toEqual(["my-llama"]);
+});
+
+test("a bad override stops start-up with that line", () => {
+  expect(() => new Catalog(JSON.stringify({ models: [without("owned_by")] }))).toThrow('SWITCHYARD_CATALOG: models[0].owned_by is missing: write the lab that built the model, e.g. "owned_by": "meta"');
+});
+
+test("the README's example catalog is valid, and means what the README says", () => {
+  const readme = readFileSync(join(import.meta.dir, "../../README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("## The model catalog"));
+  const json = section.slice(section.indexOf("```json") + 7, section.indexOf("```", section.indexOf("```json") + 7));
+  const catalog = new Catalog(json);
+  expect(catalog.get("my-llama")).toMatchObject({ ownedBy: "meta", contextWindow: 131072, maxOutputTokens: 8192, turbo: true, inputModalities: ["text", "image"] });
+  expect(catalog.resolve("my-llama-turbo")?.tier).toBe("priority");
+  expect(catalog.get("glm-4.6")).toBeUndefined();
+  expect(catalog.get("kimi-k2-instruct")).toBeDefined();
+});

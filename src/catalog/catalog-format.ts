@@ -1,0 +1,106 @@
+/**
+ * The catalog document's format (README, "The model catalog"), checked with TypeBox. A mistake is
+ * reported as one line naming the entry and the field and saying what to write there, e.g.
+ * `SWITCHYARD_CATALOG: models[3].owned_by is missing: write the lab that built the model, e.g. "owned_by": "meta"`.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+
+const Decimal = Type.String({ pattern: "^\\d+(\\.\\d{1,9})?$" });
+
+/**
+ * A model id: what clients send as `model`. Letters (either case), digits and `. - _ : / @ +`, so
+ * an engine's own names (`Qwen/Qwen3-8B`, `llama3.2:3b`) can be public ids as they are.
+ */
+export const MODEL_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._:/@+\\-]*$";
+export const MODEL_ID_MAX = 256;
+
+const EntrySchema = Type.Object(
+  {
+    id: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: MODEL_ID_MAX }),
+    kind: Type.Union([Type.Literal("chat"), Type.Literal("speech"), Type.Literal("embedding")]),
+    owned_by: Type.String({ minLength: 1 }),
+    /** Unix seconds; default 0. */
+    created: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** Required for chat and embedding models. */
+    context_window: Type.Optional(Type.Integer({ minimum: 1 })),
+    max_output_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 32768 })),
+    dimensions: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** Default false. */
+    turbo: Type.Optional(Type.Boolean()),
+    /** Default ["text"]. */
+    input_modalities: Type.Optional(Type.Array(Type.Union([Type.Literal("text"), Type.Literal("image")]))),
+    pricing: Type.Object(
+      {
+        input_per_million: Type.Optional(Decimal),
+        output_per_million: Type.Optional(Decimal),
+        characters_per_million: Type.Optional(Decimal),
+      },
+      { additionalProperties: false },
+    ),
+    /** Set false in an override catalog to remove an embedded entry. */
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+const CatalogSchema = Type.Object({ models: Type.Array(EntrySchema) });
+
+export type CatalogEntryJson = Static<typeof EntrySchema>;
+
+export class CatalogError extends Error {}
+
+const PRICE_HINT = 'write USD per million as a decimal string with at most 9 decimals, e.g. "0.20"';
+const FIELDS = Object.keys(EntrySchema.properties).join(", ");
+
+/** What to write in each field. */
+const HINTS: Record<string, string> = {
+  id: 'write the id clients send as "model": letters, digits and . - _ : / @ +, starting with a letter or digit, at most 256 characters, e.g. "id": "my-llama" or "id": "Qwen/Qwen3-8B"',
+  kind: 'write "chat", "speech" or "embedding"',
+  owned_by: 'write the lab that built the model, e.g. "owned_by": "meta"',
+  created: 'write the release date in Unix seconds, e.g. "created": 1735689600',
+  context_window: 'write the model\'s context length in tokens (vLLM\'s --max-model-len), e.g. "context_window": 131072',
+  max_output_tokens: 'write the most tokens one answer may have, 1 to 32768, e.g. "max_output_tokens": 8192',
+  dimensions: 'write the embedding vector\'s length, e.g. "dimensions": 768',
+  turbo: 'write true (the model also serves "<id>-turbo" at 1.5x the price) or false',
+  input_modalities: 'write ["text"] or ["text", "image"]',
+  pricing: 'write USD per million tokens as strings, e.g. "pricing": { "input_per_million": "0.20", "output_per_million": "0.60" }',
+  input_per_million: PRICE_HINT,
+  output_per_million: PRICE_HINT,
+  characters_per_million: PRICE_HINT,
+  enabled: "write true, or false to remove the model",
+};
+
+/** `/models/3/pricing/input_per_million` → `models[3].pricing.input_per_million`. */
+function readablePath(path: string): string {
+  return path.split("/").filter(Boolean).reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), "");
+}
+
+function describe(path: string, message: string, missing: boolean): string {
+  const parts = path.split("/").filter(Boolean);
+  const field = parts[parts.length - 1] ?? "";
+  const where = readablePath(path) || "the document";
+  if (parts.length === 0 || (parts.length === 1 && field === "models")) return `${where} must be { "models": [ ... ] }, a list of model entries`;
+  if (/^\d+$/.test(field)) return `${where} must be an object with ${FIELDS}`;
+  const hint = HINTS[field];
+  if (!hint) return `${where} is not a catalog field: an entry has ${FIELDS}`;
+  // TypeBox's own words help for a wrong type ("expected string"), not for a pattern.
+  const why = missing ? "is missing" : /match|union/i.test(message) || message === "" ? "is not valid" : `is not valid (${message.charAt(0).toLowerCase()}${message.slice(1)})`;
+  return `${where} ${why}: ${hint}`;
+}
+
+/** Checks a catalog document; throws CatalogError saying what to write where. */
+export function parseCatalog(json: unknown, source: string): CatalogEntryJson[] {
+  if (!Value.Check(CatalogSchema, json)) {
+    const errors = [...Value.Errors(CatalogSchema, json)];
+    // A missing field is the most useful first line; TypeBox also reports its parent's union errors.
+    const first = errors.find((e) => /required property/i.test(e.message)) ?? errors.find((e) => /unexpected property/i.test(e.message)) ?? errors[0];
+    const missing = first !== undefined && /required property/i.test(first.message);
+    throw new CatalogError(`${source}: ${describe(first?.path ?? "", first?.message ?? "", missing)}`);
+  }
+  json.models.forEach((e, i) => {
+    if (e.kind !== "speech" && e.context_window === undefined) {
+      throw new CatalogError(`${source}: ${describe(`/models/${i}/context_window`, "", true)}`);
+    }
+  });
+  return json.models;
+}
