@@ -5,6 +5,7 @@
 import type { Services } from "../services";
 import { ENDPOINT_OF_KIND, type ModelKind, type ResolvedModel } from "./catalog";
 import { modelNotFound, modelUnavailable, wrongEndpoint } from "../errors";
+import { localModelUnavailable } from "../engines/installed";
 
 /**
  * The catalog entry for a requested id, or for the public id it is an alias of (a real catalog
@@ -22,7 +23,9 @@ export function resolveModel(s: Services, modelId: string, kind: ModelKind, prio
   const resolved = resolveId(s, modelId, priorityHint);
   if (!resolved) throw modelNotFound(modelId);
   if (resolved.entry.kind !== kind) throw wrongEndpoint(modelId, ENDPOINT_OF_KIND[resolved.entry.kind]);
-  if (!s.isLive(resolved.entry)) throw modelUnavailable(modelId);
+  if (!s.isLive(resolved.entry)) {
+    throw resolved.entry.kind === "chat" ? modelUnavailable(modelId) : localModelUnavailable(s, modelId, resolved.entry.id);
+  }
   return resolved;
 }
 
