@@ -63,8 +63,13 @@ export const invalidField = (param: string, rule: string) =>
 export const missingField = (param: string) =>
   new DomainError("invalid_request", "missing_required_parameter", `Missing required parameter: '${param}'.`, param);
 
-export const modelNotFound = (model: string) =>
-  new DomainError("not_found", "model_not_found", `The model '${model}' does not exist. GET /v1/models lists the available models.`, "model");
+/** 404 for an unknown id; `suggestions` (live public ids close to it) go in the message and the body. */
+export function modelNotFound(model: string, suggestions: readonly string[] = []): DomainError {
+  const hint = suggestions.length === 0 ? "" : ` Did you mean ${suggestions.map((id) => `'${id}'`).join(" or ")}?`;
+  const err = new DomainError("not_found", "model_not_found", `The model '${model}' does not exist.${hint} GET /v1/models lists the available models.`, "model");
+  if (suggestions.length > 0) err.extra = { suggestions: [...suggestions] };
+  return err;
+}
 
 export const modelUnavailable = (model: string) =>
   new DomainError("unavailable", "model_unavailable", `The model '${model}' is not available right now. Try again later.`, "model", 5);

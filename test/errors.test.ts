@@ -57,11 +57,16 @@ async function raw(r: Raw, target: Harness = h): Promise<{ status: number; heade
   return { status: res.status, headers: res.headers, body };
 }
 
-/** Exactly {error:{message,type,param,code}}, a request id, and the given status/code/param. */
+/**
+ * Exactly {error:{message,type,param,code}} (plus `suggestions` on a model_not_found that has
+ * close live ids), a request id, and the given status/code/param.
+ */
 function expectError(res: { status: number; headers: Headers; body: any }, status: number, code: string, param?: string | null) {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
   expect(Object.keys(res.body)).toEqual(["error"]);
-  expect(Object.keys(res.body.error).sort()).toEqual(["code", "message", "param", "type"]);
+  const fields = ["code", "message", "param", "type"];
+  if (code === "model_not_found" && "suggestions" in res.body.error) fields.push("suggestions");
+  expect(Object.keys(res.body.error).sort()).toEqual(fields.sort());
   expect(typeof res.body.error.message).toBe("string");
   expect(res.body.error.message.length).toBeGreaterThan(10);
   expect(typeof res.body.error.type).toBe("string");

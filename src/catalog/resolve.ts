@@ -6,6 +6,7 @@ import type { Services } from "../services";
 import { ENDPOINT_OF_KIND, type ModelKind, type ResolvedModel } from "./catalog";
 import { modelNotFound, modelUnavailable, wrongEndpoint } from "../errors";
 import { localModelUnavailable } from "../engines/installed";
+import { suggestModels } from "./suggest";
 
 /**
  * The catalog entry for a requested id, or for the public id it is an alias of (a real catalog
@@ -21,7 +22,7 @@ export function resolveId(s: Services, modelId: string, priorityHint = false): R
 
 export function resolveModel(s: Services, modelId: string, kind: ModelKind, priorityHint = false): ResolvedModel {
   const resolved = resolveId(s, modelId, priorityHint);
-  if (!resolved) throw modelNotFound(modelId);
+  if (!resolved) throw modelNotFound(modelId, suggestModels(s, modelId, kind));
   if (resolved.entry.kind !== kind) throw wrongEndpoint(modelId, ENDPOINT_OF_KIND[resolved.entry.kind]);
   if (!s.isLive(resolved.entry)) {
     throw resolved.entry.kind === "chat" ? modelUnavailable(modelId) : localModelUnavailable(s, modelId, resolved.entry.id);
