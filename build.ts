@@ -153,6 +153,15 @@ function flag(argv: string[], name: string): string | undefined {
 
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 
+/** The commit being built: SWITCHYARD_BUILD_COMMIT when set (CI), else git's HEAD, else "unknown". */
+function buildCommit(): string {
+  const given = process.env.SWITCHYARD_BUILD_COMMIT?.trim();
+  if (given) return given;
+  const git = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: ROOT, stderr: "ignore" });
+  const out = git.exitCode === 0 ? git.stdout.toString().trim() : "";
+  return /^[0-9a-f]{7,40}$/.test(out) ? out : "unknown";
+}
+
 async function main(argv: string[]): Promise<number> {
   const started = performance.now();
   const { target, arch } = parseTarget(flag(argv, "target") ?? process.env.SWITCHYARD_BUILD_TARGET);
@@ -182,6 +191,8 @@ async function main(argv: string[]): Promise<number> {
     // Never identifiers: Elysia reads handler source (parameter names) to decide what each
     // handler and hook receives; renamed, its routes answer 500 (test/binary.test.ts catches it).
     minify: { whitespace: true, syntax: true, identifiers: false },
+    // The commit in switchyard_build_info (src/version.ts).
+    define: { SWITCHYARD_BUILD_COMMIT: JSON.stringify(buildCommit()) },
     plugins: [nativePlugin(nativeAssetsModule(libs, id, target), arch, sharp.addon), dashboardPlugin(dashboard)],
   });
   if (!result.success) {
