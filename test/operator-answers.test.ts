@@ -1,13 +1,15 @@
 /**
  * Answers that say what to do (README "Exposure" and "Errors"): a key in a header the server does
  * not read is named in the 401; `x-api-key` works on every endpoint; an unknown model id gets the
- * closest live ids ("did you mean"), in the message and a `suggestions` field.
+ * closest live ids ("did you mean"), in the message and a `suggestions` field; a local model
+ * without its files is 503 model_not_installed, which the SDKs do not retry.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startFakeStack, stopFakeStack } from "./support/fake-stack";
 import type { FakeUpstream } from "./support/fake-upstream";
 import type { Harness } from "./support/harness";
 import { messages } from "./support/gateway-client";
+import OpenAI from "openai";
 
 let fake: FakeUpstream;
 let h: Harness;
@@ -131,5 +133,28 @@ describe("did you mean", () => {
     const res = await fetch(h.base + "/v1/models/z-ai/glm-4.6");
     expect(res.status).toBe(404);
     expect(((await res.json()) as any).error.suggestions).toEqual(["glm-4.6"]);
+  });
+});
+
+describe("a local model without its files", () => {
+  test("the openai SDK, retries on, sends the request once: no Retry-After, x-should-retry: false", async () => {
+    let calls = 0;
+    const counting: typeof fetch = Object.assign((input: RequestInfo | URL, init?: RequestInit) => {
+      calls++;
+      return fetch(input, init);
+    }, { preconnect: fetch.preconnect });
+    const client = new OpenAI({ apiKey: acct.key, baseURL: h.base + "/v1", maxRetries: 2, fetch: counting });
+    const err = (await client.embeddings.create({ model: "embedding-300m", input: "hi" }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(err.status).toBe(503);
+    expect(err.code).toBe("model_not_installed");
+    expect(err.message).toContain("switchyard models pull embedding-300m");
+    expect(calls).toBe(1);
+  });
+
+  test("its type is api_error, not overloaded_error (x-api-key works on speech too)", async () => {
+    const r = await post("/v1/audio/speech", { "x-api-key": acct.key }, JSON.stringify({ model: "voice-82m", input: "hi", voice: "af_heart" }));
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.text).error.type).toBe("api_error");
   });
 });
