@@ -125,6 +125,27 @@ test("time to first token of streamed chat, by model; breaker states by model an
   expect(value(text, `switchyard_time_to_first_token_seconds_sum{model="${MODEL}"}`)).toBeGreaterThan(0);
 });
 
+test("streamed Messages and Responses record time to first token too", async () => {
+  const count = async () => value((await scrape()).text, `switchyard_time_to_first_token_seconds_count{model="${MODEL}"}`) ?? 0;
+  const before = await count();
+  const key = accounts[0]!.key;
+  const messages = await fetch(h.base + "/v1/messages", {
+    method: "POST",
+    headers: { "x-api-key": key, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, max_tokens: 16, stream: true, messages: [{ role: "user", content: "hi" }] }),
+  });
+  expect(messages.status).toBe(200);
+  expect(await messages.text()).toContain("message_stop");
+  const responses = await fetch(h.base + "/v1/responses", {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, stream: true, input: "hi" }),
+  });
+  expect(responses.status).toBe(200);
+  expect(await responses.text()).toContain("response.completed");
+  expect(await count()).toBe(before + 2);
+});
+
 test("a non-streamed chat records no time to first token", async () => {
   const before = value((await scrape()).text, `switchyard_time_to_first_token_seconds_count{model="${MODEL}"}`) ?? 0;
   good.script((b) => ({ status: 200, json: { id: "x", object: "chat.completion", created: 1, model: b.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 3, completion_tokens: 1 } } }));
