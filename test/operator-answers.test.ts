@@ -87,6 +87,12 @@ describe("x-api-key on every endpoint", () => {
     expect(r.status).toBe(200);
   });
 
+  test("the OpenAPI description offers it beside Bearer", async () => {
+    const doc = (await (await fetch(h.base + "/docs/openapi.json")).json()) as any;
+    expect(doc.components.securitySchemes.apiKeyHeader).toEqual({ type: "apiKey", in: "header", name: "x-api-key" });
+    expect(doc.security).toEqual([{ apiKey: [] }, { apiKeyHeader: [] }]);
+  });
+
   test("a wrong x-api-key is invalid_api_key", async () => {
     const r = await post("/v1/chat/completions", { "x-api-key": "sy-not-a-real-key" }, chatBody());
     expect(r.status).toBe(401);
