@@ -170,10 +170,12 @@ function dashboardPlugin(bundle: DashboardBundle): BunPlugin {
 
 /** What `switchyard version` reports from inside the binary. */
 export function buildInfoOf(target: string): { commit: string; builtAt: string; target: string; onnxruntime: string } {
-  const git = Bun.spawnSync(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12", "--exclude=*"], { stdout: "pipe", stderr: "ignore" });
+  // SWITCHYARD_BUILD_COMMIT names it where the checkout has no git (a CI export, a source tarball).
+  const given = process.env.SWITCHYARD_BUILD_COMMIT?.trim();
+  const git = given ? null : Bun.spawnSync(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12", "--exclude=*"], { stdout: "pipe", stderr: "ignore" });
   const epoch = Number(process.env.SOURCE_DATE_EPOCH);
   return {
-    commit: git.exitCode === 0 ? git.stdout.toString().trim() : "unknown",
+    commit: given || (git?.exitCode === 0 ? git.stdout.toString().trim() : "unknown"),
     builtAt: new Date(Number.isFinite(epoch) && epoch > 0 ? epoch * 1000 : Date.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
     target,
     onnxruntime: readJson(join(NODE_MODULES, "onnxruntime-node", "package.json")).version,

@@ -13,6 +13,8 @@ export interface Config {
   host: string;
   dataDir: string;
   adminToken: string | null;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>` (README "Limits, usage and metrics"). */
+  metricsToken: string | null;
   upstreamUrl: string | null;
   upstreamKey: string | null;
   /** Path to a routes JSON file, or the inline JSON itself. */
@@ -214,11 +216,16 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminToken !== null && adminToken.length < 16) {
     throw new ConfigError("SWITCHYARD_ADMIN_TOKEN", "must be at least 16 characters long");
   }
+  const metricsToken = str(env, "SWITCHYARD_METRICS_TOKEN");
+  if (metricsToken !== null && metricsToken.length < 16) {
+    throw new ConfigError("SWITCHYARD_METRICS_TOKEN", "must be at least 16 characters long");
+  }
   return {
     port: int(env, "PORT", 8080, 0, 65535),
     host: str(env, "HOST") ?? "0.0.0.0",
     dataDir: resolve(str(env, "SWITCHYARD_DATA_DIR") ?? "./data"),
     adminToken,
+    metricsToken,
     upstreamUrl,
     upstreamKey: headerValue(env, "SWITCHYARD_UPSTREAM_KEY"),
     routes: str(env, "SWITCHYARD_ROUTES"),

@@ -28,10 +28,14 @@ export type ErrorKind =
   | "upstream_timeout"
   /** A model or the service itself cannot take work right now (capacity, storage); retry later. */
   | "unavailable"
+  /** A model this server serves lacks its files: only the operator can fix it; retrying does not help. */
+  | "not_installed"
   /** A bug or an unexpected failure; the message is generic. */
   | "internal";
 
 export class DomainError extends Error {
+  /** Further fields of the OpenAI-shaped error object (e.g. `suggestions` on model_not_found). */
+  extra: Record<string, unknown> | null = null;
   constructor(
     readonly kind: ErrorKind,
     /** Stable machine-readable code ("invalid_value", "insufficient_credits", ...). */
@@ -59,11 +63,32 @@ export const invalidField = (param: string, rule: string) =>
 export const missingField = (param: string) =>
   new DomainError("invalid_request", "missing_required_parameter", `Missing required parameter: '${param}'.`, param);
 
-export const modelNotFound = (model: string) =>
-  new DomainError("not_found", "model_not_found", `The model '${model}' does not exist. GET /v1/models lists the available models.`, "model");
+/** 404 for an unknown id; `suggestions` (live public ids close to it) go in the message and the body. */
+export function modelNotFound(model: string, suggestions: readonly string[] = []): DomainError {
+  const hint = suggestions.length === 0 ? "" : ` Did you mean ${suggestions.map((id) => `'${id}'`).join(" or ")}?`;
+  const err = new DomainError("not_found", "model_not_found", `The model '${model}' does not exist.${hint} GET /v1/models lists the available models.`, "model");
+  if (suggestions.length > 0) err.extra = { suggestions: [...suggestions] };
+  return err;
+}
 
 export const modelUnavailable = (model: string) =>
   new DomainError("unavailable", "model_unavailable", `The model '${model}' is not available right now. Try again later.`, "model", 5);
+
+/**
+ * A local model whose weight files are not on this server: 503 without Retry-After, naming the
+ * missing files (relative to the model's folder, never the server's paths) and the command that
+ * fetches them. `x-should-retry: false` tells the OpenAI and Anthropic SDKs not to retry.
+ */
+export const modelNotInstalled = (model: string, engineId: string, missing: readonly string[]) =>
+  new DomainError(
+    "not_installed",
+    "model_not_installed",
+    `The model '${model}' is not installed on this server: its files are missing (${missing.map((f) => `${engineId}/${f}`).join(", ")}). ` +
+      `The operator can fetch them with \`switchyard models pull ${engineId}\`; the model goes live without a restart. Retrying will not help until then.`,
+    "model",
+    null,
+    { "x-should-retry": "false" },
+  );
 
 export const wrongEndpoint = (model: string, endpoint: string) =>
   new DomainError("invalid_request", "wrong_endpoint", `The model '${model}' is not supported on this endpoint; it belongs to ${endpoint}.`, "model");

@@ -308,5 +308,15 @@ describe.skipIf(SKIP)("compiled binary", () => {
       expect(text).toContain('endpoint="/v1/models"');
       expect(text).not.toContain('endpoint="unmatched"');
     });
+
+    test("switchyard_build_info names the version and the commit build.ts compiled", async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      const info = text.split("\n").find((l) => l.startsWith("switchyard_build_info{"));
+      expect(info).toContain(`version="${pkg.version}"`);
+      const git = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: REPO, stderr: "ignore" });
+      const commit = git.exitCode === 0 ? git.stdout.toString().trim() : "unknown";
+      // git describe's spelling, as `switchyard version` shows it: -dirty when built from a changed tree.
+      expect(info).toMatch(new RegExp(`commit="${commit}(-dirty)?"`));
+    });
   });
 });

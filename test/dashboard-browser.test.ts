@@ -285,3 +285,34 @@ describe("dashboard in a browser: session expiry", () => {
     }
   }, BROWSER_TEST_MS);
 });
+
+describe("dashboard in a browser: a language tag Intl rejects", () => {
+  test("with navigator.language 'en-US@posix' (headless Chromium under a POSIX locale) the page still renders, money included", async () => {
+    const other = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url });
+    const { page: p, problems: seen } = await openPage(browser);
+    try {
+      const acct = await other.account("12.5");
+      expect((await chat(other, acct.key)).status).toBe(200);
+      await settled(other, acct.id);
+      // What Chromium reports under LANG=C; Intl.NumberFormat("en-US@posix") throws RangeError.
+      await p.evaluateOnNewDocument(() => {
+        Object.defineProperty(Navigator.prototype, "language", { get: () => "en-US@posix" });
+        Object.defineProperty(Navigator.prototype, "languages", { get: () => ["en-US@posix"] });
+      });
+      await p.goto(other.base + "/dashboard");
+      expect(await p.evaluate(() => navigator.language)).toBe("en-US@posix");
+      await signInOnPage(p, "account", acct.key);
+      await p.waitForSelector("#balance-available");
+      await p.waitForSelector("#chart-daily canvas");
+      const { balance, reserved } = other.balanceUnits(acct.id);
+      expect(await textOf(p, "#balance-available")).toBe(shown(balance - reserved));
+      expect(await textOf(p, "#balance-total")).toBe(shown(balance));
+      expect(await textOf(p, "#balance-total")).toMatch(/^\$12\.\d\d$/);
+      expect(await textOf(p, "#spend-total")).toMatch(/^\$0\.0000\d+$/);
+      expect(seen.filter((x) => !x.includes("Failed to load resource"))).toEqual([]);
+    } finally {
+      await p.close();
+      await other.stop();
+    }
+  }, BROWSER_TEST_MS);
+});

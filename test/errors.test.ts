@@ -57,11 +57,16 @@ async function raw(r: Raw, target: Harness = h): Promise<{ status: number; heade
   return { status: res.status, headers: res.headers, body };
 }
 
-/** Exactly {error:{message,type,param,code}}, a request id, and the given status/code/param. */
+/**
+ * Exactly {error:{message,type,param,code}} (plus `suggestions` on a model_not_found that has
+ * close live ids), a request id, and the given status/code/param.
+ */
 function expectError(res: { status: number; headers: Headers; body: any }, status: number, code: string, param?: string | null) {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
   expect(Object.keys(res.body)).toEqual(["error"]);
-  expect(Object.keys(res.body.error).sort()).toEqual(["code", "message", "param", "type"]);
+  const fields = ["code", "message", "param", "type"];
+  if (code === "model_not_found" && "suggestions" in res.body.error) fields.push("suggestions");
+  expect(Object.keys(res.body.error).sort()).toEqual(fields.sort());
   expect(typeof res.body.error.message).toBe("string");
   expect(res.body.error.message.length).toBeGreaterThan(10);
   expect(typeof res.body.error.type).toBe("string");
@@ -98,9 +103,9 @@ describe("bad input on chat completions: 400 naming the field, ledger unchanged"
     ["a chat model on embeddings", { path: "/v1/embeddings", body: { model: MODEL, input: "hi" } }, 400, "wrong_endpoint", "model", /POST \/v1\/chat\/completions/],
     ["an embedding model on speech", { path: "/v1/audio/speech", body: { model: "embedding-300m", input: "hi", voice: "af_heart" } }, 400, "wrong_endpoint", "model", /POST \/v1\/embeddings/],
     ["a speech model on embeddings", { path: "/v1/embeddings", body: { model: "voice-82m", input: "hi" } }, 400, "wrong_endpoint", "model", /POST \/v1\/audio\/speech/],
-    ["speech without an engine", { path: "/v1/audio/speech", body: { model: "voice-82m", input: "hi", voice: "af_heart" } }, 503, "model_unavailable", "model"],
-    ["turbo speech without an engine", { path: "/v1/audio/speech", body: { model: "voice-82m-turbo", input: "hi", voice: "af_heart" } }, 503, "model_unavailable", "model"],
-    ["embeddings without an engine", { path: "/v1/embeddings", body: { model: "embedding-300m", input: "hi" } }, 503, "model_unavailable", "model"],
+    ["speech without an engine", { path: "/v1/audio/speech", body: { model: "voice-82m", input: "hi", voice: "af_heart" } }, 503, "model_not_installed", "model"],
+    ["turbo speech without an engine", { path: "/v1/audio/speech", body: { model: "voice-82m-turbo", input: "hi", voice: "af_heart" } }, 503, "model_not_installed", "model"],
+    ["embeddings without an engine", { path: "/v1/embeddings", body: { model: "embedding-300m", input: "hi" } }, 503, "model_not_installed", "model"],
     ["no API key", { key: null, body: { model: MODEL, messages } }, 401, "missing_api_key", null],
     ["an unknown API key", { key: "sy-not-a-real-key", body: { model: MODEL, messages } }, 401, "invalid_api_key", null],
     ["no API key on speech", { key: null, path: "/v1/audio/speech", body: { model: "voice-82m", input: "hi", voice: "af_heart" } }, 401, "missing_api_key", null],
@@ -210,12 +215,15 @@ describe("each status maps to the openai SDK's error class", () => {
     expect(ledgerState(h, a.id)).toEqual(before);
   });
 
-  test("503 model_unavailable → InternalServerError (speech, embeddings without engines)", async () => {
+  test("503 model_not_installed → InternalServerError, without Retry-After, told not to retry (speech, embeddings without files)", async () => {
     const speech = await errorOf(client.audio.speech.create({ model: "voice-82m", voice: "alloy", input: "hi" }));
     expect(speech).toBeInstanceOf(OpenAI.InternalServerError);
     expect(speech.status).toBe(503);
-    expect(speech.code).toBe("model_unavailable");
-    expect(speech.headers.get("retry-after")).toBeTruthy();
+    expect(speech.code).toBe("model_not_installed");
+    expect(speech.type).toBe("api_error");
+    expect(speech.message).toContain("switchyard models pull voice-82m");
+    expect(speech.headers.get("retry-after")).toBeNull();
+    expect(speech.headers.get("x-should-retry")).toBe("false");
     const emb = await errorOf(client.embeddings.create({ model: "embedding-300m", input: "hi" }));
     expect(emb).toBeInstanceOf(OpenAI.InternalServerError);
     expect(emb.status).toBe(503);

@@ -118,7 +118,7 @@ describe("model files", () => {
     }
   }, 20_000);
 
-  test("without weights: 503 model_unavailable, not listed; copying them in makes it live without a restart", async () => {
+  test("without weights: 503 model_not_installed (no Retry-After), not listed; copying them in makes it live without a restart", async () => {
     const empty = mkdtempSync(join(tmpdir(), "switchyard-speech-none-"));
     const h2 = await startHarness({ SWITCHYARD_MODELS_DIR: empty });
     try {
@@ -126,8 +126,13 @@ describe("model files", () => {
       const post = () => postSpeech(h2.base, a.key, ok);
       const res = await post();
       expect(res.status).toBe(503);
-      expect((await res.json()).error.code).toBe("model_unavailable");
-      expect((await fetch(h2.base + "/v1/audio/voices")).status).toBe(503);
+      expect(res.headers.get("retry-after")).toBeNull();
+      const error = (await res.json()).error;
+      expect(error.code).toBe("model_not_installed");
+      expect(error.message).toContain("switchyard models pull voice-82m");
+      const voices = await fetch(h2.base + "/v1/audio/voices");
+      expect(voices.status).toBe(503);
+      expect((await voices.json()).error.code).toBe("model_not_installed");
       const ids = (await (await fetch(h2.base + "/v1/models")).json()).data.map((m: { id: string }) => m.id);
       expect(ids).not.toContain("voice-82m");
 

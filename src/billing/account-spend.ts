@@ -4,7 +4,7 @@
  * week and month) and the balance. Spend is usageReport's totals row, so every figure is the same
  * sum of ledger charge entries that GET /v1/usage reports for that period.
  */
-import { usdNumber } from "./money";
+import { usdNumber, type UsdJson } from "./money";
 import { currentMonth } from "./usage-query";
 import { chargedInPeriod, type UsageRecords } from "./usage-report";
 
@@ -14,20 +14,20 @@ const END_OF_TIME_MS = Date.UTC(9999, 0, 1);
 
 export interface SpendPeriods {
   /** All time. */
-  total: number;
+  total: UsdJson;
   /** The current UTC day, week (from Monday 00:00) and calendar month, in USD. */
-  day: number;
-  week: number;
-  month: number;
+  day: UsdJson;
+  week: UsdJson;
+  month: UsdJson;
 }
 
 export interface AccountMoney {
   /** Net credits the operator added (credits minus deductions), all time, in USD. */
-  credited: number;
+  credited: UsdJson;
   /** The balance, what requests in flight hold, and the difference, in USD. */
-  balance: number;
-  reserved: number;
-  available: number;
+  balance: UsdJson;
+  reserved: UsdJson;
+  available: UsdJson;
   spend: SpendPeriods;
 }
 
@@ -38,7 +38,7 @@ export function currentDayAndWeek(nowMs: number): { dayStartMs: number; weekStar
   return { dayStartMs, weekStartMs: dayStartMs - sinceMonday * DAY_MS };
 }
 
-async function spent(records: UsageRecords, accountId: string, startMs: number, endMs: number): Promise<number> {
+async function spent(records: UsageRecords, accountId: string, startMs: number, endMs: number): Promise<UsdJson> {
   return usdNumber(await chargedInPeriod(records, accountId, startMs, endMs));
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { cost, formatUsd, parseUsd, PRIORITY, usdNumber, MoneyFormatError } from "./money";
+import { cost, formatUsd, MAX_BALANCE, parseUsd, PRIORITY, usdFromJson, usdNumber, MoneyFormatError } from "./money";
 
 describe("parseUsd", () => {
   test.each([
@@ -38,6 +38,19 @@ describe("formatUsd", () => {
   test("usdNumber prints back the exact decimal", () => {
     expect(JSON.stringify(usdNumber(123_000))).toBe("0.000123");
     expect(JSON.stringify(usdNumber(12_500_000_000))).toBe("12.5");
+  });
+  test("usdNumber never writes exponents: 80 units is 0.00000008, in any JSON it is part of", () => {
+    expect(JSON.stringify({ cost: usdNumber(80) })).toBe('{"cost":0.00000008}');
+    expect(JSON.stringify([usdNumber(1), usdNumber(-5), usdNumber(0)])).toBe("[0.000000001,-0.000000005,0]");
+    expect(JSON.stringify({ b: usdNumber(MAX_BALANCE) })).toBe('{"b":9000000}');
+    // What a client parses is the same number.
+    expect(JSON.parse(JSON.stringify({ c: usdNumber(80) })).c).toBe(8e-8);
+  });
+  test("usdFromJson turns a parsed money number back into a plain decimal; anything else stays", () => {
+    expect(JSON.stringify({ c: usdFromJson(8e-8) })).toBe('{"c":0.00000008}');
+    expect(usdFromJson("x")).toBe("x");
+    expect(usdFromJson(null)).toBe(null);
+    expect(usdFromJson(1e-12)).toBe(1e-12);
   });
 });
 

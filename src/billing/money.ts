@@ -60,12 +60,36 @@ export function formatUsd(units: number): string {
   return (negative ? "-" : "") + whole + (frac ? "." + frac : "");
 }
 
+declare const usdJsonBrand: unique symbol;
+
 /**
- * Units as a JSON number of USD. The decimal has at most 9 fractional digits and fewer than 16
- * significant digits, so the double nearest to it prints back as exactly that decimal.
+ * A USD amount for a JSON body: serialises (JSON.stringify, Response.json) as a plain decimal
+ * number, exactly as formatUsd writes it — `0.00000008`, never `8e-8`. It is opaque: no
+ * arithmetic, no comparison; compute on units and convert last.
  */
-export function usdNumber(units: number): number {
-  return Number(formatUsd(units));
+export type UsdJson = { readonly [usdJsonBrand]: true };
+
+const rawJson = (JSON as unknown as { rawJSON(text: string): object }).rawJSON;
+
+/**
+ * Units as a JSON number of USD, written as the exact decimal (JSON.rawJSON): a double would print
+ * small amounts in exponent form (8e-8), which some clients and spreadsheets misread.
+ */
+export function usdNumber(units: number): UsdJson {
+  return rawJson(formatUsd(units)) as UsdJson;
+}
+
+/**
+ * A USD amount read back from stored JSON (a plain number again once parsed), as a UsdJson;
+ * anything that is not a money number is left as it is.
+ */
+export function usdFromJson(value: unknown): unknown {
+  if (typeof value !== "number") return value;
+  try {
+    return usdNumber(parseUsd(value));
+  } catch {
+    return value;
+  }
 }
 
 /** A price: units per one million of some billing unit (tokens, characters). */

@@ -6,6 +6,8 @@
 import type { Services } from "../services";
 import { ENDPOINT_OF_KIND, type ModelKind, type ResolvedModel } from "./catalog";
 import { modelNotFound, modelUnavailable, wrongEndpoint } from "../errors";
+import { localModelUnavailable } from "../engines/installed";
+import { suggestModels } from "./suggest";
 
 /**
  * The catalog entry for a requested id, or for the public id it is an alias of (a real catalog
@@ -21,13 +23,13 @@ export function resolveId(s: Services, modelId: string, priorityHint = false): R
 
 export function resolveModel(s: Services, modelId: string, kind: ModelKind, priorityHint = false): ResolvedModel {
   const resolved = resolveId(s, modelId, priorityHint);
-  if (!resolved) throw modelNotFound(modelId);
+  if (!resolved) throw modelNotFound(modelId, suggestModels(s, modelId, kind));
   if (resolved.entry.kind !== kind) throw wrongEndpoint(modelId, ENDPOINT_OF_KIND[resolved.entry.kind]);
   if (!s.isLive(resolved.entry)) {
     // A chat model whose upstreams all list other models is not served here at all (README,
     // "Serve your own model"): not found, rather than "try again later".
-    if (resolved.entry.kind === "chat" && s.routes.unlisted?.(resolved.entry.id)) throw modelNotFound(modelId);
-    throw modelUnavailable(modelId);
+    if (resolved.entry.kind === "chat" && s.routes.unlisted?.(resolved.entry.id)) throw modelNotFound(modelId, suggestModels(s, modelId, kind));
+    throw resolved.entry.kind === "chat" ? modelUnavailable(modelId) : localModelUnavailable(s, modelId, resolved.entry.id);
   }
   return resolved;
 }

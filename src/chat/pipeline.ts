@@ -6,7 +6,7 @@
 import type { Services } from "../services";
 import type { ResolvedModel } from "../catalog/catalog";
 import { chatCost } from "../billing/prices";
-import { formatUsd } from "../billing/money";
+import { formatUsd, usdNumber } from "../billing/money";
 import { clientGone, upstreamError } from "../errors";
 import type { Hold } from "../billing/hold";
 import type { Consumption, StoredResponseRecord } from "../billing/ledger-store";
@@ -217,6 +217,6 @@ export function usageObject(upstreamUsage: unknown, r: ChatResult) {
     prompt_tokens: r.inputTokens,
     completion_tokens: r.outputTokens,
     total_tokens: r.inputTokens + r.outputTokens,
-    cost: Number(formatUsd(r.charged)),
+    cost: usdNumber(r.charged),
   };
 }

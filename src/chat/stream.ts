@@ -15,7 +15,8 @@ import { isWellFormedChunk } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
 import type { TokenBudget } from "./request";
 import { OutputMeter, relayCap } from "./output-cap";
-import { timeEngine } from "../metrics/engine-time";
+import { secondsSinceArrival, timeEngine } from "../metrics/engine-time";
+import { requestMetrics } from "../metrics/request-metrics";
 import { completionId, countUsage, type ChatCall } from "./pipeline";
 import { TokenTally } from "./token-tally";
 
@@ -39,6 +40,8 @@ export class ChatStream {
   /** The relay stopped the upstream at the output cap. */
   private capped = false;
   private readonly meter: OutputMeter;
+  /** The first chunk with content was relayed (time to first token recorded). */
+  private firstRelayed = false;
 
   constructor(
     private readonly s: Services,
@@ -138,10 +141,14 @@ export class ChatStream {
           this.upstream.abort();
           const ending = [...(unfinished.size > 0 ? unfinished : [0])].map((index) => ({ index, delta: {}, finish_reason: "length" }));
           batch.push(rewriteChatObject({ id: "", object: "chat.completion.chunk", created, model: "", choices: ending }, rewrite));
+          if (!this.firstRelayed && batchChars > 0) this.recordFirstToken();
           yield { chunks: batch, chars: batchChars };
           return;
         }
-        if (batch.length > 0) yield { chunks: batch, chars: batchChars };
+        if (batch.length > 0) {
+          if (!this.firstRelayed && batchChars > 0) this.recordFirstToken();
+          yield { chunks: batch, chars: batchChars };
+        }
         // A long output is counted as it goes; its count sets the pace (see token-tally.ts).
         const counting = this.delivered.caughtUp();
         if (counting) await counting;
@@ -152,6 +159,12 @@ export class ChatStream {
     } catch (err) {
       throw err instanceof StreamFailure ? err : new StreamFailure(String(err));
     }
+  }
+
+  private recordFirstToken(): void {
+    this.firstRelayed = true;
+    const seconds = secondsSinceArrival(this.call.requestId);
+    if (seconds !== null) requestMetrics(this.s).timeToFirstToken.observe(seconds, { model: this.call.resolved.requestedId });
   }
 
   /** The client went away: stop the upstream (the relay then bills what was delivered). */

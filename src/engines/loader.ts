@@ -38,7 +38,7 @@ async function tryLoad<E extends LocalEngine>(s: Services, l: EngineLoader<E>, r
   const dir = modelDir(s, l.modelId);
   const missing = l.missingFiles(dir);
   if (missing.length > 0) {
-    report(`${l.label} model not loaded: files missing (run \`switchyard models pull\` or copy them in)`, { model: l.modelId, dir, missing: missing.join(", ") }, "info");
+    report(`${l.label} model not loaded: files missing (run \`switchyard models pull ${l.modelId}\` or copy them in)`, { model: l.modelId, dir, missing: missing.join(", ") }, "info");
     return false;
   }
   let engine: E;

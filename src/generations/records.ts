@@ -48,7 +48,7 @@ function statusOf(o: RequestOutcome | null): string | null {
 export function generationView(requestId: string, charge: ChargeRow | null, outcome: RequestOutcome | null) {
   const arrival = arrivalOfRequestId(requestId);
   const createdMs = arrival ?? (charge ? charge.created_at * 1000 : 0);
-  const cost = charge ? usdNumber(-charge.amount) : 0;
+  const cost = usdNumber(charge ? -charge.amount : 0);
   const endpoint = charge?.endpoint ?? outcome?.endpoint ?? null;
   return {
     id: requestId,

@@ -1,5 +1,5 @@
 /**
- * Who is calling: the API key (Bearer, or x-api-key on /v1/messages*) resolved to its account.
+ * Who is calling: the API key (Bearer, or x-api-key) resolved to its account.
  * Missing → 401 missing_api_key; unknown or revoked → 401 invalid_api_key; disabled → 403.
  */
 import { timingSafeEqual, createHash } from "node:crypto";
@@ -20,19 +20,44 @@ export interface Caller {
 }
 
 /**
- * The API key a request presents: a Bearer credential (the scheme in any case), or on
- * /v1/messages* an `x-api-key` header. `bearer` is what the app derived from the Authorization header.
+ * The API key a request presents: a Bearer credential (the scheme in any case), or an
+ * `x-api-key` header (Anthropic's clients send it; accepted on every endpoint). `bearer` is what
+ * the app derived from the Authorization header.
  */
 export function presentedKey(request: Request, bearer: string | undefined): string | null {
   const credential = bearer || bearerOf(request);
   if (credential) return credential;
-  const url = request.url;
-  const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
-  if (path.startsWith("/v1/messages")) {
-    const k = request.headers.get("x-api-key");
-    if (k) return k.trim();
+  const k = request.headers.get("x-api-key")?.trim();
+  return k ? k : null;
+}
+
+/** Headers other clients put keys in, which this server does not read (Azure's api-key, ...). */
+const UNREAD_KEY_HEADERS = ["api-key", "apikey", "x-goog-api-key", "openai-api-key", "x-auth-token"] as const;
+
+/** Schemes named back to the client; anything else may be the key itself and is never echoed. */
+const KNOWN_SCHEMES = ["Bearer", "Basic", "Token", "Digest", "ApiKey", "Api-Key", "Key", "Negotiate", "OAuth"] as const;
+
+const HOW = "Send it as 'Authorization: Bearer <key>' (or in the 'x-api-key' header).";
+
+/**
+ * The 401 for a request without a key this server reads. When the key seems to be somewhere
+ * else (an Authorization header without the Bearer scheme, an Azure-style `api-key` header),
+ * the message names where it was found and where it belongs; the value is never echoed.
+ */
+export function missingKeyError(request: Request): DomainError {
+  const authorization = request.headers.get("authorization");
+  let message = `You didn't provide an API key. ${HOW}`;
+  if (authorization !== null) {
+    const first = /^\s*(\S*)/.exec(authorization)![1]!;
+    const scheme = KNOWN_SCHEMES.find((k) => k.toLowerCase() === first.toLowerCase());
+    if (scheme === "Bearer") message = `The 'Authorization' header has the Bearer scheme but no key after it. ${HOW}`;
+    else if (scheme) message = `The 'Authorization' header uses the '${scheme}' scheme, which this server does not accept: keys go as 'Authorization: Bearer <key>'.`;
+    else message = `The 'Authorization' header holds a value without the 'Bearer ' scheme: send it as 'Authorization: Bearer <key>'.`;
+  } else {
+    const unread = UNREAD_KEY_HEADERS.find((h) => request.headers.has(h));
+    if (unread) message = `The key was sent in the '${unread}' header${unread === "api-key" ? " (Azure style)" : ""}, which this server does not read. ${HOW}`;
   }
-  return null;
+  return new DomainError("authentication", "missing_api_key", message);
 }
 
 /**
@@ -132,9 +157,7 @@ export async function identify(s: Services, request: Request, bearer: string | u
 function callerOf(s: Services, request: Request, bearer: string | undefined): Caller | Promise<Caller> {
   refuseKeyInQuery(request);
   const key = presentedKey(request, bearer);
-  if (!key) {
-    throw new DomainError("authentication", "missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
-  }
+  if (!key) throw missingKeyError(request);
   const owner = s.keys.authenticate(key);
   if (owner instanceof Promise) return owner.then((o) => callerFrom(s, o), storeRefused);
   return callerFrom(s, owner);

@@ -21,6 +21,7 @@ const STATUS: Record<ErrorKind, number> = {
   internal: 500,
   upstream_failed: 502,
   unavailable: 503,
+  not_installed: 503,
   upstream_timeout: 504,
 };
 
@@ -74,8 +75,12 @@ export function errorHeaders(err: DomainError): Record<string, string> {
 
 export function errorBody(err: DomainError, dialect: ErrorDialect): unknown {
   const status = statusOf(err);
-  if (dialect === "anthropic") return { type: "error", error: { type: anthropicTypeFor(status), message: err.message } };
-  return { error: { message: err.message, type: openAiTypeFor(status), param: err.param, code: err.code } };
+  // A model without its files is not overloaded: "api_error" does not invite a retry.
+  const notInstalled = err.kind === "not_installed";
+  if (dialect === "anthropic") return { type: "error", error: { type: notInstalled ? "api_error" : anthropicTypeFor(status), message: err.message } };
+  const body: Record<string, unknown> = { message: err.message, type: notInstalled ? "api_error" : openAiTypeFor(status), param: err.param, code: err.code };
+  if (err.extra) Object.assign(body, err.extra);
+  return { error: body };
 }
 
 /** The generic 500 a client gets for anything unexpected: the request id lets the operator find the log line. */

@@ -36,8 +36,15 @@ export function buildOpenApi(docs: RouteDocs) {
     openapi: "3.1.0",
     info: { title: SERVICE_NAME, version: VERSION, description: "OpenAI-compatible inference API: chat, speech and embeddings behind one key and one prepaid balance." },
     servers: [{ url: "/" }],
-    components: { securitySchemes: { apiKey: { type: "http", scheme: "bearer" }, admin: { type: "http", scheme: "bearer" } } },
-    security: [{ apiKey: [] }],
+    components: {
+      securitySchemes: {
+        apiKey: { type: "http", scheme: "bearer" },
+        // Anthropic's clients send the key this way; every endpoint that takes a key reads it.
+        apiKeyHeader: { type: "apiKey", in: "header", name: "x-api-key" },
+        admin: { type: "http", scheme: "bearer" },
+      },
+    },
+    security: [{ apiKey: [] }, { apiKeyHeader: [] }],
     paths,
   };
 }

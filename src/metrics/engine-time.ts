@@ -8,6 +8,8 @@
 export interface EngineClock {
   /** Milliseconds spent waiting on an upstream or an engine. */
   engineMs: number;
+  /** performance.now() at the request's arrival. */
+  startedAt?: number;
 }
 
 const clocks = new Map<string, EngineClock>();
@@ -24,6 +26,12 @@ export function closeEngineClock(requestId: string): void {
 /** Requests whose clock is open: those in flight (a test checks every request closes its own). */
 export function openEngineClocks(): number {
   return clocks.size;
+}
+
+/** Seconds since the request arrived (null once it is over, or for an unknown id). */
+export function secondsSinceArrival(requestId: string): number | null {
+  const started = clocks.get(requestId)?.startedAt;
+  return started === undefined ? null : (performance.now() - started) / 1000;
 }
 
 /** Adds time spent waiting on an upstream or a local engine to the request's account. */

@@ -41,4 +41,17 @@ describe("MetricsRegistry", () => {
     m.gauge("collected", "help", () => 7);
     expect(m.render()).toContain("\ncollected 7\n");
   });
+
+  test("collected metrics are read at render time, each series with its labels, escaped", () => {
+    const m = new MetricsRegistry();
+    let state = 0;
+    m.collected("b_state", "help", "gauge", () => [{ labels: { route: "m#0", model: "m" }, value: state }, { labels: { route: 'x"y', model: "m" }, value: 1 }]);
+    m.collected("none", "help", "counter", () => []);
+    expect(m.render()).toContain('\nb_state{model="m",route="m#0"} 0\n');
+    state = 2;
+    const text = m.render();
+    expect(text).toContain('\nb_state{model="m",route="m#0"} 2\n');
+    expect(text).toContain('b_state{model="m",route="x\\"y"} 1');
+    expect(text).toContain("# TYPE none counter\n");
+  });
 });

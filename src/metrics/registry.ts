@@ -116,6 +116,28 @@ export class Gauge extends Metric {
   }
 }
 
+/** One series a collected metric reports at render time. */
+export interface Sample {
+  labels: Labels;
+  value: number;
+}
+
+/**
+ * A metric whose series are read when /metrics is rendered (process figures, breaker states),
+ * not recorded as things happen.
+ */
+export class Collected extends Metric {
+  constructor(name: string, help: string, type: "counter" | "gauge", private readonly collect: () => Sample[]) {
+    super(name, help, type);
+  }
+  render(): string[] {
+    return this.collect().map(({ labels, value }) => {
+      const k = key(labels);
+      return `${this.name}${k ? `{${k}}` : ""} ${value}`;
+    });
+  }
+}
+
 export interface HistogramSeries {
   /** Observations per bucket, not cumulative (rendering sums them): one increment per observation. */
   perBucket: number[];
@@ -200,6 +222,10 @@ export class MetricsRegistry {
   }
   gauge(name: string, help: string, collect?: () => number): Gauge {
     return this.add(name, () => new Gauge(name, help, collect));
+  }
+  /** A metric read at render time: `collect` returns every series with its value. */
+  collected(name: string, help: string, type: "counter" | "gauge", collect: () => Sample[]): Collected {
+    return this.add(name, () => new Collected(name, help, type, collect));
   }
   histogram(name: string, help: string, bounds: number[]): Histogram {
     return this.add(name, () => new Histogram(name, help, bounds));

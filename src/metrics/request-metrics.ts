@@ -11,6 +11,8 @@ export interface RequestMetrics {
   latency: Histogram;
   overhead: Histogram;
   upstreamErrors: Counter;
+  /** Arrival to the first content chunk sent, for streamed chat (completions, messages, responses), by model. */
+  timeToFirstToken: Histogram;
 }
 
 const cache = new WeakMap<Services, RequestMetrics>();
@@ -34,6 +36,7 @@ export function requestMetrics(s: Services): RequestMetrics {
     latency: m.histogram("switchyard_request_duration_seconds", "Time from arrival to the end of the response body (streams included).", LATENCY_BUCKETS),
     overhead: m.histogram("switchyard_gateway_overhead_seconds", "Request time not spent waiting on an upstream or a local engine.", LATENCY_BUCKETS),
     upstreamErrors: m.counter("switchyard_upstream_errors_total", "Requests that failed because of an upstream or engine, by endpoint and kind."),
+    timeToFirstToken: m.histogram("switchyard_time_to_first_token_seconds", "Streamed chat: time from arrival to the first content chunk relayed, by model.", LATENCY_BUCKETS),
   };
   const tokens = m.counter("switchyard_tokens_total", "Billed tokens by endpoint, model and direction.");
   const characters = m.counter("switchyard_characters_total", "Billed speech characters (Unicode code points) by model.");

@@ -29,7 +29,7 @@ async function harnessWith(modelsDir: string): Promise<Harness> {
 const listed = async (h: Harness) => ((await (await fetch(h.base + "/v1/models")).json()) as any).data.map((m: any) => m.id) as string[];
 
 describe("embedding engine loading", () => {
-  test("missing files: not listed, 503; copying them in makes the model live without a restart", async () => {
+  test("missing files: not listed, 503 model_not_installed naming them and the pull command; copying them in makes the model live without a restart", async () => {
     const modelsDir = mkdtempSync(join(tmpdir(), "switchyard-models-"));
     const h = await harnessWith(modelsDir);
     const { key } = await h.account(1);
@@ -40,7 +40,13 @@ describe("embedding engine loading", () => {
       body: JSON.stringify({ model: "embedding-300m", input: "hello" }),
     });
     expect(r.status).toBe(503);
-    expect(((await r.json()) as any).error.code).toBe("model_unavailable");
+    expect(r.headers.get("retry-after")).toBeNull();
+    const error = ((await r.json()) as any).error;
+    expect(error.code).toBe("model_not_installed");
+    expect(error.type).toBe("api_error");
+    expect(error.message).toContain("embedding-300m/onnx/model.onnx");
+    expect(error.message).toContain("switchyard models pull embedding-300m");
+    expect(error.message).not.toContain(modelsDir);
 
     // A fast poller for the test; the server's own polls every few seconds.
     void startEmbeddingEngine(h.server.services, 20);

@@ -1,10 +1,31 @@
 /** How figures are shown. Money arrives as exact USD numbers (at most 9 decimals) and stays exact. */
 
-/** 4.9999802 → "$4.9999802", 25 → "$25.00", 0.000000001 → "$0.000000001". */
+/**
+ * Money as shown (README "Dashboard"): amounts of a dollar or more to the cent (4.9999802 →
+ * "$5.00", 1234.5 → "$1,234.50"); smaller ones to 6 significant digits, at least 2 decimals
+ * and at most 9, trailing zeros dropped (0.0000198 → "$0.0000198", 0.123456789 → "$0.123457",
+ * 0.5 → "$0.50", 0.00000008 → "$0.00000008"). No Intl: the same text in every locale.
+ */
 export function usd(n: number | null | undefined): string {
-  if (n === null || n === undefined) return "—";
-  const [whole = "0", frac = ""] = Math.abs(n).toFixed(9).replace(/0+$/, "").split(".");
-  return `${n < 0 ? "−" : ""}$${Number(whole).toLocaleString("en-US")}.${frac.padEnd(2, "0")}`;
+  if (n === null || n === undefined || !Number.isFinite(n)) return "—";
+  const abs = Math.abs(n);
+  let text: string;
+  if (abs === 0) text = "0.00";
+  else if (abs >= 1) text = abs.toFixed(2);
+  else {
+    const decimals = Math.min(9, Math.max(2, 5 - Math.floor(Math.log10(abs))));
+    text = abs.toFixed(decimals).replace(/0+$/, "");
+    const [, frac = ""] = text.split(".");
+    if (frac.length < 2) text = abs.toFixed(2);
+  }
+  const [whole = "0", frac = ""] = text.split(".");
+  const sign = n < 0 && Number(text) !== 0 ? "−" : "";
+  return `${sign}$${group(whole)}.${frac}`;
+}
+
+/** "1234567" → "1,234,567". */
+function group(digits: string): string {
+  return digits.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
 export function count(n: number | null | undefined): string {

@@ -5,6 +5,8 @@
  * with htm (tagged templates, so no JSX compiler settings and no build step beyond bundling), and
  * uPlot (about 50 KB, fast canvas time series; its CSS is imported below) for every chart.
  */
+// First: uPlot constructs Intl formats from navigator.language as it loads (see intl-guard.ts).
+import "./intl-guard-install";
 import "uplot/dist/uPlot.min.css";
 import "./styles.css";
 import { html } from "htm/preact";

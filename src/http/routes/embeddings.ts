@@ -13,7 +13,8 @@ import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { embeddingCost } from "../../billing/prices";
-import { formatUsd } from "../../billing/money";
+import { formatUsd, usdNumber } from "../../billing/money";
+import { localModelUnavailable } from "../../engines/installed";
 import { timeEngine } from "../../metrics/engine-time";
 import { EMBEDDING_MODEL_ID, MAX_SEQUENCE_TOKENS, type EmbeddingEngine } from "../../engines/embeddings/engine";
 import { parseEmbeddingInput } from "../../engines/embeddings/input";
@@ -59,7 +60,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
     const req = validate(EmbeddingsRequest, body);
     const resolved = resolveModel(s, req.model, "embedding");
     const engine = s.engines.get<EmbeddingEngine>(resolved.entry.id);
-    if (!engine || resolved.entry.id !== EMBEDDING_MODEL_ID) throw modelUnavailable(req.model);
+    if (!engine || resolved.entry.id !== EMBEDDING_MODEL_ID) throw localModelUnavailable(s, req.model, resolved.entry.id);
     if (req.input_type !== undefined && !isInputType(req.input_type)) {
       throw invalidField("input_type", `must be one of ${INPUT_TYPES.join(", ")}`);
     }
@@ -94,7 +95,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
           return { object: "embedding", index, embedding: base64 ? toBase64(cut) : toFloats(cut) };
         }),
         model: resolved.requestedId,
-        usage: { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: Number(formatUsd(settlement.charged)) },
+        usage: { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: usdNumber(settlement.charged) },
       };
     } finally {
       await hold.release();

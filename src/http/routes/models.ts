@@ -8,6 +8,7 @@ import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { anthropicModelObject, listAnthropicModels, listModels, modelObject } from "../../catalog/model-list";
 import { invalidField, modelNotFound } from "../../errors";
+import { suggestModels } from "../../catalog/suggest";
 import { TURBO_SUFFIX } from "../../catalog/catalog";
 
 export function registerModelRoutes(app: App, s: Services, docs: RouteDocs): void {
@@ -29,7 +30,7 @@ export function registerModelRoutes(app: App, s: Services, docs: RouteDocs): voi
       throw modelNotFound(params["*"]);
     }
     const resolved = s.catalog.resolve(id);
-    if (!resolved || !s.isLive(resolved.entry)) throw modelNotFound(id);
+    if (!resolved || !s.isLive(resolved.entry)) throw modelNotFound(id, resolved ? [] : suggestModels(s, id));
     const turbo = resolved.tier === "priority" && id.endsWith(TURBO_SUFFIX);
     if (request.headers.has("anthropic-version")) {
       if (resolved.entry.kind !== "chat") throw modelNotFound(id);

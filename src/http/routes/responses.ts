@@ -22,6 +22,7 @@ import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignore
 import { toResponseObject, type ResponseShell } from "../../protocols/responses/response";
 import { ResponsesStreamTranslator, responsesFrames } from "../../protocols/responses/stream";
 import { storedSize } from "../../store/responses";
+import { usdFromJson } from "../../billing/money";
 
 type Json = Record<string, unknown>;
 
@@ -102,7 +103,7 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     const caller = await identify(s, request, bearer, set);
     const stored = await store.get(params.id, caller.accountId);
     if (!stored) throw responseNotFound(params.id);
-    return stored.response;
+    return withPlainCost(stored.response);
   });
 
   app.delete("/v1/responses/:id", async ({ params, bearer, request, set }) => {
@@ -117,6 +118,16 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     if (!stored) throw responseNotFound(params.id);
     return inputItemsPage(stored.inputItems, query as Record<string, string | undefined>);
   });
+}
+
+/**
+ * A stored response as served: its usage.cost, a plain number again once read back from the
+ * store, is written as the exact decimal (0.00000008, never 8e-8), as when it was created.
+ */
+function withPlainCost(response: Json): Json {
+  const usage = response.usage as Json | null | undefined;
+  if (!usage || typeof usage !== "object" || typeof usage.cost !== "number") return response;
+  return { ...response, usage: { ...usage, cost: usdFromJson(usage.cost) } };
 }
 
 /** The ids named by item_reference inputs (checked again, with named errors, by normalizeInput). */

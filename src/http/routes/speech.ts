@@ -23,6 +23,7 @@ import { planSpeech } from "../../text/frontend";
 import { MAX_TOKENS, SAMPLE_RATE, SPEECH_MODEL_ID, type SpeechEngine } from "../../engines/speech/engine";
 import { frontEndFor, voiceInfo } from "../../engines/speech/voices";
 import { ClientGoneError, openSpeechStream, type SpeechOutcome } from "../../engines/speech/stream";
+import { localModelUnavailable } from "../../engines/installed";
 import { timeEngine } from "../../metrics/engine-time";
 import { wantsPriority } from "../../chat/request";
 import { JobAbortedError, QueueFullError, SchedulerClosedError } from "../../engines/scheduler/index";
@@ -53,7 +54,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
 
   app.get("/v1/audio/voices", () => {
     const engine = s.engines.get<SpeechEngine>(SPEECH_MODEL_ID);
-    if (!engine) throw modelUnavailable(SPEECH_MODEL_ID);
+    if (!engine) throw localModelUnavailable(s, SPEECH_MODEL_ID, SPEECH_MODEL_ID);
     return { object: "list", data: engine.voices.ids.map((id) => ({ object: "voice", ...voiceInfo(id), model: SPEECH_MODEL_ID })) };
   });
 
@@ -69,7 +70,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
       throw invalidField("input", `must be at most ${MAX_INPUT_CHARACTERS} characters (Unicode code points); it has ${characters}`);
     }
     const engine = s.engines.get<SpeechEngine>(resolved.entry.id);
-    if (!engine) throw modelUnavailable(resolved.requestedId);
+    if (!engine) throw localModelUnavailable(s, resolved.requestedId, resolved.entry.id);
     const voices = engine.voices.parse(req.voice);
     const format = req.response_format ?? "mp3";
     const chunks = planSpeech(req.input, frontEndFor(voices, req.lang_code), engine.vocab, MAX_TOKENS);

@@ -2,6 +2,9 @@ import { describe, expect, test } from "bun:test";
 import type { ChatResult } from "../../chat/pipeline";
 import { parseToolInput, stopReasonOf, toAnthropicMessage } from "./response";
 
+/** What a client receives: money is written as plain decimals (JSON.rawJSON), so compare the serialised form. */
+const wire = (v: unknown): any => JSON.parse(JSON.stringify(v));
+
 const result: ChatResult = { inputTokens: 25, outputTokens: 12, charged: 19_800, serviceTier: "default" };
 
 describe("finish_reason → stop_reason", () => {
@@ -79,7 +82,7 @@ describe("chat completion → Anthropic message", () => {
     test(f.name, () => {
       let n = 0;
       const msg = toAnthropicMessage(f.chat, { id: "msg_1", model: "glm-4.6", result, toolId: () => `toolu_${++n}` });
-      expect(msg).toEqual({
+      expect(wire(msg)).toEqual({
         id: "msg_1", type: "message", role: "assistant", model: "glm-4.6", content: f.content, stop_reason: f.stop, stop_sequence: null,
         usage: { input_tokens: 25, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 12, service_tier: "standard", cost: 0.0000198 },
       });

@@ -2,6 +2,9 @@ import { describe, expect, test } from "bun:test";
 import type { ChatResult } from "../../chat/pipeline";
 import { AnthropicStreamTranslator, type AnthropicEvent } from "./stream";
 
+/** What a client receives: money is written as plain decimals (JSON.rawJSON), so compare the serialised form. */
+const wire = (v: unknown): any => JSON.parse(JSON.stringify(v));
+
 const result: ChatResult = { inputTokens: 30, outputTokens: 9, charged: 1_000, serviceTier: "default" };
 const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) => ({
   id: "chatcmpl-x", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish, ...extra }],
@@ -175,7 +178,7 @@ test("message_start announces the estimate; message_delta carries final usage, c
   const events = run([chunk({ content: "x" }), chunk({}, "stop", { stop_reason: "END" })], ["END"]);
   expect(events[0]!.data.message).toMatchObject({ id: "msg_1", type: "message", role: "assistant", model: "glm-4.6", content: [], stop_reason: null, usage: { input_tokens: 28 } });
   const delta = events.find((e) => e.event === "message_delta")!.data;
-  expect(delta).toEqual({
+  expect(wire(delta)).toEqual({
     type: "message_delta",
     delta: { stop_reason: "stop_sequence", stop_sequence: "END" },
     usage: { input_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 9, service_tier: "standard", cost: 0.000001 },

@@ -3,6 +3,9 @@ import type { ChatResult } from "../../chat/pipeline";
 import { parseResponsesRequest } from "./request";
 import { baseResponse, statusOf, toResponseObject, type ResponseShell } from "./response";
 
+/** What a client receives: money is written as plain decimals (JSON.rawJSON), so compare the serialised form. */
+const wire = (v: unknown): any => JSON.parse(JSON.stringify(v));
+
 const result: ChatResult = { inputTokens: 36, outputTokens: 87, charged: 123_000, serviceTier: "default" };
 const shell = (body: Record<string, unknown> = {}): ResponseShell => ({
   id: "resp_1", createdAt: 1_741_476_542, model: "glm-4.6", serviceTier: "default", request: parseResponsesRequest({ model: "glm-4.6", input: "x", ...body }),
@@ -57,7 +60,7 @@ describe("chat completion → Response object", () => {
       const r = toResponseObject(shell(), chat, result, ids());
       expect(r.output).toEqual(f.output);
       expect(r.status).toBe(f.status);
-      expect(r.usage).toEqual({ input_tokens: 36, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 87, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 123, cost: 0.000123 });
+      expect(wire(r.usage)).toEqual({ input_tokens: 36, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 87, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 123, cost: 0.000123 });
       expect(JSON.stringify(r)).not.toContain("chatcmpl");
     });
   }
