@@ -302,7 +302,7 @@ describe("version", () => {
 
 describe("doctor", () => {
   test("checks the data and models directories, every upstream (hosts shown, keys never) and the ONNX provider", async () => {
-    const fake = startFakeUpstream();
+    const fake = startFakeUpstream({}, { models: [{ id: "glm-4.6" }] });
     const dead = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
     const deadUrl = `http://127.0.0.1:${dead.port}/v1`;
     dead.stop(true); // nothing listens there now

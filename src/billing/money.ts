@@ -79,6 +79,12 @@ export function usdNumber(units: number): UsdJson {
   return rawJson(formatUsd(units)) as UsdJson;
 }
 
+/** The decimal text of a UsdJson (for tables and logs, which do not go through JSON); null for anything else. */
+export function usdJsonText(value: unknown): string | null {
+  const json = JSON as unknown as { isRawJSON(v: unknown): boolean };
+  return json.isRawJSON(value) ? (value as { rawJSON: string }).rawJSON : null;
+}
+
 /**
  * A USD amount read back from stored JSON (a plain number again once parsed), as a UsdJson;
  * anything that is not a money number is left as it is.

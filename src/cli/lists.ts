@@ -1,9 +1,16 @@
 /** The tables the list commands print for people (`--json` prints the admin API's JSON instead). */
+import { usdJsonText } from "../billing/money";
 import { table } from "./table";
 
 type Row = Record<string, unknown>;
 const rowsOf = (out: unknown): Row[] => ((out as { data?: Row[] })?.data ?? []) as Row[];
-const usd = (v: unknown) => (typeof v === "number" ? v.toFixed(6).replace(/0{1,4}$/, "") : v);
+/** Money as the exact decimal the API writes, with at least cents: "3" → "3.00", "0.000123" stays. */
+const usd = (v: unknown) => {
+  const text = usdJsonText(v);
+  if (text === null) return v;
+  const [whole, frac = ""] = text.split(".");
+  return `${whole}.${frac.padEnd(2, "0")}`;
+};
 
 /** The table for a list command's result; null for any other command (printed as JSON). */
 export function listTable(command: string, out: unknown): string | null {

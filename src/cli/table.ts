@@ -1,4 +1,6 @@
 /** Plain-text tables for list commands (people); `--json` prints the JSON instead (scripts). */
+import { usdJsonText } from "../billing/money";
+
 export interface Column<T> {
   title: string;
   value: (row: T) => unknown;
@@ -8,6 +10,8 @@ export interface Column<T> {
 
 function cell(v: unknown): string {
   if (v === null || v === undefined) return "-";
+  const usd = usdJsonText(v);
+  if (usd !== null) return usd;
   if (typeof v === "number" && v > 1_000_000_000 && v < 100_000_000_000 && Number.isInteger(v)) return new Date(v * 1000).toISOString().replace(".000Z", "Z");
   // One line per row whatever the data holds.
   return String(v).replace(/[\r\n\t]+/g, " ");
