@@ -42,8 +42,11 @@ type ControlInput = { limit?: number | string | null; limit_reset?: LimitReset |
 /** ISO 8601 date-time with a zone ("2026-12-31T23:59:59Z", "+02:00"), or a date (midnight UTC). */
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/;
 
-/** The controls a body names, validated, in stored form (units, Unix seconds); fields left out stay undefined. */
-export function parseControls(s: Services, b: ControlInput, nowMs = Date.now()): Partial<KeyControls> {
+/**
+ * The controls a body names, validated, in stored form (units, Unix seconds); fields left out stay
+ * undefined. An expiry in the past is accepted: the key is refused from then on (401 key_expired).
+ */
+export function parseControls(s: Services, b: ControlInput): Partial<KeyControls> {
   const out: Partial<KeyControls> = {};
   if (b.limit !== undefined) out.spend_limit = b.limit === null ? null : limitUnits(b.limit);
   if (b.limit_reset !== undefined) out.limit_reset = b.limit_reset;
@@ -52,7 +55,6 @@ export function parseControls(s: Services, b: ControlInput, nowMs = Date.now()):
     else {
       const ms = ISO_8601.test(b.expires_at) ? Date.parse(b.expires_at) : NaN;
       if (!Number.isFinite(ms)) throw invalidField("expires_at", "must be an ISO 8601 date-time with a time zone (\"2026-12-31T23:59:59Z\"), or null");
-      if (ms <= nowMs) throw invalidField("expires_at", "must be in the future");
       out.expires_at = Math.floor(ms / 1000);
     }
   }
