@@ -69,10 +69,10 @@ export function KeysPanel(props: { list: string; create: string; revoke: (id: st
     </div>` : null}
     <${ErrorLine} error=${error} />
     <div class="scroll"><table id="keys">
-      <thead><tr><th>Key</th><th>Name</th><th>Created (UTC)</th><th>Limits</th><th>State</th><th></th></tr></thead>
+      <thead><tr><th>Key</th><th>Name</th><th>Created (UTC)</th><th>State</th><th>Limits</th><th></th></tr></thead>
       <tbody>${(keys ?? []).map((k) => html`<tr data-key-id=${k.id}>
         <td class="mono">${k.prefix}…</td><td>${k.name ?? ""}${k.current ? html` <span class="tag">this session</span>` : null}</td>
-        <td>${when(k.created_at)}</td><td class="key-controls">${controls(k)}</td><td class=${k.revoked ? "muted" : "ok"}>${k.revoked ? "revoked" : "active"}</td>
+        <td>${when(k.created_at)}</td><td class=${k.revoked ? "muted" : "ok"}>${k.revoked ? "revoked" : "active"}</td><td class="key-controls">${controls(k)}</td>
         <td>${k.revoked ? null : html`<button class=${confirming === k.id ? "danger" : "secondary"} data-revoke=${k.id} onClick=${() => revoke(k.id)}>${confirming === k.id ? "Confirm revoke" : "Revoke"}</button>`}</td>
       </tr>`)}</tbody>
     </table></div>
