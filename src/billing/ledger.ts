@@ -103,10 +103,8 @@ export class Ledger implements HoldLedger {
     const now = this.now();
     let outcome;
     try {
-      outcome = await this.store.reserve({
-        requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model,
-        ...(spec.key ? { key: { id: spec.key.id, periods: periodStarts(now) } } : {}),
-      });
+      const key = spec.key ? { id: spec.key.id, periods: periodStarts(now) } : undefined;
+      outcome = await this.store.reserve({ requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, key });
     } catch (e) {
       if (e instanceof StoreUnavailable) {
         this.markUnavailable(e);
@@ -117,13 +115,11 @@ export class Ledger implements HoldLedger {
       throw this.internal("reserve", spec.requestId, e);
     }
     this.markHealthy(epoch);
-    if (!outcome.ok) {
-      if (outcome.keyLimit !== undefined) {
-        const resets = nextReset(spec.key?.limitReset ?? null, now);
-        throw keyLimitExceeded(formatUsd(amount), formatUsd(outcome.keyLimit), formatUsd(outcome.available), spec.key?.limitReset ?? null, resets);
-      }
-      throw insufficientCredits(formatUsd(amount), formatUsd(outcome.available));
+    if (!outcome.ok && outcome.keyLimit !== undefined) {
+      const reset = spec.key?.limitReset ?? null;
+      throw keyLimitExceeded(formatUsd(amount), formatUsd(outcome.keyLimit), formatUsd(outcome.available), reset, nextReset(reset, now));
     }
+    if (!outcome.ok) throw insufficientCredits(formatUsd(amount), formatUsd(outcome.available));
     this.open++;
     return new Hold(this, spec, amount);
   }
