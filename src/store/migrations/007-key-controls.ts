@@ -44,9 +44,9 @@ CREATE TRIGGER ledger_key_charge AFTER INSERT ON ledger_entries
 BEGIN
   UPDATE api_keys
      SET spent = spent - NEW.amount,
-         period_spent = period_spent + CASE WHEN period_start = (SELECT h.period_start FROM holds h WHERE h.request_id = NEW.request_id)
-                                            THEN -NEW.amount ELSE 0 END
-   WHERE id = (SELECT h.key_id FROM holds h WHERE h.request_id = NEW.request_id);
+         period_spent = period_spent + CASE WHEN api_keys.period_start = h.period_start THEN -NEW.amount ELSE 0 END
+    FROM (SELECT key_id, period_start FROM holds WHERE request_id = NEW.request_id) AS h
+   WHERE api_keys.id = h.key_id;
 END;
 `,
 };
