@@ -100,6 +100,16 @@ export const insufficientCredits = (neededUsd: string, availableUsd: string) =>
     `Insufficient credits: this request needs up to ${neededUsd} USD to be reserved, but the available balance is ${availableUsd} USD.`,
   );
 
+/** A key's own spend limit (not the account's balance) cannot cover the hold: 402, as OpenRouter answers. */
+export const keyLimitExceeded = (neededUsd: string, limitUsd: string, remainingUsd: string, reset: string | null, resetsAt: number | null) =>
+  new DomainError(
+    "insufficient_credits",
+    "key_limit_exceeded",
+    `This key's spend limit is ${limitUsd} USD` + (reset ? ` (${reset})` : "") + `; it has ${remainingUsd} USD left` +
+      (resetsAt === null ? ", and the limit never resets" : `, and resets at ${new Date(resetsAt * 1000).toISOString()}`) +
+      `. This request needs up to ${neededUsd} USD to be reserved.`,
+  );
+
 export const notFound = (message: string) => new DomainError("not_found", "not_found", message);
 
 export const upstreamError = () =>

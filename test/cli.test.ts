@@ -105,6 +105,18 @@ describe("administration commands", () => {
     }
   });
 
+  test("keys create and update take the key controls (the admin API's fields and rules)", () => {
+    const c = cli(["keys", "create", accountId, "--name", "capped", "--limit", "2.5", "--limit-reset", "daily", "--models", "glm-4.6,minimax-m2", "--rate-limit-rpm", "30"]);
+    expect(c.stderr).toBe("");
+    expect(c.json).toMatchObject({ name: "capped", limit: 2.5, limit_reset: "daily", models: ["glm-4.6", "minimax-m2"], rate_limit_rpm: 30, expires_at: null });
+    const u = cli(["keys", "update", c.json.id, "--limit", "none", "--expires-at", "2030-01-01T00:00:00Z", "--models", "all", "--rate-limit-rpm", "none"]);
+    expect(u.code).toBe(0);
+    expect(u.json).toMatchObject({ id: c.json.id, limit: null, limit_reset: "daily", models: null, rate_limit_rpm: null, expires_at: "2030-01-01T00:00:00.000Z" });
+    const bad = cli(["keys", "update", c.json.id, "--limit-reset", "hourly"]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("limit_reset");
+  });
+
   test("accounts update and list", () => {
     const u = cli(["accounts", "update", accountId, "--disabled", "true", "--rate-limit-rpm", "60"]);
     expect(u.code).toBe(0);

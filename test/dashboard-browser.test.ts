@@ -153,6 +153,8 @@ describe("dashboard in a browser: account view", () => {
     const id = (db().query("SELECT id FROM api_keys WHERE name = 'from-browser'").get() as { id: string }).id;
     const revoke = `button[data-revoke="${id}"]`;
     await page.waitForSelector(revoke);
+    // The key's own controls have a column: none set here.
+    expect(await textOf(page, `tr[data-key-id="${id}"] td.key-controls`)).toBe("none");
     await page.click(revoke);
     await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === "Confirm revoke", {}, revoke);
     await page.click(revoke);

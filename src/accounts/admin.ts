@@ -9,6 +9,16 @@ import { newId } from "./ids";
 import { formatUsd, MAX_BALANCE, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
 import { invalidField } from "../errors";
 import { validate } from "../validate";
+import { CreateKeyBody, keyControlsView, parseControls, parsePatch, PatchKeyBody } from "./key-controls";
+import { NO_CONTROLS, type ApiKeyListing } from "./api-keys";
+
+/** A key as the admin API lists it: no hash, its controls in OpenRouter's field names. */
+function keyView(k: ApiKeyListing) {
+  return {
+    id: k.id, object: "api_key", account_id: k.account_id, name: k.name, prefix: k.prefix, created_at: k.created_at,
+    revoked_at: k.revoked_at, revoked: k.revoked_at !== null, ...keyControlsView(k),
+  };
+}
 
 export const CreateAccountBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -20,7 +30,7 @@ export const PatchAccountBody = Type.Object({
   rate_limit_rpm: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: "a whole number of at least 1, or null" })),
   concurrency_limit: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: "a whole number of at least 1, or null" })),
 }, { additionalProperties: false });
-export const CreateKeyBody = Type.Object({ name: Type.Optional(Type.String({ maxLength: 200 })) });
+export { CreateKeyBody, PatchKeyBody };
 export const CreditsBody = Type.Object({
   amount: Type.Union([Type.Number(), Type.String()], { description: "a USD amount (number or decimal string); negative deducts" }),
   reason: Type.String({ minLength: 1, maxLength: 500 }),
@@ -83,14 +93,22 @@ export class Admin {
 
   async createKey(accountId: string, body: unknown) {
     const b = validate(CreateKeyBody, body ?? {});
+    const controls = { ...NO_CONTROLS, ...parseControls(this.s, b) };
     await this.s.accounts.mustGet(accountId);
-    const k = await this.s.keys.create(accountId, b.name ?? null);
-    return { id: k.id, object: "api_key", key: k.key, prefix: k.prefix, account_id: accountId, name: k.name };
+    const k = await this.s.keys.create(accountId, b.name ?? null, controls);
+    const stored = await this.s.keys.get(k.id);
+    return { ...(stored ? keyView(stored) : { id: k.id, object: "api_key", account_id: accountId, name: k.name, prefix: k.prefix }), key: k.key };
   }
 
   async listKeys(accountId: string) {
     await this.s.accounts.mustGet(accountId);
-    return { object: "list", data: (await this.s.keys.listForAccount(accountId)).map((k) => ({ ...k, object: "api_key", revoked: k.revoked_at !== null })) };
+    return { object: "list", data: (await this.s.keys.listForAccount(accountId)).map(keyView) };
+  }
+
+  /** Changes a key's name or controls; they apply from the next request (cached owners are dropped). */
+  async patchKey(keyId: string, body: unknown) {
+    const b = validate(PatchKeyBody, body ?? {});
+    return keyView(await this.s.keys.update(keyId, parsePatch(this.s, b)));
   }
 
   revokeKey(keyId: string) {

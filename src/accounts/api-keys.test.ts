@@ -14,6 +14,9 @@ function slowRecords(rows: Map<string, KeyOwnerRow>) {
     insert: async () => {},
     revoke: async () => true,
     listForAccount: async () => [],
+    update: async () => true,
+    get: async () => null,
+    usageSince: async () => ({ day: 0, week: 0, month: 0 }),
     ownerByHash(hash) {
       asked++;
       // Read when asked, answered when released: an answer can be older than a change.
@@ -24,7 +27,8 @@ function slowRecords(rows: Map<string, KeyOwnerRow>) {
   return { records, asked: () => asked, answer: () => waiting.splice(0).forEach((w) => w()) };
 }
 
-const row = (key: string, disabled = 0): KeyOwnerRow => ({ id: "key_1", account_id: "acct_1", hash: hashKey(key), revoked_at: null, disabled, rate_limit_rpm: null, concurrency_limit: null });
+const row = (key: string, disabled = 0): KeyOwnerRow => ({ id: "key_1", account_id: "acct_1", hash: hashKey(key), revoked_at: null, disabled, rate_limit_rpm: null, concurrency_limit: null,
+  key_limit_reset: null, key_expires_at: null, key_models: null, key_rate_limit_rpm: null });
 
 test("fifty requests with one uncached key ask the store once, and all get the owner", async () => {
   const store = slowRecords(new Map([[hashKey("sy-a"), row("sy-a")]]));

@@ -8,10 +8,25 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { newId } from "./ids";
 import { notFound } from "../errors";
 import { nowSeconds } from "./accounts";
+import type { LimitReset, PeriodStarts } from "../billing/key-periods";
 
 export const KEY_PREFIX = "sy-";
 
-export interface ApiKeyRow {
+/** A key's own controls (README, "Keys: limits, expiry, models"); null: none. */
+export interface KeyControls {
+  /** Spend limit in units (nano-USD) per period. */
+  spend_limit: number | null;
+  limit_reset: LimitReset | null;
+  /** Unix seconds. */
+  expires_at: number | null;
+  /** Public model ids or aliases the key may use. */
+  models: string[] | null;
+  rate_limit_rpm: number | null;
+}
+
+export const NO_CONTROLS: KeyControls = { spend_limit: null, limit_reset: null, expires_at: null, models: null, rate_limit_rpm: null };
+
+export interface ApiKeyRow extends KeyControls {
   id: string;
   account_id: string;
   name: string | null;
@@ -21,7 +36,19 @@ export interface ApiKeyRow {
   revoked_at: number | null;
 }
 
-export type ApiKeyListing = Omit<ApiKeyRow, "hash">;
+/** A key as listed: no hash, with the running figures of its spend limit (units). */
+export interface ApiKeyListing extends Omit<ApiKeyRow, "hash"> {
+  /** Start of the period `period_spent` belongs to (Unix seconds; 0 when the limit never resets). */
+  period_start: number;
+  period_spent: number;
+  /** Σ of the key's pending holds. */
+  reserved: number;
+  /** Every charge made with the key. */
+  spent: number;
+}
+
+/** Fields a key update may change; a field left out stays as it is. */
+export type KeyPatch = Partial<KeyControls> & { name?: string | null };
 
 /** A key found by its hash, with what its account's requests need (no account read per request). */
 export interface KeyOwnerRow {
@@ -32,6 +59,11 @@ export interface KeyOwnerRow {
   disabled: number;
   rate_limit_rpm: number | null;
   concurrency_limit: number | null;
+  key_limit_reset: LimitReset | null;
+  key_expires_at: number | null;
+  /** JSON array text, or null. */
+  key_models: string | null;
+  key_rate_limit_rpm: number | null;
 }
 
 /** Where keys are kept. */
@@ -39,8 +71,14 @@ export interface KeyRecords {
   insert(k: ApiKeyRow): Promise<void>;
   /** Marks the key revoked (the first revocation's time is kept); false when there is no such key. */
   revoke(id: string, at: number): Promise<boolean>;
+  /** Applies the patch in one statement; false when there is no such key. */
+  update(id: string, patch: KeyPatch): Promise<boolean>;
+  /** One key without its hash, or null. */
+  get(id: string): Promise<ApiKeyListing | null>;
   /** The account's keys, oldest first, without their hashes. */
   listForAccount(accountId: string): Promise<ApiKeyListing[]>;
+  /** Σ of the key's charges made since each period start (units). */
+  usageSince(keyId: string, since: PeriodStarts): Promise<PeriodStarts>;
   /**
    * The key with this hash and its account's flags and limits. Synchronous where the store can
    * answer without waiting (SQLite, in process), a promise where it must ask a server.
@@ -61,6 +99,14 @@ export interface KeyOwner {
   /** The account's own limit overrides (null: the configured default), cached with the owner. */
   rateLimitRpm: number | null;
   concurrencyLimit: number | null;
+  /** The key's own controls, cached with the owner. */
+  key: {
+    limitReset: LimitReset | null;
+    /** Unix seconds, or null. */
+    expiresAt: number | null;
+    models: readonly string[] | null;
+    rateLimitRpm: number | null;
+  };
 }
 
 /** SHA-256 of the key, hex (Bun's one-shot hasher: a third of node:crypto's cost per request). */
@@ -92,12 +138,32 @@ export class ApiKeys {
   constructor(private readonly records: KeyRecords) {}
 
   /** Creates a key; the plaintext is returned here and never again. */
-  async create(accountId: string, name: string | null): Promise<{ id: string; key: string; prefix: string; account_id: string; name: string | null }> {
+  async create(accountId: string, name: string | null, controls: KeyControls = NO_CONTROLS): Promise<{ id: string; key: string; prefix: string; account_id: string; name: string | null }> {
     const key = KEY_PREFIX + randomBytes(32).toString("base64url");
     const id = newId("key");
     const prefix = key.slice(0, 10);
-    await this.records.insert({ id, account_id: accountId, name, prefix, hash: hashKey(key), created_at: nowSeconds(), revoked_at: null });
+    await this.records.insert({ id, account_id: accountId, name, prefix, hash: hashKey(key), created_at: nowSeconds(), revoked_at: null, ...controls });
     return { id, key, prefix, account_id: accountId, name };
+  }
+
+  /** Changes a key's name or controls; they bite on the next request here (the cache is dropped). */
+  async update(id: string, patch: KeyPatch): Promise<ApiKeyListing> {
+    let found: boolean;
+    try {
+      found = await this.records.update(id, patch);
+    } finally {
+      this.forget();
+    }
+    if (!found) throw notFound(`No API key with id '${id}'.`);
+    return (await this.records.get(id))!;
+  }
+
+  get(id: string): Promise<ApiKeyListing | null> {
+    return this.records.get(id);
+  }
+
+  usageSince(keyId: string, since: PeriodStarts): Promise<PeriodStarts> {
+    return this.records.usageSince(keyId, since);
   }
 
   async revoke(id: string): Promise<{ id: string; object: "api_key"; revoked: true }> {
@@ -154,6 +220,10 @@ export class ApiKeys {
     const owner: KeyOwner = {
       keyId: row.id, accountId: row.account_id, disabled: row.disabled === 1,
       rateLimitRpm: row.rate_limit_rpm, concurrencyLimit: row.concurrency_limit,
+      key: {
+        limitReset: row.key_limit_reset, expiresAt: row.key_expires_at,
+        models: row.key_models === null ? null : (JSON.parse(row.key_models) as string[]), rateLimitRpm: row.key_rate_limit_rpm,
+      },
     };
     if (generation !== this.generation) return owner;
     if (this.cache.size >= KEY_CACHE_MAX) this.cache.clear();

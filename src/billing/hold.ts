@@ -23,6 +23,7 @@
  */
 import type { Consumption, StoredResponseRecord } from "./ledger-store";
 import { DomainError, InternalError, chargeNotRecorded } from "../errors";
+import type { LimitReset } from "./key-periods";
 
 /** The price of a consumption in units (nano-USD); must grow with every quantity. */
 export type Pricing = (usage: Consumption) => number;
@@ -34,6 +35,8 @@ export interface HoldSpec {
   endpoint: string;
   /** Public model id as requested. */
   model: string;
+  /** The key the request was made with, whose spend limit the hold must fit too (absent: none). */
+  key?: { id: string; limitReset: LimitReset | null };
   /** What the hold covers: the most the request may consume. Quantities left out are covered as 0. */
   budget: Consumption;
   price: Pricing;

@@ -24,12 +24,21 @@ export interface HoldRequest {
   endpoint: string;
   /** Public model id as requested ("glm-4.6-turbo"). */
   model: string;
+  /**
+   * The key the request was made with: the hold must also fit what the key's spend limit has left
+   * in its current period (same write as the account's), and its charge counts against the key.
+   */
+  key?: { id: string; periods: PeriodStarts };
 }
 
 export type ReserveResult =
   | { ok: true }
   /** The available balance (balance − reserved) that could not cover the hold. */
-  | { ok: false; available: number };
+  | { ok: false; available: number; keyLimit?: undefined }
+  /** The key's spend limit, and what it has left in the period, could not cover the hold. */
+  | { ok: false; available: number; keyLimit: number };
+
+import type { PeriodStarts } from "./key-periods";
 
 /** What one request consumed, as recorded on its charge entry. */
 export interface Consumption {

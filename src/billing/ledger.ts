@@ -30,7 +30,8 @@
  * Over-reported usage: see Hold.quote. Each clamp is logged (request id, endpoint, model, reported
  * and held amounts) and counted by onClamped listeners (switchyard_charge_clamps_total).
  */
-import { DomainError, InternalError, insufficientCredits, serviceUnavailable } from "../errors";
+import { DomainError, InternalError, insufficientCredits, keyLimitExceeded, serviceUnavailable } from "../errors";
+import { nextReset, periodStarts } from "./key-periods";
 import type { Log } from "../log";
 import { formatUsd, MAX_BALANCE } from "./money";
 import { StoreUnavailable, type ChargeRecord, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult } from "./ledger-store";
@@ -47,6 +48,8 @@ const RETRY_MAX_MS = 2_000;
 export interface LedgerOptions {
   /** After a store failure, new holds are refused without a write for this long (ms). */
   probeIntervalMs?: number;
+  /** The clock key limit periods are read from (ms; tests move it instead of waiting). */
+  now?: () => number;
 }
 
 /** A clamped charge, for the metric. */
@@ -78,25 +81,30 @@ export class Ledger implements HoldLedger {
   private closed = false;
 
   private readonly probeIntervalMs: number;
+  private readonly now: () => number;
 
   constructor(private readonly store: LedgerStore, private readonly log: Log, options: LedgerOptions = {}) {
     this.probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS;
+    this.now = options.now ?? Date.now;
     store.onFailure?.((e) => this.markUnavailable(e));
   }
 
   /**
-   * Holds price(budget) against the account's available balance, before any work. Throws 402
-   * insufficient_credits when it cannot be covered, 503 service_unavailable when the store cannot
-   * write.
+   * Holds price(budget) against the account's available balance — and, for a request made with a
+   * key, against what the key's spend limit has left in its period, in the same write — before any
+   * work. Throws 402 insufficient_credits or key_limit_exceeded when it cannot be covered, 503
+   * service_unavailable when the store cannot write.
    */
   async reserve(spec: HoldSpec): Promise<Hold> {
     const amount = spec.price(spec.budget);
     if (!Number.isSafeInteger(amount) || amount < 0) throw new InternalError(`bad hold amount ${amount}`);
     if (this.unavailable && Date.now() < this.unavailableUntil) throw serviceUnavailable();
     const epoch = this.failures;
+    const now = this.now();
     let outcome;
     try {
-      outcome = await this.store.reserve({ requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model });
+      const key = spec.key ? { id: spec.key.id, periods: periodStarts(now) } : undefined;
+      outcome = await this.store.reserve({ requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, key });
     } catch (e) {
       if (e instanceof StoreUnavailable) {
         this.markUnavailable(e);
@@ -107,6 +115,10 @@ export class Ledger implements HoldLedger {
       throw this.internal("reserve", spec.requestId, e);
     }
     this.markHealthy(epoch);
+    if (!outcome.ok && outcome.keyLimit !== undefined) {
+      const reset = spec.key?.limitReset ?? null;
+      throw keyLimitExceeded(formatUsd(amount), formatUsd(outcome.keyLimit), formatUsd(outcome.available), reset, nextReset(reset, now));
+    }
     if (!outcome.ok) throw insufficientCredits(formatUsd(amount), formatUsd(outcome.available));
     this.open++;
     return new Hold(this, spec, amount);

@@ -17,6 +17,7 @@ import { contextWindowExceeded, promptExtras, tokenBudget, type ChatRequest, typ
 import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
 import { ChatStream } from "./stream";
+import type { HoldSpec } from "../billing/hold";
 import { timeEngine } from "../metrics/engine-time";
 import { prepareChatMedia } from "./media";
 
@@ -26,6 +27,8 @@ export interface ChatCall {
   /** The API path, recorded on the ledger entry ("/v1/chat/completions"). */
   endpoint: string;
   resolved: ResolvedModel;
+  /** The key the request was made with (its spend limit bounds the hold). */
+  key?: HoldSpec["key"];
   request: ChatRequest;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
@@ -61,6 +64,7 @@ export async function reserveChat(s: Services, call: ChatCall, budget: TokenBudg
     accountId: call.accountId,
     endpoint: call.endpoint,
     model: call.resolved.requestedId,
+    key: call.key,
     budget: { inputTokens: budget.inputBound, outputTokens: budget.maxOutput },
     price: (u) => chatCost(entry, multiplier, { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 }),
   });

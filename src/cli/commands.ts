@@ -25,6 +25,7 @@ export const COMMANDS: CommandSpec[] = [
   { words: ["accounts", "show"], args: ["<account-id>"] },
   { words: ["accounts", "update"], args: ["<account-id>"] },
   { words: ["keys", "create"], args: ["<account-id>"] },
+  { words: ["keys", "update"], args: ["<key-id>"] },
   { words: ["keys", "list"], args: ["<account-id>"] },
   { words: ["keys", "revoke"], args: ["<key-id>"] },
   { words: ["credits", "add"], args: ["<account-id>", "<USD>"] },

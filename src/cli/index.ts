@@ -22,7 +22,10 @@ Usage:
   switchyard accounts list [--json]
   switchyard accounts show <account-id>
   switchyard accounts update <account-id> [--disabled true|false] [--rate-limit-rpm N|default] [--concurrency-limit N|default]
-  switchyard keys create <account-id> [--name NAME]     prints the key once
+  switchyard keys create <account-id> [--name NAME] [KEY CONTROLS]   prints the key once
+  switchyard keys update <key-id> [--name NAME] [KEY CONTROLS]
+      KEY CONTROLS: --limit USD|none  --limit-reset daily|weekly|monthly|never  --expires-at ISO-8601|never
+                    --models ID,ID,...|all  --rate-limit-rpm N|none
   switchyard keys list <account-id> [--json]
   switchyard keys revoke <key-id>
   switchyard credits add <account-id> <USD> [--reason TEXT]
@@ -150,6 +153,27 @@ function limitFlag(v: string | boolean | undefined): number | null | undefined {
   return /^-?\d+$/.test(v as string) ? Number(v) : (v as unknown as number);
 }
 
+/**
+ * The key control flags as the admin API's fields (the same validation applies): "none", "never"
+ * and "all" are null; a bare flag stays a boolean, which validation refuses naming the field.
+ */
+function keyControlFlags(flags: Record<string, string | boolean>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const nullable = (v: string | boolean, word: string) => (v === word ? null : v);
+  if (flags.limit !== undefined) out.limit = nullable(flags.limit, "none");
+  if (flags["limit-reset"] !== undefined) out.limit_reset = nullable(flags["limit-reset"], "never");
+  if (flags["expires-at"] !== undefined) out.expires_at = nullable(flags["expires-at"], "never");
+  if (flags.models !== undefined) {
+    const v = nullable(flags.models, "all");
+    out.models = typeof v === "string" ? v.split(",").map((m) => m.trim()).filter(Boolean) : v;
+  }
+  if (flags["rate-limit-rpm"] !== undefined) {
+    const v = nullable(flags["rate-limit-rpm"], "none");
+    out.rate_limit_rpm = typeof v === "string" && /^-?\d+$/.test(v) ? Number(v) : v;
+  }
+  return out;
+}
+
 function adminCommand(admin: Admin, command: string, args: string[], flags: Record<string, string | boolean>): unknown {
   // resolveCommand has checked that every required argument is there.
   const [first = "", second = ""] = args;
@@ -169,7 +193,9 @@ function adminCommand(admin: Admin, command: string, args: string[], flags: Reco
         ...(flags["concurrency-limit"] !== undefined ? { concurrency_limit: limitFlag(flags["concurrency-limit"]) } : {}),
       });
     case "keys create":
-      return admin.createKey(first, { ...(typeof flags.name === "string" ? { name: flags.name } : {}) });
+      return admin.createKey(first, { ...(typeof flags.name === "string" ? { name: flags.name } : {}), ...keyControlFlags(flags) });
+    case "keys update":
+      return admin.patchKey(first, { ...(typeof flags.name === "string" ? { name: flags.name } : {}), ...keyControlFlags(flags) });
     case "keys list":
       return admin.listKeys(first);
     case "keys revoke":

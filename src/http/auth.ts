@@ -1,6 +1,7 @@
 /**
  * Who is calling: the API key (Bearer, or x-api-key) resolved to its account.
- * Missing → 401 missing_api_key; unknown or revoked → 401 invalid_api_key; disabled → 403.
+ * Missing → 401 missing_api_key; unknown or revoked → 401 invalid_api_key; expired → 401
+ * key_expired; disabled → 403.
  */
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Services } from "../services";
@@ -17,6 +18,8 @@ export interface Caller {
   keyId: string;
   /** The account's limits, resolved from the cached key owner (no account read per request). */
   limits: AccountLimits;
+  /** The key's own controls (README, "Keys: limits, expiry, models"). */
+  key: KeyOwner["key"];
 }
 
 /**
@@ -85,7 +88,7 @@ function admitted(s: Services, request: Request, set: { headers: Record<string, 
     if (ctx) ctx.caller = caller;
     return caller;
   };
-  const admission = admitRequest(s, request, set, caller.accountId, caller.limits);
+  const admission = admitRequest(s, request, set, caller.accountId, caller.limits, caller.keyId, caller.key.rateLimitRpm);
   return admission instanceof Promise ? admission.then(remember) : remember();
 }
 
@@ -150,8 +153,13 @@ export function refuseKeyInQuery(request: Request): void {
 export async function identify(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Promise<Caller> {
   const found = callerOf(s, request, bearer);
   const caller = found instanceof Promise ? await found : found;
-  await attachRateHeaders(s, set, caller.accountId, caller.limits);
+  await attachRateHeaders(s, set, caller.accountId, caller.limits, caller.keyId, caller.key.rateLimitRpm);
   return caller;
+}
+
+/** The key of a hold (billing/hold.ts): the caller's key, whose spend limit the hold must fit too. */
+export function holdKey(caller: Caller): { id: string; limitReset: Caller["key"]["limitReset"] } {
+  return { id: caller.keyId, limitReset: caller.key.limitReset };
 }
 
 function callerOf(s: Services, request: Request, bearer: string | undefined): Caller | Promise<Caller> {
@@ -166,6 +174,10 @@ function callerOf(s: Services, request: Request, bearer: string | undefined): Ca
 function callerFrom(s: Services, owner: KeyOwner | null): Caller {
   if (!owner) throw new DomainError("authentication", "invalid_api_key", "Incorrect API key provided. Keys are shown once at creation; create a new one if it is lost.");
   if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
+  const expiresAt = owner.key.expiresAt;
+  if (expiresAt !== null && expiresAt * 1000 <= Date.now()) {
+    throw new DomainError("authentication", "key_expired", `This API key expired at ${new Date(expiresAt * 1000).toISOString()}. Ask for a new key.`);
+  }
   return {
     accountId: owner.accountId,
     keyId: owner.keyId,
@@ -173,6 +185,7 @@ function callerFrom(s: Services, owner: KeyOwner | null): Caller {
       rateLimitRpm: owner.rateLimitRpm ?? s.config.rateLimitRpm,
       concurrencyLimit: owner.concurrencyLimit ?? s.config.concurrencyLimit,
     },
+    key: owner.key,
   };
 }
 

@@ -5,8 +5,8 @@
  * stream included — has finished, or failed, on any path.
  */
 import type { Services } from "../services";
-import type { AccountLimits, Admission } from "../limits/limiter";
-import { rateHeaders, retryAfterSeconds } from "../limits/limiter";
+import type { AccountLimits, Admission, KeyAdmission, RateStatus } from "../limits/limiter";
+import { rateHeaders, retryAfterSeconds, tighter } from "../limits/limiter";
 import { DomainError, serviceUnavailable } from "../errors";
 import { StoreUnavailable } from "../billing/ledger-store";
 import { contextOf } from "./request-context";
@@ -18,14 +18,37 @@ type HeaderBag = { headers: Record<string, unknown> };
  * `limits` come from the caller's cached key owner, so admission reads nothing. Synchronous with
  * the in-memory limiter; a promise with the shared one (PostgreSQL), 503 when it cannot answer.
  */
-export function admitRequest(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits): void | Promise<void> {
-  const admission = s.limits.admit(accountId, limits);
-  if (admission instanceof Promise) return admission.then((a) => admit(s, request, set, accountId, limits, a), storeRefused);
-  admit(s, request, set, accountId, limits, admission);
+export function admitRequest(
+  s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, keyId?: string, keyRpm: number | null = null,
+): void | Promise<void> {
+  // A key with its own rate is admitted on it first: a request it refuses takes nothing of the account's.
+  if (keyId !== undefined && keyRpm !== null) {
+    const k = s.limits.admitKey(keyId, keyRpm);
+    if (k instanceof Promise) return k.then((ka) => admitAccount(s, request, set, accountId, limits, keyAdmitted(s, set, ka)), storeRefused);
+    return admitAccount(s, request, set, accountId, limits, keyAdmitted(s, set, k));
+  }
+  return admitAccount(s, request, set, accountId, limits, null);
 }
 
-function admit(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, admission: Admission): void {
-  const headers = rateHeaders(admission.rate);
+/** The key's rate status once admitted; 429 naming the key's limit (and its headers) when not. */
+function keyAdmitted(s: Services, set: HeaderBag, k: KeyAdmission): RateStatus {
+  if (k.ok) return k.rate;
+  const headers = rateHeaders(k.rate);
+  Object.assign(set.headers, headers);
+  s.metrics.counter("switchyard_limit_rejections_total", "Requests refused by a per-account limit.").inc({ limit: "key_rate" });
+  const retryAfter = retryAfterSeconds(k.retryAfterMs);
+  throw new DomainError("rate_limited", "rate_limit_exceeded", `Rate limit reached: ${k.rate.limit} requests per minute for this key. Retry after ${retryAfter} s.`, null, Number(retryAfter), headers);
+}
+
+function admitAccount(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, keyRate: RateStatus | null): void | Promise<void> {
+  const admission = s.limits.admit(accountId, limits);
+  if (admission instanceof Promise) return admission.then((a) => admit(s, request, set, accountId, limits, a, keyRate), storeRefused);
+  admit(s, request, set, accountId, limits, admission, keyRate);
+}
+
+function admit(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, admission: Admission, keyRate: RateStatus | null): void {
+  // The headers report the tighter of the key's and the account's rate.
+  const headers = rateHeaders(keyRate ? tighter(keyRate, admission.rate) : admission.rate);
   Object.assign(set.headers, headers);
   if (!admission.ok) {
     s.metrics.counter("switchyard_limit_rejections_total", "Requests refused by a per-account limit.").inc({ limit: admission.reason });
@@ -46,9 +69,13 @@ function admit(s: Services, request: Request, set: HeaderBag, accountId: string,
 }
 
 /** For authenticated endpoints that do no model work (usage): report the rate without consuming it. */
-export async function attachRateHeaders(s: Services, set: HeaderBag, accountId: string, limits: AccountLimits): Promise<void> {
+export async function attachRateHeaders(s: Services, set: HeaderBag, accountId: string, limits: AccountLimits, keyId?: string, keyRpm: number | null = null): Promise<void> {
   const peeked = s.limits.peek(accountId, limits);
-  const rate = peeked instanceof Promise ? await peeked.catch(storeRefused) : peeked;
+  let rate = peeked instanceof Promise ? await peeked.catch(storeRefused) : peeked;
+  if (keyId !== undefined && keyRpm !== null) {
+    const k = s.limits.peekKey(keyId, keyRpm);
+    rate = tighter(rate, k instanceof Promise ? await k.catch(storeRefused) : k);
+  }
   Object.assign(set.headers, rateHeaders(rate));
 }
 

@@ -49,6 +49,32 @@ export interface Limiter {
   inFlight(accountId: string): number | Promise<number>;
   /** Requests of this process holding a slot, all accounts together (a metrics gauge). */
   totalInFlight(): number;
+  /**
+   * A key's own rate (README, "Keys: limits, expiry, models"): one unit of the key's bucket, the
+   * same GCRA as an account's, rate only (concurrency stays the account's).
+   */
+  admitKey(keyId: string, rpm: number): KeyAdmission | Promise<KeyAdmission>;
+  /** The key's rate status without consuming anything. */
+  peekKey(keyId: string, rpm: number): RateStatus | Promise<RateStatus>;
+}
+
+export type KeyAdmission = { ok: true; rate: RateStatus } | { ok: false; rate: RateStatus; retryAfterMs: number };
+
+/** The tighter of two rate statuses: the one with fewer requests left (the later reset on a tie). */
+export function tighter(a: RateStatus, b: RateStatus): RateStatus {
+  if (a.remaining !== b.remaining) return a.remaining < b.remaining ? a : b;
+  return a.resetMs >= b.resetMs ? a : b;
+}
+
+/** GCRA for one bucket: the next theoretical arrival time, or null when the request must wait. */
+export function nextArrival(tat: number, now: number, rpm: number): number | null {
+  const next = Math.max(tat, now) + WINDOW_MS / rpm;
+  return next - now > WINDOW_MS + 1e-6 ? null : next;
+}
+
+/** How long a refused request must wait, for a bucket at `tat`. */
+export function retryAfterMsOf(tat: number, now: number, rpm: number): number {
+  return Math.max(tat, now) + WINDOW_MS / rpm - now - WINDOW_MS;
 }
 
 interface State {
@@ -57,8 +83,13 @@ interface State {
   inFlight: number;
 }
 
+/** Key buckets kept before idle ones (theoretical arrival time passed) are dropped. */
+const KEY_STATES_PRUNE_AT = 10_000;
+
 export class AccountLimiter implements Limiter {
   private readonly states = new Map<string, State>();
+  /** Theoretical arrival time per key with its own rate. */
+  private readonly keyTats = new Map<string, number>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -88,6 +119,21 @@ export class AccountLimiter implements Limiter {
 
   inFlight(accountId: string): number {
     return this.states.get(accountId)?.inFlight ?? 0;
+  }
+
+  admitKey(keyId: string, rpm: number): KeyAdmission {
+    const now = this.now();
+    const tat = this.keyTats.get(keyId) ?? now;
+    const next = nextArrival(tat, now, rpm);
+    if (next === null) return { ok: false, rate: rateStatus(tat, now, rpm), retryAfterMs: retryAfterMsOf(tat, now, rpm) };
+    if (this.keyTats.size >= KEY_STATES_PRUNE_AT) for (const [k, t] of this.keyTats) if (t <= now) this.keyTats.delete(k);
+    this.keyTats.set(keyId, next);
+    return { ok: true, rate: rateStatus(next, now, rpm) };
+  }
+
+  peekKey(keyId: string, rpm: number): RateStatus {
+    const now = this.now();
+    return rateStatus(this.keyTats.get(keyId) ?? now, now, rpm);
   }
 
   /** Requests holding a slot, all accounts together (a metrics gauge). */

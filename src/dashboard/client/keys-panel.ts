@@ -6,7 +6,17 @@ import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
 import { ErrorLine } from "./app";
-import { when } from "./format";
+import { usd, when } from "./format";
+
+/** A key's own controls in one cell: its spend limit (used of limit, reset), expiry, models, rate. */
+function controls(k: any): string {
+  const parts: string[] = [];
+  if (k.limit !== null && k.limit !== undefined) parts.push(`${usd(k.limit - (k.limit_remaining ?? 0))} of ${usd(k.limit)}${k.limit_reset ? ` ${k.limit_reset}` : ""}`);
+  if (k.expires_at) parts.push(`${k.expired ? "expired" : "expires"} ${when(k.expires_at)}`);
+  if (k.models) parts.push(k.models.join(", "));
+  if (k.rate_limit_rpm) parts.push(`${k.rate_limit_rpm}/min`);
+  return parts.length ? parts.join(" · ") : "none";
+}
 
 export function KeysPanel(props: { list: string; create: string; revoke: (id: string) => string }) {
   const [keys, setKeys] = useState<any[] | null>(null);
@@ -59,10 +69,10 @@ export function KeysPanel(props: { list: string; create: string; revoke: (id: st
     </div>` : null}
     <${ErrorLine} error=${error} />
     <div class="scroll"><table id="keys">
-      <thead><tr><th>Key</th><th>Name</th><th>Created (UTC)</th><th>State</th><th></th></tr></thead>
+      <thead><tr><th>Key</th><th>Name</th><th>Created (UTC)</th><th>State</th><th>Limits</th><th></th></tr></thead>
       <tbody>${(keys ?? []).map((k) => html`<tr data-key-id=${k.id}>
         <td class="mono">${k.prefix}…</td><td>${k.name ?? ""}${k.current ? html` <span class="tag">this session</span>` : null}</td>
-        <td>${when(k.created_at)}</td><td class=${k.revoked ? "muted" : "ok"}>${k.revoked ? "revoked" : "active"}</td>
+        <td>${when(k.created_at)}</td><td class=${k.revoked ? "muted" : "ok"}>${k.revoked ? "revoked" : "active"}</td><td class="key-controls">${controls(k)}</td>
         <td>${k.revoked ? null : html`<button class=${confirming === k.id ? "danger" : "secondary"} data-revoke=${k.id} onClick=${() => revoke(k.id)}>${confirming === k.id ? "Confirm revoke" : "Revoke"}</button>`}</td>
       </tr>`)}</tbody>
     </table></div>

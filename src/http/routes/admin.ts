@@ -3,7 +3,7 @@ import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticateAdmin, sourceAddress } from "../auth";
-import { Admin, CreateAccountBody, CreateKeyBody, CreditsBody, PatchAccountBody } from "../../accounts/admin";
+import { Admin, CreateAccountBody, CreateKeyBody, CreditsBody, PatchAccountBody, PatchKeyBody } from "../../accounts/admin";
 
 export function registerAdminRoutes(app: App, s: Services, docs: RouteDocs): void {
   const admin = new Admin(s);
@@ -15,6 +15,7 @@ export function registerAdminRoutes(app: App, s: Services, docs: RouteDocs): voi
   d("PATCH", "/admin/accounts/:id", "Disable/enable an account or override its limits.", PatchAccountBody);
   d("POST", "/admin/accounts/:id/keys", "Create an API key; the key is shown only in this response.", CreateKeyBody);
   d("GET", "/admin/accounts/:id/keys", "List an account's keys (prefixes only).");
+  d("PATCH", "/admin/keys/:id", "Change a key's name, spend limit (limit, limit_reset), expiry (expires_at), models or rate_limit_rpm.", PatchKeyBody);
   d("DELETE", "/admin/keys/:id", "Revoke an API key.");
   d("POST", "/admin/accounts/:id/credits", "Add (positive) or deduct (negative) credits.", CreditsBody);
   d("GET", "/admin/accounts/:id/ledger", "The account's ledger entries, newest first.");
@@ -34,6 +35,7 @@ export function registerAdminRoutes(app: App, s: Services, docs: RouteDocs): voi
     return admin.createKey(params.id, body);
   });
   app.get("/admin/accounts/:id/keys", ({ request, bearer, params }) => (authorized(request, bearer), admin.listKeys(params.id)));
+  app.patch("/admin/keys/:id", ({ request, bearer, params, body }) => (authorized(request, bearer), admin.patchKey(params.id, body)));
   app.delete("/admin/keys/:id", ({ request, bearer, params }) => (authorized(request, bearer), admin.revokeKey(params.id)));
   app.post("/admin/accounts/:id/credits", ({ request, bearer, params, body }) => (authorized(request, bearer), admin.adjustCredits(params.id, body)));
   app.get("/admin/accounts/:id/ledger", ({ request, bearer, params }) => (authorized(request, bearer), admin.ledger(params.id)));

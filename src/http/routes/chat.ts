@@ -1,9 +1,10 @@
 /** POST /v1/chat/completions: validate, then the shared chat pipeline, plain or streamed. */
 import type { App } from "../app";
+import { assertModelAllowed } from "../../accounts/key-controls";
 import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticate } from "../auth";
+import { authenticate, holdKey } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { ChatCompletionRequest, parseChatRequest, wantsPriority } from "../../chat/request";
 import { completionId, usageObject, type ChatCall } from "../../chat/pipeline";
@@ -21,8 +22,9 @@ export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void
     assertModelEndpoint(s, body, "chat");
     const req = parseChatRequest(body);
     const resolved = resolveModel(s, req.model, "chat", wantsPriority(req));
+    assertModelAllowed(s, caller.key.models, req.model, resolved);
     const requestId = requestIdOf(set);
-    const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/chat/completions", resolved, request: req, signal: request.signal };
+    const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/chat/completions", resolved, key: holdKey(caller), request: req, signal: request.signal };
 
     if (req.stream !== true) return completeForRoute(s, call, set, (body) => body);
 

@@ -4,11 +4,12 @@
  * OpenAI list shape. Nothing is billed when the request fails or the client goes away first.
  */
 import { Type } from "@sinclair/typebox";
+import { assertModelAllowed } from "../../accounts/key-controls";
 import type { App } from "../app";
 import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticate } from "../auth";
+import { authenticate, holdKey } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, clientGone, invalidField, modelUnavailable } from "../../errors";
@@ -59,6 +60,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
     assertModelEndpoint(s, body, "embedding");
     const req = validate(EmbeddingsRequest, body);
     const resolved = resolveModel(s, req.model, "embedding");
+    assertModelAllowed(s, caller.key.models, req.model, resolved);
     const engine = s.engines.get<EmbeddingEngine>(resolved.entry.id);
     if (!engine || resolved.entry.id !== EMBEDDING_MODEL_ID) throw localModelUnavailable(s, req.model, resolved.entry.id);
     if (req.input_type !== undefined && !isInputType(req.input_type)) {
@@ -72,7 +74,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
 
     const requestId = requestIdOf(set);
     const hold = await s.ledger.reserve({
-      requestId, accountId: caller.accountId, endpoint: "/v1/embeddings", model: resolved.requestedId,
+      requestId, accountId: caller.accountId, endpoint: "/v1/embeddings", model: resolved.requestedId, key: holdKey(caller),
       budget: { inputTokens: parsed.tokens },
       price: (u) => embeddingCost(resolved.entry, resolved.multiplier, u.inputTokens ?? 0),
     });

@@ -5,10 +5,11 @@
  * `anthropic-version`, `anthropic-beta` and `?beta=true` are accepted and need nothing from us.
  */
 import type { App } from "../app";
+import { assertModelAllowed } from "../../accounts/key-controls";
 import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticate } from "../auth";
+import { authenticate, holdKey } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { estimateInput, type ChatCall } from "../../chat/pipeline";
@@ -35,11 +36,11 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
   // Free of charge, but admitted like every model endpoint: counting costs CPU.
   app.post("/v1/messages/count_tokens", async ({ body, bearer, request, set }) => {
     const admitted = authenticate(s, request, bearer, set);
-    if (admitted instanceof Promise) await admitted;
+    const caller = admitted instanceof Promise ? await admitted : admitted;
     assertModelEndpoint(s, body, "chat");
     const req = parseCountTokensRequest(body);
     const messages = toChatMessages(req);
-    resolveModel(s, req.model, "chat");
+    assertModelAllowed(s, caller.key.models, req.model, resolveModel(s, req.model, "chat"));
     try {
       return { input_tokens: await s.tokens.prompt(messages, countExtras(req), { signal: request.signal }) };
     } catch (err) {
@@ -56,6 +57,7 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     const tools = chatToolsOf(req);
     const chatRequest = toChatRequest(req, tools);
     const resolved = resolveModel(s, req.model, "chat", wantsPriorityTier(req));
+    assertModelAllowed(s, caller.key.models, req.model, resolved);
     // Anthropic clients must send max_tokens and size it from their own idea of the model (an
     // aliased claude-* id, say); above this model's output ceiling it is lowered to the ceiling.
     chatRequest.max_tokens = Math.min(req.max_tokens, resolved.entry.maxOutputTokens, OUTPUT_CEILING);
@@ -65,7 +67,7 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     set.headers["request-id"] = requestId;
     const { ignored } = tools;
     if (ignored.length > 0) set.headers[IGNORED_TOOLS_HEADER] = ignoredToolsHeader(ignored);
-    const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/messages", resolved, request: chatRequest, signal: request.signal };
+    const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/messages", resolved, key: holdKey(caller), request: chatRequest, signal: request.signal };
     const stopSequences = req.stop_sequences ?? [];
     const omitThinking = omitsThinking(req);
     const cacheAccounting = usesPromptCache(req);

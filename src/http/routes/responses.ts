@@ -5,10 +5,11 @@
  * (default true) the turn is kept for GET/DELETE and for `previous_response_id`.
  */
 import type { App } from "../app";
+import { assertModelAllowed } from "../../accounts/key-controls";
 import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticate, identify } from "../auth";
+import { authenticate, holdKey, identify } from "../auth";
 import { DomainError, invalidField } from "../../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
@@ -56,6 +57,7 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     const tools = responsesTools(req.tools as Json[] | null | undefined);
     const chatRequest = toChatRequest(req, history, input, tools);
     const resolved = resolveModel(s, req.model, "chat", wantsPriorityTier(req));
+    assertModelAllowed(s, caller.key.models, req.model, resolved);
     const ceiling = Math.min(resolved.entry.maxOutputTokens, OUTPUT_CEILING);
     if (req.max_output_tokens != null && req.max_output_tokens > ceiling) {
       throw invalidField("max_output_tokens", `must be at most ${ceiling} (the output ceiling of this API), got ${req.max_output_tokens}`);
@@ -66,7 +68,7 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
       toolNames: tools.byChatName,
     };
     if (tools.ignored.length > 0) set.headers[IGNORED_TOOLS_HEADER] = ignoredToolsHeader(tools.ignored);
-    const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/responses", resolved, request: chatRequest, signal: request.signal };
+    const call: ChatCall = { requestId, accountId: caller.accountId, endpoint: "/v1/responses", resolved, key: holdKey(caller), request: chatRequest, signal: request.signal };
     // Stored in the charge's own transaction: never charged without the turn, nor stored uncharged.
     // A turn larger than the whole storage quota is served but not stored, and says so (store: false).
     const stored = (response: Json): StoredResponseRecord | undefined => {

@@ -12,9 +12,13 @@ import { identify } from "../auth";
 import { DomainError, invalidField, missingField, notFound } from "../../errors";
 import { accountMoney } from "../../billing/account-spend";
 import { accountView } from "../../accounts/accounts";
+import type { ApiKeyListing } from "../../accounts/api-keys";
+import { keyControlsView, limitRemaining } from "../../accounts/key-controls";
+import { periodStarts } from "../../billing/key-periods";
+import { usdNumber } from "../../billing/money";
 
 export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs): void {
-  docs.add({ method: "GET", path: "/v1/key", summary: "The calling key and its account's money, shaped like OpenRouter's GET /api/v1/key (limit = credits added, limit_remaining = available balance).", auth: "key", public: true });
+  docs.add({ method: "GET", path: "/v1/key", summary: "The calling key and its money, shaped like OpenRouter's GET /api/v1/key: a key with a spend limit reports its limit, what is left of it and its usage; otherwise limit = credits added, limit_remaining = available balance.", auth: "key", public: true });
   docs.add({ method: "GET", path: "/v1/credits", summary: "Credits added and spent, all time, shaped like OpenRouter's GET /api/v1/credits.", auth: "key", public: true });
   docs.add({ method: "GET", path: "/v1/generation", summary: "One of your requests by id (query id=req_…): model, endpoint, time, latency, tokens or characters, tier, cost, status.", auth: "key", public: true });
 
@@ -22,19 +26,24 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
     const caller = await identify(s, request, bearer, set);
     noQuery(request.url, "/v1/key");
     const money = await mustMoney(s, caller.accountId);
-    const key = (await s.keys.listForAccount(caller.accountId)).find((k) => k.id === caller.keyId);
-    const account = accountView(await s.accounts.mustGet(caller.accountId), s.config);
+    const key = await s.keys.get(caller.keyId);
+    const row = await s.accounts.mustGet(caller.accountId);
+    const account = accountView(row, s.config);
+    const rpm = caller.key.rateLimitRpm === null ? account.rate_limit_rpm : Math.min(caller.key.rateLimitRpm, account.rate_limit_rpm);
+    // A key with its own spend limit reports the key's figures (README, "Keys: limits, expiry,
+    // models"); otherwise the account's money, as before.
+    const own = key && key.spend_limit !== null ? await keyFigures(s, key, row.balance - row.reserved) : null;
     return {
       data: {
         label: key?.name || `${key?.prefix ?? ""}…`,
-        limit: money.credited,
-        limit_remaining: money.available,
-        limit_reset: null,
+        limit: own ? own.limit : money.credited,
+        limit_remaining: own ? own.limit_remaining : money.available,
+        limit_reset: own ? own.limit_reset : null,
         include_byok_in_limit: false,
-        usage: money.spend.total,
-        usage_daily: money.spend.day,
-        usage_weekly: money.spend.week,
-        usage_monthly: money.spend.month,
+        usage: own ? own.usage : money.spend.total,
+        usage_daily: own ? own.usage_daily : money.spend.day,
+        usage_weekly: own ? own.usage_weekly : money.spend.week,
+        usage_monthly: own ? own.usage_monthly : money.spend.month,
         byok_usage: 0,
         byok_usage_daily: 0,
         byok_usage_weekly: 0,
@@ -42,8 +51,8 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
         is_free_tier: false,
         is_provisioning_key: false,
         is_management_key: false,
-        rate_limit: { requests: account.rate_limit_rpm, interval: "1m" },
-        expires_at: null,
+        rate_limit: { requests: rpm, interval: "1m" },
+        expires_at: key?.expires_at == null ? null : new Date(key.expires_at * 1000).toISOString(),
         creator_user_id: caller.accountId,
       },
     };
@@ -68,6 +77,22 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
     if (!record) throw new DomainError("not_found", "not_found", `No generation with id '${id}' for this account. Ids are the x-request-id of your own requests.`, "id");
     return { data: record };
   });
+}
+
+/** A limited key's own figures in USD: its limit, what is left (never more than the account has), its usage. */
+async function keyFigures(s: Services, key: ApiKeyListing, accountAvailableUnits: number) {
+  const now = Date.now();
+  const view = keyControlsView(key, now);
+  const usage = await s.keys.usageSince(key.id, periodStarts(now));
+  return {
+    limit: view.limit,
+    limit_remaining: usdNumber(Math.min(limitRemaining(key, now) ?? 0, accountAvailableUnits)),
+    limit_reset: view.limit_reset,
+    usage: view.usage,
+    usage_daily: usdNumber(usage.day),
+    usage_weekly: usdNumber(usage.week),
+    usage_monthly: usdNumber(usage.month),
+  };
 }
 
 async function mustMoney(s: Services, accountId: string) {

@@ -9,11 +9,12 @@
  * (headers go out before the end); the exact charge is in GET /v1/usage and the ledger.
  */
 import { Type } from "@sinclair/typebox";
+import { assertModelAllowed } from "../../accounts/key-controls";
 import type { App } from "../app";
 import { requestIdOf } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticate } from "../auth";
+import { authenticate, holdKey } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, InternalError, clientGone, invalidField, modelUnavailable } from "../../errors";
@@ -65,6 +66,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
     assertModelEndpoint(s, body, "speech");
     const req = validate(SpeechRequest, body);
     const resolved = resolveModel(s, req.model, "speech", wantsPriority(req));
+    assertModelAllowed(s, caller.key.models, req.model, resolved);
     const characters = codePoints(req.input);
     if (characters > MAX_INPUT_CHARACTERS) {
       throw invalidField("input", `must be at most ${MAX_INPUT_CHARACTERS} characters (Unicode code points); it has ${characters}`);
@@ -82,7 +84,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
 
     const requestId = requestIdOf(set);
     const hold = await s.ledger.reserve({
-      requestId, accountId: caller.accountId, endpoint: ENDPOINT, model: resolved.requestedId,
+      requestId, accountId: caller.accountId, endpoint: ENDPOINT, model: resolved.requestedId, key: holdKey(caller),
       budget: { characters },
       price: (u) => speechCost(resolved.entry, resolved.multiplier, u.characters ?? 0),
     });

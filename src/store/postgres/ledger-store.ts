@@ -71,6 +71,7 @@ export class PostgresLedgerStore implements LedgerStore {
   async reserve(h: HoldRequest): Promise<ReserveResult> {
     if (!Number.isSafeInteger(h.amount) || h.amount < 0) throw new RangeError(`bad hold amount ${h.amount}`);
     try {
+      if (h.key) return await this.reserveWithKey(h, h.key);
       const [row] = (await this.db.run((sql) => sql`
         SELECT ok, available FROM switchyard_reserve(
           ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()})`, this.db.answerTimeoutMs)) as {
@@ -82,6 +83,23 @@ export class PostgresLedgerStore implements LedgerStore {
       if (outcomeUnknown(e)) this.undoUnknownHold(h.requestId);
       throw instanceError(e, this.instance);
     }
+  }
+
+  /** A hold that must fit the key's spend limit too: migration 006's switchyard_reserve_key, one round trip. */
+  private async reserveWithKey(h: HoldRequest, key: NonNullable<HoldRequest["key"]>): Promise<ReserveResult> {
+    const p = key.periods;
+    const [row] = (await this.db.run((sql) => sql`
+      SELECT ok, refused, available, key_limit FROM switchyard_reserve_key(
+        ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()},
+        ${key.id}, ${p.day}, ${p.week}, ${p.month})`, this.db.answerTimeoutMs)) as {
+      ok: boolean;
+      refused: "credits" | "key_limit" | null;
+      available: string | null;
+      key_limit: string | null;
+    }[];
+    if (row!.ok) return { ok: true };
+    if (row!.refused === "key_limit") return { ok: false, available: int(row!.available), keyLimit: int(row!.key_limit) };
+    return { ok: false, available: int(row!.available) };
   }
 
   /** Voids a hold whose reserve may have committed unseen: now (retried), and after the statement timeout. */

@@ -19,8 +19,8 @@
  * A dead instance's slots are given back by a survivor with its holds (instances.ts).
  */
 import { randomUUID } from "node:crypto";
-import type { AccountLimits, Admission, Limiter, RateStatus, Slot } from "../../limits/limiter";
-import { rateStatus, WINDOW_MS } from "../../limits/limiter";
+import type { AccountLimits, Admission, KeyAdmission, Limiter, RateStatus, Slot } from "../../limits/limiter";
+import { rateStatus, retryAfterMsOf, WINDOW_MS } from "../../limits/limiter";
 import { outcomeUnknown, type PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
 import { instanceError } from "./ledger-store";
@@ -85,6 +85,25 @@ export class PostgresLimiter implements Limiter {
       SELECT l.tat, switchyard_now_ms() AS now_ms FROM limit_state l WHERE l.account_id = ${accountId}`)) as { tat: number; now_ms: number }[];
     if (!row) return { limit: limits.rateLimitRpm, remaining: limits.rateLimitRpm, resetMs: 0 };
     return rateStatus(row.tat, row.now_ms, limits.rateLimitRpm);
+  }
+
+  /** A key's own rate: one round trip (switchyard_key_rate, migration 006), the key's bucket row locked. */
+  async admitKey(keyId: string, rpm: number): Promise<KeyAdmission> {
+    try {
+      const [row] = (await this.db.run((sql) => sql`
+        SELECT admitted, tat, now_ms FROM switchyard_key_rate(${keyId}, ${rpm})`, this.db.answerTimeoutMs)) as { admitted: boolean; tat: number; now_ms: number }[];
+      const rate = rateStatus(row!.tat, row!.now_ms, rpm);
+      return row!.admitted ? { ok: true, rate } : { ok: false, rate, retryAfterMs: retryAfterMsOf(row!.tat, row!.now_ms, rpm) };
+    } catch (e) {
+      throw instanceError(e, this.instance);
+    }
+  }
+
+  async peekKey(keyId: string, rpm: number): Promise<RateStatus> {
+    const [row] = (await this.db.run((sql) => sql`
+      SELECT k.tat, switchyard_now_ms() AS now_ms FROM key_rate_state k WHERE k.key_id = ${keyId}`)) as { tat: number; now_ms: number }[];
+    if (!row) return { limit: rpm, remaining: rpm, resetMs: 0 };
+    return rateStatus(row.tat, row.now_ms, rpm);
   }
 
   /** Requests holding a slot for the account, across every instance. */

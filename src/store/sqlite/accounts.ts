@@ -6,7 +6,17 @@
  */
 import type { Store } from "../database";
 import type { AccountPatch, AccountRecords, AccountRow } from "../../accounts/accounts";
-import type { ApiKeyListing, ApiKeyRow, KeyOwnerRow, KeyRecords } from "../../accounts/api-keys";
+import type { ApiKeyListing, ApiKeyRow, KeyOwnerRow, KeyPatch, KeyRecords } from "../../accounts/api-keys";
+import type { PeriodStarts } from "../../billing/key-periods";
+
+const KEY_COLUMNS = `id, account_id, name, prefix, created_at, revoked_at, spend_limit, limit_reset, expires_at, models, rate_limit_rpm,
+  period_start, period_spent, reserved, spent`;
+
+type StoredKey = Omit<ApiKeyListing, "models"> & { models: string | null };
+
+export function keyListing(r: StoredKey): ApiKeyListing {
+  return { ...r, models: r.models === null ? null : (JSON.parse(r.models) as string[]) };
+}
 import { writeOrUnavailable } from "./failures";
 
 export class SqliteAccountRecords implements AccountRecords {
@@ -64,11 +74,19 @@ export class SqliteKeyRecords implements KeyRecords {
         `SELECT k.id, k.account_id, k.hash, k.revoked_at,
                 (SELECT a.disabled FROM accounts a WHERE a.id = k.account_id) AS disabled,
                 (SELECT a.rate_limit_rpm FROM accounts a WHERE a.id = k.account_id) AS rate_limit_rpm,
-                (SELECT a.concurrency_limit FROM accounts a WHERE a.id = k.account_id) AS concurrency_limit
+                (SELECT a.concurrency_limit FROM accounts a WHERE a.id = k.account_id) AS concurrency_limit,
+                k.limit_reset AS key_limit_reset, k.expires_at AS key_expires_at, k.models AS key_models, k.rate_limit_rpm AS key_rate_limit_rpm
            FROM api_keys k WHERE k.hash = ?`,
       ),
-      forAccount: db.query<ApiKeyListing, [string]>(
-        "SELECT id, account_id, name, prefix, created_at, revoked_at FROM api_keys WHERE account_id = ? ORDER BY created_at",
+      forAccount: db.query<StoredKey, [string]>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = ? ORDER BY created_at`),
+      byId: db.query<StoredKey, [string]>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`),
+      // Charges of the key's holds since each start, by the hold's key index.
+      usage: db.query<{ day: number | null; week: number | null; month: number | null }, [string, number, number, number]>(
+        `SELECT SUM(CASE WHEN e.created_at >= ?2 THEN -e.amount ELSE 0 END) AS day,
+                SUM(CASE WHEN e.created_at >= ?3 THEN -e.amount ELSE 0 END) AS week,
+                SUM(CASE WHEN e.created_at >= ?4 THEN -e.amount ELSE 0 END) AS month
+           FROM holds h JOIN ledger_entries e ON e.request_id = h.request_id AND e.kind = 'charge'
+          WHERE h.key_id = ?1 AND h.state = 'posted' AND h.created_at >= MIN(?2, ?3, ?4) - 86400`,
       ),
     };
   }
@@ -76,9 +94,38 @@ export class SqliteKeyRecords implements KeyRecords {
   async insert(k: ApiKeyRow): Promise<void> {
     writeOrUnavailable(() =>
       this.db
-        .query("INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-        .run(k.id, k.account_id, k.name, k.prefix, k.hash, k.created_at),
+        .query(
+          `INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at, spend_limit, limit_reset, expires_at, models, rate_limit_rpm)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(k.id, k.account_id, k.name, k.prefix, k.hash, k.created_at, k.spend_limit, k.limit_reset, k.expires_at,
+          k.models === null ? null : JSON.stringify(k.models), k.rate_limit_rpm),
     );
+  }
+
+  /** One statement: each column is set only when the patch names it. */
+  async update(id: string, p: KeyPatch): Promise<boolean> {
+    const set: string[] = [];
+    const values: (string | number | null)[] = [];
+    const put = (column: string, v: string | number | null) => (set.push(`${column} = ?`), values.push(v));
+    if (p.name !== undefined) put("name", p.name);
+    if (p.spend_limit !== undefined) put("spend_limit", p.spend_limit);
+    if (p.limit_reset !== undefined) put("limit_reset", p.limit_reset);
+    if (p.expires_at !== undefined) put("expires_at", p.expires_at);
+    if (p.models !== undefined) put("models", p.models === null ? null : JSON.stringify(p.models));
+    if (p.rate_limit_rpm !== undefined) put("rate_limit_rpm", p.rate_limit_rpm);
+    if (set.length === 0) return this.q.byId.get(id) !== null;
+    return writeOrUnavailable(() => this.db.query(`UPDATE api_keys SET ${set.join(", ")} WHERE id = ?`).run(...values, id)).changes > 0;
+  }
+
+  async get(id: string): Promise<ApiKeyListing | null> {
+    const r = this.q.byId.get(id);
+    return r ? keyListing(r) : null;
+  }
+
+  async usageSince(keyId: string, since: PeriodStarts): Promise<PeriodStarts> {
+    const r = this.q.usage.get(keyId, since.day, since.week, since.month);
+    return { day: r?.day ?? 0, week: r?.week ?? 0, month: r?.month ?? 0 };
   }
 
   async revoke(id: string, at: number): Promise<boolean> {
@@ -86,7 +133,7 @@ export class SqliteKeyRecords implements KeyRecords {
   }
 
   async listForAccount(accountId: string): Promise<ApiKeyListing[]> {
-    return this.q.forAccount.all(accountId);
+    return this.q.forAccount.all(accountId).map(keyListing);
   }
 
   ownerByHash(hash: string): KeyOwnerRow | null {

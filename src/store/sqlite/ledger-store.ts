@@ -24,6 +24,9 @@ import { StoredResponseWriter } from "./responses";
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
+/** The start of a key's current period, from its limit_reset and the starts bound as ?4 ?5 ?6. */
+const PERIOD = "(CASE limit_reset WHEN 'daily' THEN ?4 WHEN 'weekly' THEN ?5 WHEN 'monthly' THEN ?6 ELSE 0 END)";
+
 export type SqliteLedgerOptions = Omit<GroupCommitOptions, "onFailure" | "onFatal">;
 
 export class SqliteLedgerStore implements LedgerStore {
@@ -47,6 +50,22 @@ export class SqliteLedgerStore implements LedgerStore {
         "INSERT INTO holds (request_id, account_id, amount, endpoint, model, state, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
       ),
       account: db.query<{ balance: number; reserved: number }, [string]>("SELECT balance, reserved FROM accounts WHERE id = ?"),
+      // The key's share of a hold (migration 007): in the period its limit_reset picks, what is
+      // spent and reserved plus this hold must stay within spend_limit. The period rolls over here.
+      grantKey: db.query<never, [number, string, string, number, number, number]>(
+        `UPDATE api_keys SET period_spent = CASE WHEN period_start = ${PERIOD} THEN period_spent ELSE 0 END,
+                             period_start = ${PERIOD}, reserved = reserved + ?1
+          WHERE id = ?2 AND account_id = ?3
+            AND (spend_limit IS NULL OR spend_limit - (CASE WHEN period_start = ${PERIOD} THEN period_spent ELSE 0 END) - reserved >= ?1)`,
+      ),
+      keyLeft: db.query<{ spend_limit: number | null; left: number }, [string, string, null, number, number, number]>(
+        `SELECT spend_limit, spend_limit - (CASE WHEN period_start = ${PERIOD} THEN period_spent ELSE 0 END) - reserved AS left
+           FROM api_keys WHERE id = ?1 AND account_id = ?2 AND ?3 IS NULL`,
+      ),
+      insertKeyHold: db.query<never, [string, string, number, string, string, number, string]>(
+        `INSERT INTO holds (request_id, account_id, amount, endpoint, model, state, created_at, key_id, period_start)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, (SELECT period_start FROM api_keys WHERE id = ?7))`,
+      ),
       // Reads and then writes rather than UPDATE ... RETURNING, which costs SQLite about twice as
       // much; both run in the same write, inside the batch's transaction, so nothing comes between.
       pendingHold: db.query<{ account_id: string; amount: number; endpoint: string; model: string }, [string]>(
@@ -77,6 +96,18 @@ export class SqliteLedgerStore implements LedgerStore {
       if (this.q.grantHold.run(h.amount, h.accountId).changes === 0) {
         const acct = this.q.account.get(h.accountId);
         return { ok: false, available: acct ? Math.max(0, acct.balance - acct.reserved) : 0 };
+      }
+      if (h.key) {
+        const { id, periods: p } = h.key;
+        if (this.q.grantKey.run(h.amount, id, h.accountId, p.day, p.week, p.month).changes === 0) {
+          // Same write: the account's grant is taken back before anything else sees it.
+          this.q.unreserve.run(h.amount, h.accountId);
+          const key = this.q.keyLeft.get(id, h.accountId, null, p.day, p.week, p.month);
+          if (!key) throw new Error(`reserve of ${h.requestId}: no key ${id} for account ${h.accountId}`);
+          return { ok: false, available: Math.max(0, key.left), keyLimit: key.spend_limit ?? 0 };
+        }
+        this.q.insertKeyHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, nowSeconds(), id);
+        return { ok: true };
       }
       // A repeated request id fails here, and the grant above is rolled back with it (see group-commit.ts).
       this.q.insertHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, nowSeconds());

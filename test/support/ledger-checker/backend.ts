@@ -4,6 +4,15 @@
  * simulator (sim.ts) is the same for all. A PostgreSQL backend adds a file beside sqlite.ts.
  */
 import type { LedgerStore } from "../../../src/billing/ledger-store";
+import type { LimitReset } from "../../../src/billing/key-periods";
+
+/** A key with a spend limit (units; null: none) and its reset period. */
+export interface CheckerKey {
+  id: string;
+  accountId: string;
+  limit: number | null;
+  reset: LimitReset | null;
+}
 
 export interface Snapshot {
   accounts: { id: string; balance: number; reserved: number }[];
@@ -20,8 +29,15 @@ export interface Snapshot {
     request_id: string | null;
     hold_amount: number | null;
     hold_state: string | null;
+    /** The hold's key and the period its charge belongs to (null for a hold without a key). */
+    hold_key_id: string | null;
+    hold_period: number | null;
   }[];
   holdStates: Map<string, string>;
+  /** Every key's running figures. */
+  keys: { id: string; reserved: number; period_start: number; period_spent: number }[];
+  /** Σ pending hold amounts per key. */
+  pendingByKey: Map<string, number>;
 }
 
 /**
@@ -32,6 +48,8 @@ export interface LedgerBackend {
   readonly name: string;
   /** Opens the store over the data (again after a crash: the same data, fresh process state). */
   open(): Promise<LedgerStore>;
+  /** Creates a key through the engine's real key records (the store is open). */
+  createKey(k: CheckerKey): Promise<void>;
   /** Dies as a process would: queued writes are lost, nothing is flushed, faults vanish. */
   crash(): void | Promise<void>;
   close(): void | Promise<void>;

@@ -17,6 +17,8 @@ import { PgDatabase } from "../../../src/store/postgres/database";
 import { migratePostgres } from "../../../src/store/postgres/migrate";
 import { InstanceRegistry } from "../../../src/store/postgres/instances";
 import { PostgresLedgerStore } from "../../../src/store/postgres/ledger-store";
+import { PgKeyRecords } from "../../../src/store/postgres/accounts";
+import { NO_CONTROLS } from "../../../src/accounts/api-keys";
 import { sharedPostgres } from "../postgres";
 import type { LedgerBackend, Snapshot } from "./backend";
 
@@ -79,6 +81,12 @@ export async function postgresBackend(): Promise<LedgerBackend> {
       // Short retries: a post that meets the lock fails fast, and its hold is voided later.
       return new PostgresLedgerStore(db, registry, { retryMs: 60 });
     },
+    async createKey(k) {
+      await new PgKeyRecords(live()).insert({
+        ...NO_CONTROLS, id: k.id, account_id: k.accountId, name: k.id, prefix: "sy-checker", hash: k.id, created_at: 0, revoked_at: null,
+        spend_limit: k.limit, limit_reset: k.reset,
+      });
+    },
     async crash() {
       // The dead process's connection goes, and with it its lock; the full disk is the server's
       // (a trigger), cleared like every fault so the checker's model of faults starts clean.
@@ -129,12 +137,14 @@ export async function postgresBackend(): Promise<LedgerBackend> {
         }
         const floor = accounts.length > 0 ? Math.min(...accounts.map((a) => lastSeen.get(a.id) ?? 0)) : 0;
         const rows = (await tx`
-          SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after, e.request_id, h.amount AS hold_amount, h.state AS hold_state
+          SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after, e.request_id, h.amount AS hold_amount, h.state AS hold_state,
+                 h.key_id AS hold_key_id, h.period_start AS hold_period
             FROM ledger_entries e LEFT JOIN holds h ON h.request_id = e.request_id WHERE e.id > ${floor} ORDER BY e.id`) as Record<string, unknown>[];
         const newEntries = rows
           .map((r) => ({
             id: num(r.id), account_id: r.account_id as string, kind: r.kind as string, amount: num(r.amount), balance_after: num(r.balance_after),
             request_id: (r.request_id as string | null) ?? null, hold_amount: r.hold_amount === null ? null : num(r.hold_amount), hold_state: (r.hold_state as string | null) ?? null,
+            hold_key_id: (r.hold_key_id as string | null) ?? null, hold_period: r.hold_period === null || r.hold_period === undefined ? null : num(r.hold_period),
           }))
           .filter((e) => e.id > (lastSeen.get(e.account_id) ?? 0));
         for (const e of newEntries) lastSeen.set(e.account_id, e.id);
@@ -142,8 +152,15 @@ export async function postgresBackend(): Promise<LedgerBackend> {
         for (const r of (await tx`SELECT request_id, state FROM holds WHERE state = 'pending'`) as { request_id: string; state: string }[]) {
           holdStates.set(r.request_id, r.state);
         }
+        const keys = ((await tx`SELECT id, reserved, period_start, period_spent FROM api_keys ORDER BY id`) as Record<string, unknown>[]).map((r) => ({
+          id: r.id as string, reserved: num(r.reserved), period_start: num(r.period_start), period_spent: num(r.period_spent),
+        }));
+        const pendingByKey = new Map<string, number>();
+        for (const r of (await tx`SELECT key_id, SUM(amount)::text AS s FROM holds WHERE state = 'pending' AND key_id IS NOT NULL GROUP BY key_id`) as {
+          key_id: string; s: string;
+        }[]) pendingByKey.set(r.key_id, Number(r.s));
         await tx`COMMIT`;
-        return { accounts, pendingByAccount, pendingCount, newEntries, holdStates } satisfies Snapshot;
+        return { accounts, pendingByAccount, pendingCount, newEntries, holdStates, keys, pendingByKey } satisfies Snapshot;
       } catch (e) {
         await tx`ROLLBACK`.catch(() => {});
         throw e;

@@ -10,8 +10,13 @@
  * reference model; at quiet points (faults cleared, every request ended) it checks the outcomes
  * request by request.
  *
+ * Requests are made with per-key spend limits too (some keys without one, some resetting daily,
+ * weekly or monthly on the ledger's clock, which the checker moves forward by hours at random).
+ *
  * Checked after every step:
  *   balance ≥ 0, reserved ≥ 0, balance ≥ reserved; reserved = Σ pending holds (per account);
+ *   per key: reserved = Σ its pending holds; a key's charges in a period never exceed its limit;
+ *   its period_spent = Σ the charges of its holds of its current period;
  *   every new entry's balance_after = the previous balance ± its amount, and the newest = balance;
  *   every charge ≤ its hold, on a posted hold, once per request; no charge for a failed request;
  *   a settle that resolved is in the store with exactly the charge the model expects.
@@ -24,7 +29,8 @@ import { Ledger } from "../../../src/billing/ledger";
 import { Log } from "../../../src/log";
 import type { Consumption } from "../../../src/billing/ledger-store";
 import type { Hold } from "../../../src/billing/hold";
-import type { LedgerBackend, Snapshot } from "./backend";
+import type { CheckerKey, LedgerBackend, Snapshot } from "./backend";
+import type { LimitReset } from "../../../src/billing/key-periods";
 
 /** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
 export function rng(seed: number): () => number {
@@ -58,6 +64,7 @@ type Outcome = "pending" | "refused" | "charged" | "not charged" | "unknown";
 interface RequestModel {
   id: string;
   account: string;
+  key: CheckerKey | null;
   /** Process generation it ran in: a crash makes every unfinished request's outcome unknown. */
   gen: number;
   outcome: Outcome;
@@ -82,7 +89,11 @@ export interface CheckerReport {
   /** Holds released without a charge (failed requests, clients gone, charges that could not be written). */
   notCharged: number;
   refusedCredits: number;
+  /** Refused 402 because the key's spend limit had too little left in its period. */
+  refusedKeyLimit: number;
   refusedUnavailable: number;
+  /** Times the ledger's clock was moved forward (limit periods roll over). */
+  clockMoves: number;
   crashes: number;
   faults: number;
 }
@@ -95,13 +106,15 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)]!;
   const log = new Log("silent");
 
+  /** The ledger's clock (ms), moved forward by the checker so key limit periods roll over. */
+  let clock = Date.UTC(2026, 0, 1) + int(0, 400) * 3_600_000;
   // Refusals after a failure last 2 ms here, not 500: the checker runs thousands of steps a second.
-  const ledgerOptions = { probeIntervalMs: 2 };
+  const ledgerOptions = { probeIntervalMs: 2, now: () => clock };
   let store = await backend.open();
   let ledger = new Ledger(store, log, ledgerOptions);
   let gen = 0;
   let step = 0;
-  const report = { requests: 0, charged: 0, notCharged: 0, refusedCredits: 0, refusedUnavailable: 0, crashes: 0, faults: 0 };
+  const report = { requests: 0, charged: 0, notCharged: 0, refusedCredits: 0, refusedKeyLimit: 0, refusedUnavailable: 0, clockMoves: 0, crashes: 0, faults: 0 };
   /** The first failure, also when a request task found it (it surfaces at the next step). */
   let failure: CheckFailed | null = null;
   const fail = (what: string): never => {
@@ -128,25 +141,52 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     seenBalance.set(id, 0);
   }
 
+  // Keys: per account one without a limit and two with one (never resetting, or on a period).
+  const keysOf = new Map<string, CheckerKey[]>();
+  const keyById = new Map<string, CheckerKey>();
+  /** Σ charges seen per key and hold period ("key@period"). */
+  const keyPeriodCharges = new Map<string, number>();
+  for (const account of accounts) {
+    const resets: LimitReset[] = ["daily", "weekly", "monthly"];
+    const list: CheckerKey[] = [
+      { id: `${account}_free`, accountId: account, limit: null, reset: null },
+      { id: `${account}_once`, accountId: account, limit: int(1_000, 6_000), reset: null },
+      { id: `${account}_period`, accountId: account, limit: int(200, 2_000), reset: pick(resets) },
+    ];
+    for (const k of list) {
+      await backend.createKey(k);
+      keyById.set(k.id, k);
+    }
+    keysOf.set(account, list);
+  }
+
   const tick = () => new Promise<void>((r) => setImmediate(r));
 
   /** One request as a route runs it: reserve, work, settle or not, release in finally. */
   async function request(): Promise<void> {
     const myGen = gen;
     const myLedger = ledger;
-    const r: RequestModel = { id: `req_${opts.seed}_${report.requests++}`, account: pick(accounts), gen: myGen, outcome: "pending", charged: null, hold: null, done: false };
+    const account = pick(accounts);
+    // Most requests come with a key (as over HTTP); some without, as the ledger allows.
+    const key = random() < 0.85 ? pick(keysOf.get(account)!) : null;
+    const r: RequestModel = { id: `req_${opts.seed}_${report.requests++}`, account, key, gen: myGen, outcome: "pending", charged: null, hold: null, done: false };
     requests.set(r.id, r);
     const budget: Consumption = { inputTokens: int(1, 60), outputTokens: int(1, 120) };
     let hold: Hold;
     try {
-      hold = await myLedger.reserve({ requestId: r.id, accountId: r.account, endpoint: "/v1/chat/completions", model: "m", budget, price });
+      hold = await myLedger.reserve({
+        requestId: r.id, accountId: r.account, endpoint: "/v1/chat/completions", model: "m", budget, price,
+        ...(r.key ? { key: { id: r.key.id, limitReset: r.key.reset } } : {}),
+      });
     } catch (e) {
-      if (!(e instanceof DomainError) || !["insufficient_credits", "service_unavailable"].includes(e.code)) {
+      if (e instanceof DomainError && e.code === "key_limit_exceeded" && (!r.key || r.key.limit === null)) fail(`${r.id} refused for a key limit its key does not have`);
+      if (!(e instanceof DomainError) || !["insufficient_credits", "key_limit_exceeded", "service_unavailable"].includes(e.code)) {
         if (myGen === gen) fail(`reserve of ${r.id} failed with ${e instanceof DomainError ? e.code : String(e)}`);
       }
       r.outcome = myGen === gen ? "refused" : "unknown";
       if (r.outcome === "refused") {
         if ((e as DomainError).code === "insufficient_credits") report.refusedCredits++;
+        else if ((e as DomainError).code === "key_limit_exceeded") report.refusedKeyLimit++;
         else report.refusedUnavailable++;
       }
       r.done = true;
@@ -234,6 +274,15 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
       if (e.hold_state !== "posted") fail(`${id} charged while its hold is ${e.hold_state}`);
       const r = requests.get(id);
       if (!r) fail(`a charge for an unknown request ${id}`);
+      if ((e.hold_key_id ?? null) !== (r!.key?.id ?? null)) fail(`${id}'s hold has key ${e.hold_key_id}, the request used ${r!.key?.id ?? "none"}`);
+      if (e.hold_key_id !== null) {
+        const k = keyById.get(e.hold_key_id)!;
+        const slot = `${k.id}@${e.hold_period}`;
+        const sum = (keyPeriodCharges.get(slot) ?? 0) + charge;
+        keyPeriodCharges.set(slot, sum);
+        // The invariant: a key's charges in a period never exceed its limit.
+        if (k.limit !== null && sum > k.limit) fail(`key ${k.id} charged ${sum} in period ${e.hold_period}, above its limit ${k.limit}`);
+      }
       if (r!.outcome === "not charged" || r!.outcome === "refused") fail(`${id} was charged after it ${r!.outcome === "refused" ? "was refused" : "failed"}`);
     }
     for (const a of snap.accounts) {
@@ -242,6 +291,13 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
       const pending = snap.pendingByAccount.get(a.id) ?? 0;
       if (a.reserved !== pending) fail(`${a.id}: reserved ${a.reserved} ≠ Σ pending holds ${pending}`);
       if (a.balance !== seenBalance.get(a.id)) fail(`${a.id}: balance ${a.balance} ≠ Σ entries ${seenBalance.get(a.id)}`);
+    }
+    for (const k of snap.keys) {
+      if (k.reserved !== (snap.pendingByKey.get(k.id) ?? 0)) fail(`key ${k.id}: reserved ${k.reserved} ≠ Σ its pending holds ${snap.pendingByKey.get(k.id) ?? 0}`);
+      const inPeriod = keyPeriodCharges.get(`${k.id}@${k.period_start}`) ?? 0;
+      if (k.period_spent !== inPeriod) fail(`key ${k.id}: period_spent ${k.period_spent} ≠ Σ charges of its period ${k.period_start} (${inPeriod})`);
+      const limit = keyById.get(k.id)?.limit ?? null;
+      if (limit !== null && k.period_spent + k.reserved > limit) fail(`key ${k.id}: spent ${k.period_spent} + reserved ${k.reserved} above its limit ${limit}`);
     }
     for (const [id, charged] of resolvedBefore) {
       if (chargesSeen.get(id) !== charged) fail(`${id}: settle resolved with ${charged} but the store has ${chargesSeen.get(id) ?? "no charge"}`);
@@ -309,6 +365,11 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
         if (!(e instanceof DomainError)) fail(`adjust failed with ${String(e)}`);
       });
     } else if (x < 0.415) await crashRestart();
+    else if (x < 0.425) {
+      // Time passes: an hour to two days, so daily, weekly and monthly limits roll over.
+      clock += int(1, 48) * 3_600_000;
+      report.clockMoves++;
+    }
     else if (x < 0.44) await quiesce();
     else for (let k = int(1, 4); k > 0; k--) await tick();
     await tick();

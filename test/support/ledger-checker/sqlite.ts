@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore, type Store } from "../../../src/store/database";
 import { SqliteLedgerStore } from "../../../src/store/sqlite/ledger-store";
+import { SqliteKeyRecords } from "../../../src/store/sqlite/accounts";
+import { NO_CONTROLS } from "../../../src/accounts/api-keys";
 import { fillDisk, holdWriteLock, type DiskFull, type WriteLock } from "../disk";
 import type { LedgerBackend, Snapshot } from "./backend";
 
@@ -45,6 +47,12 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
         },
       });
       return store;
+    },
+    async createKey(k) {
+      await new SqliteKeyRecords(live()).insert({
+        ...NO_CONTROLS, id: k.id, account_id: k.accountId, name: k.id, prefix: "sy-checker", hash: k.id, created_at: 0, revoked_at: null,
+        spend_limit: k.limit, limit_reset: k.reset,
+      });
     },
     crash() {
       // The lock and the full disk belong to the dead process's connection; they go with it.
@@ -98,7 +106,8 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
       }
       const newEntries = d
         .query(
-          `SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after, e.request_id, h.amount AS hold_amount, h.state AS hold_state
+          `SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after, e.request_id, h.amount AS hold_amount, h.state AS hold_state,
+                  h.key_id AS hold_key_id, h.period_start AS hold_period
            FROM ledger_entries e LEFT JOIN holds h ON h.request_id = e.request_id WHERE e.id > ? ORDER BY e.id`,
         )
         .all(sinceId) as Snapshot["newEntries"];
@@ -106,7 +115,12 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
       for (const r of d.query("SELECT request_id, state FROM holds WHERE state = 'pending'").all() as { request_id: string; state: string }[]) {
         holdStates.set(r.request_id, r.state);
       }
-      return { accounts, pendingByAccount, pendingCount, newEntries, holdStates };
+      const keys = d.query("SELECT id, reserved, period_start, period_spent FROM api_keys ORDER BY id").all() as Snapshot["keys"];
+      const pendingByKey = new Map<string, number>();
+      for (const r of d.query("SELECT key_id, SUM(amount) AS s FROM holds WHERE state = 'pending' AND key_id IS NOT NULL GROUP BY key_id").all() as {
+        key_id: string; s: number;
+      }[]) pendingByKey.set(r.key_id, r.s);
+      return { accounts, pendingByAccount, pendingCount, newEntries, holdStates, keys, pendingByKey };
     },
   };
 }
