@@ -73,7 +73,7 @@ describeEachStore("operator dashboard reports", (store) => {
     const expected = [...byModel].sort((x, y) => y[1] - x[1]).map(([model, units]) => ({ model, units }));
     expect(body.top.models.map((m: any) => ({ model: m.model, units: m.revenue }))).toEqual(expected.map((e) => ({ model: e.model, units: Number(formatUsd(e.units)) })));
     expect(body.top.accounts.map((x: any) => x.account_id)).toEqual(a >= b ? [alice.id, bob.id] : [bob.id, alice.id]);
-    expect(body.top.accounts.find((x: any) => x.account_id === alice.id)).toEqual({ account_id: alice.id, requests: 3, revenue: Number(formatUsd(a)) });
+    expect(body.top.accounts.find((x: any) => x.account_id === alice.id)).toEqual({ account_id: alice.id, name: "alice", requests: 3, revenue: Number(formatUsd(a)) });
   });
 
   test("the accounts list shows each account's spend over the last 30 days", async () => {

@@ -37,7 +37,8 @@ export function OperatorOverview(props: { onAccount?: (id: string) => void }) {
       <div><h3>Top accounts</h3><div class="scroll"><table id="top-accounts">
         <thead><tr><th>Account</th><th class="num">Requests</th><th class="num">Spend</th></tr></thead>
         <tbody>${data.top.accounts.map((a: any) => html`<tr><td class="mono small">${props.onAccount
-          ? html`<a href=${"#" + a.account_id} onClick=${(e: Event) => (e.preventDefault(), props.onAccount!(a.account_id))}>${a.account_id}</a>` : a.account_id}</td>
+          ? html`<a href=${"#" + a.account_id} onClick=${(e: Event) => (e.preventDefault(), props.onAccount!(a.account_id))}>${a.name ?? a.account_id}</a>` : a.account_id}
+          ${a.name ? html` <span class="muted">${a.account_id}</span>` : null}</td>
           <td class="num">${count(a.requests)}</td><td class="num">${usd(a.revenue)}</td></tr>`)}</tbody>
       </table></div>${data.top.accounts.length === 0 ? html`<p class="muted">No charges in this period.</p>` : null}</div>
     </div>

@@ -28,7 +28,7 @@ function body(i: SnippetInput) {
   return b;
 }
 
-/** A string literal for Python or JavaScript (JSON's quoting is valid in both). */
+/** A string literal for Python or JavaScript (JSON's quoting is valid in both; messages hold only strings, so their JSON is a Python literal too). */
 const lit = (s: string) => JSON.stringify(s);
 
 function indentJson(v: unknown, pad: string): string {
@@ -44,11 +44,6 @@ export function curlSnippet(i: SnippetInput): string {
   -d '${json}'`;
 }
 
-/** Python literals from JSON: true/false/null become True/False/None. */
-function pythonValue(v: unknown, pad: string): string {
-  return indentJson(v, pad).replace(/(?<=[:\[,\s])(true|false|null)(?=[,\]\}\s])/g, (w) => ({ true: "True", false: "False", null: "None" })[w as "true"]);
-}
-
 export function pythonSnippet(i: SnippetInput): string {
   const key = i.key ? lit(i.key) : `os.environ[${lit(ENV)}]`;
   const extra = [
@@ -60,7 +55,7 @@ export function pythonSnippet(i: SnippetInput): string {
 client = OpenAI(base_url=${lit(i.baseUrl)}, api_key=${key})
 completion = client.chat.completions.create(
     model=${lit(i.model)},
-    messages=${pythonValue(i.messages, "    ")},
+    messages=${indentJson(i.messages, "    ")},
 ${extra})
 print(completion.choices[0].message.content)`;
 }

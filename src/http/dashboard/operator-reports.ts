@@ -31,7 +31,10 @@ export function registerOperatorReports(app: App, s: Services, guard: DashboardG
     const raw = query(request).get("days") ?? "30";
     const days = Number(raw);
     if (!TOP_PERIODS.includes(days)) throw invalidField("days", `must be one of ${TOP_PERIODS.join(", ")}`);
-    return revenueOverview(s.store.reports, days);
+    const overview = await revenueOverview(s.store.reports, days);
+    // Top accounts with their names (at most TOP_ROWS lookups).
+    const names = await Promise.all(overview.top.accounts.map((a) => (a.account_id ? s.accounts.get(a.account_id) : null)));
+    return { ...overview, top: { ...overview.top, accounts: overview.top.accounts.map((a, i) => ({ ...a, name: names[i]?.name ?? null })) } };
   });
 
   app.get("/dashboard/api/operator/requests", async ({ request, set }) => {
