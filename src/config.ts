@@ -155,7 +155,8 @@ function publicUrl(env: Env, name: string): string | null {
   } catch {
     // reported below
   }
-  if (!u || (u.protocol !== "http:" && u.protocol !== "https:") || u.search || u.hash || u.username) {
+  if (u && (u.username || u.password)) throw new ConfigError(name, "must not contain a user name or password");
+  if (!u || (u.protocol !== "http:" && u.protocol !== "https:") || u.search || u.hash) {
     throw new ConfigError(name, `must be the http(s) address clients use, e.g. https://api.example.com, got "${raw}"`);
   }
   return (u.origin + u.pathname).replace(/\/+$/, "").replace(/\/v1$/, "");

@@ -8,6 +8,6 @@ export const requestLog: PgMigration = {
 ALTER TABLE request_outcomes ADD COLUMN key_id TEXT;
 CREATE INDEX request_outcomes_account ON request_outcomes(account_id, request_id);
 CREATE INDEX request_outcomes_key ON request_outcomes(key_id, request_id);
-CREATE INDEX ledger_charges_time ON ledger_entries(created_at) WHERE kind = 'charge';
+CREATE INDEX ledger_charges_time ON ledger_entries(created_at, account_id, model, amount) WHERE kind = 'charge';
 `,
 };
