@@ -57,9 +57,13 @@ export function requestIdAt(ms: number): string {
   return `req_${Math.max(0, Math.floor(ms)).toString(36).padStart(9, "0")}`;
 }
 
+/** An ISO 8601 date or date-time; a time without a zone is UTC (never the server's local zone). */
+const ISO = /^\d{4}-\d\d-\d\d(?:T\d\d:\d\d(?::\d\d(?:\.\d{1,3})?)?(Z|[+-]\d\d:\d\d)?)?$/;
+
 function time(name: string, raw: string): number {
-  const ms = /^\d{1,15}$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (!Number.isFinite(ms) || ms < 0) throw invalidField(name, "must be an ISO 8601 date or time (2026-11-27, 2026-11-27T10:00:00Z) or milliseconds since 1970");
+  const iso = ISO.exec(raw);
+  const ms = /^\d{1,15}$/.test(raw) ? Number(raw) : iso ? Date.parse(iso[1] === undefined && raw.includes("T") ? raw + "Z" : raw) : NaN;
+  if (!Number.isFinite(ms) || ms < 0) throw invalidField(name, "must be an ISO 8601 date or time in UTC (2026-11-27, 2026-11-27T10:00:00Z) or milliseconds since 1970");
   return ms;
 }
 
