@@ -86,6 +86,11 @@ describe("operator pages in a browser", () => {
     await page.click("#tab-requests");
     await page.waitForFunction(() => document.querySelectorAll("#request-log tbody tr").length === 4);
     await shot("operator-requests");
+    // A click on a key narrows the log to that key's requests (the newest is bob's: his two).
+    await page.click('#request-log tbody tr:first-child button[data-filter="key"]');
+    await page.waitForFunction(() => document.querySelectorAll("#request-log tbody tr").length === 2);
+    expect(await page.$eval('#log-filters input[name="key"]', (e) => (e as HTMLInputElement).value)).toMatch(/^key_/);
+    await page.$eval('#log-filters input[name="key"]', (e) => ((e as HTMLInputElement).value = ""));
     await page.type('#log-filters input[name="model"]', "kimi-k2-instruct");
     await page.click('#log-filters button[type="submit"]');
     await page.waitForFunction(() => document.querySelectorAll("#request-log tbody tr").length === 1);

@@ -1,7 +1,7 @@
 /**
  * The operator's request log: every recorded request across accounts, newest first, filtered by
- * account, key, model, status and time, a page at a time, and exported as CSV (the server streams
- * every matching row; the link carries the same filters).
+ * account, key, model, status and time (a click on an account, key or model narrows to it), a page
+ * at a time, and exported as CSV (the server streams every matching row; the link carries the same filters).
  */
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
@@ -44,6 +44,10 @@ export function RequestLog(props: { account?: string }) {
     setFilters(f);
   };
 
+  /** A cell that, clicked, narrows the log to its value. */
+  const by = (field: "account" | "key" | "model", value: string) => html`<button class="link filter-by" data-filter=${field}
+    title=${`only this ${field}`} onClick=${() => (setCursors([]), setFilters({ ...filters, [field]: value }))}>${value}</button>`;
+
   return html`<section aria-label="Requests">
     <h2>Requests</h2>
     <form class="inline" id="log-filters" onSubmit=${apply}>
@@ -61,7 +65,7 @@ export function RequestLog(props: { account?: string }) {
     <div class="scroll"><table id="request-log">
       <thead><tr><th>Time (UTC)</th><th>Account</th><th>Key</th><th>Model</th><th>Endpoint</th><th>Status</th><th class="num">Latency</th><th>Amount</th><th class="num">Cost</th><th>Request</th></tr></thead>
       <tbody>${(page?.data ?? []).map((r: any) => html`<tr data-request-id=${r.id}>
-        <td>${when(r.created_at)}</td><td class="mono small">${r.account_id}</td><td class="mono small">${r.key_id ?? "—"}</td><td>${r.model}</td>
+        <td>${when(r.created_at)}</td><td class="mono small">${by("account", r.account_id)}</td><td class="mono small">${r.key_id ? by("key", r.key_id) : "—"}</td><td>${by("model", r.model)}</td>
         <td class="small">${r.endpoint}</td><td class=${r.status === "failed" ? "error" : ""}>${r.status} ${r.http_status}</td>
         <td class="num">${ms(r.latency)}</td><td class="small">${amounts(r)}</td><td class="num">${usd(r.total_cost)}</td><td class="mono small">${r.id}</td></tr>`)}
       </tbody></table></div>
