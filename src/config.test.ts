@@ -90,3 +90,20 @@ test("set values are taken", () => {
   const c = loadConfig({ SWITCHYARD_RESPONSES_RETENTION_DAYS: "7", SWITCHYARD_RESPONSES_QUOTA_BYTES: "2048", SWITCHYARD_SHUTDOWN_GRACE_SECONDS: "0" });
   expect([c.responsesRetentionSeconds, c.responsesQuotaBytes, c.shutdownGraceMs]).toEqual([7 * 86_400, 2048, 0]);
 });
+
+test("SWITCHYARD_PUBLIC_URL: unset by default; an origin (a trailing / or /v1 dropped); anything else names the variable", () => {
+  expect(loadConfig({}).publicUrl).toBeNull();
+  expect(loadConfig({ SWITCHYARD_PUBLIC_URL: "https://api.example.com/" }).publicUrl).toBe("https://api.example.com");
+  expect(loadConfig({ SWITCHYARD_PUBLIC_URL: "https://example.com/llm/v1" }).publicUrl).toBe("https://example.com/llm");
+  for (const bad of ["api.example.com", "ftp://example.com", "https://example.com/?x=1", "https://user:pw@example.com"]) {
+    let err: unknown = null;
+    try {
+      loadConfig({ SWITCHYARD_PUBLIC_URL: bad });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).variable).toBe("SWITCHYARD_PUBLIC_URL");
+    expect((err as ConfigError).message).not.toContain("pw@");
+  }
+});

@@ -90,6 +90,8 @@ export interface Config {
   dashboardSessionsPerAccount: number;
   /** Live operator sessions, a pool of their own; a further sign-in ends the oldest operator one. */
   dashboardOperatorSessions: number;
+  /** The address clients reach this server at (dashboard's connect panel); null: from the request's Host. */
+  publicUrl: string | null;
   /** Proxies whose X-Forwarded-For is believed (addresses and CIDR blocks); empty: none. */
   trustedProxies: Cidr[];
   /** Forward proxies for upstream calls (HTTP_PROXY, HTTPS_PROXY, NO_PROXY). Hold passwords: never print them. */
@@ -141,6 +143,23 @@ function cidrs(env: Env, name: string): Cidr[] {
   } catch (e) {
     throw new ConfigError(name, `must be comma-separated IPv4/IPv6 addresses or CIDR blocks: ${(e as Error).message}`);
   }
+}
+
+/** An http(s) origin, optionally with a path prefix, without a trailing slash: "https://api.example.com". */
+function publicUrl(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  let u: URL | null = null;
+  try {
+    u = new URL(raw);
+  } catch {
+    // reported below
+  }
+  if (u && (u.username || u.password)) throw new ConfigError(name, "must not contain a user name or password");
+  if (!u || (u.protocol !== "http:" && u.protocol !== "https:") || u.search || u.hash) {
+    throw new ConfigError(name, `must be the http(s) address clients use, e.g. https://api.example.com, got "${raw}"`);
+  }
+  return (u.origin + u.pathname).replace(/\/+$/, "").replace(/\/v1$/, "");
 }
 
 function httpUrl(env: Env, name: string): string | null {
@@ -267,6 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardAddressSignInsPerMinute: int(env, "SWITCHYARD_DASHBOARD_ADDRESS_SIGNINS_PER_MINUTE", 30, 1, 100_000),
     dashboardSessionsPerAccount: int(env, "SWITCHYARD_DASHBOARD_SESSIONS_PER_ACCOUNT", 20, 1, 10_000),
     dashboardOperatorSessions: int(env, "SWITCHYARD_DASHBOARD_OPERATOR_SESSIONS", 50, 1, 10_000),
+    publicUrl: publicUrl(env, "SWITCHYARD_PUBLIC_URL"),
     trustedProxies: cidrs(env, "SWITCHYARD_TRUSTED_PROXIES"),
     proxies: proxies(env),
     responsesRetentionSeconds: int(env, "SWITCHYARD_RESPONSES_RETENTION_DAYS", 30, 1, 3650) * 86_400,

@@ -224,6 +224,8 @@ describe("dashboard in a browser: operator view", () => {
     expect(await textOf(page, "#sign-in-error")).toBe("Incorrect admin token.");
     await page.$eval("#secret", (e) => ((e as HTMLInputElement).value = ""));
     await signInOnPage(page, "operator", ADMIN_TOKEN);
+    await page.waitForSelector("#revenue-today"); // the overview comes first
+    await page.click("#tab-accounts");
     await page.waitForSelector(`tr[data-account-id="${alice.id}"]`);
     const { balance, reserved } = h.balanceUnits(alice.id);
     expect(await textOf(page, `tr[data-account-id="${alice.id}"] td:nth-child(3)`)).toBe(shown(balance - reserved));

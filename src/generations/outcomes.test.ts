@@ -20,7 +20,7 @@ afterEach(() => {
 });
 
 const outcome = (requestId: string, extra: Partial<RequestOutcome> = {}): RequestOutcome => ({
-  requestId, accountId: "acct_a", endpoint: "/v1/chat/completions", model: "glm-4.6", httpStatus: 200,
+  requestId, accountId: "acct_a", keyId: "key_a", endpoint: "/v1/chat/completions", model: "glm-4.6", httpStatus: 200,
   outcome: "sent", streamed: false, durationMs: 12.6, engineMs: 3.2, ...extra,
 });
 const rows = () => (db.query("SELECT COUNT(*) AS n FROM request_outcomes").get() as { n: number }).n;
@@ -65,7 +65,7 @@ describe("RequestOutcomes", () => {
     for (let i = 0; i < 5; i++) o.record(outcome(newRequestId(Date.now() + i)));
     o.flush();
     expect(errors[0]).toContain("request outcomes not written");
-    db.run("CREATE TABLE request_outcomes (request_id TEXT PRIMARY KEY, account_id TEXT, endpoint TEXT, model TEXT, http_status INTEGER, outcome TEXT, streamed INTEGER, duration_ms INTEGER, engine_ms INTEGER)");
+    db.run("CREATE TABLE request_outcomes (request_id TEXT PRIMARY KEY, account_id TEXT, key_id TEXT, endpoint TEXT, model TEXT, http_status INTEGER, outcome TEXT, streamed INTEGER, duration_ms INTEGER, engine_ms INTEGER)");
     o.flush();
     expect(rows()).toBe(3);
     o.close();

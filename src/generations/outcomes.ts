@@ -16,6 +16,8 @@ export type RequestEnd = "completed" | "cancelled" | "failed" | "sent";
 export interface RequestOutcome {
   requestId: string;
   accountId: string;
+  /** The API key the request was made with (null when not known: rows from before it was recorded). */
+  keyId?: string | null;
   /** The route pattern, e.g. /v1/chat/completions. */
   endpoint: string;
   /** The catalog id the request named ("unknown" or "none" otherwise). */

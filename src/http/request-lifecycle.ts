@@ -76,7 +76,7 @@ export function installRequestLifecycle(app: App, s: Services): (hc: HookContext
     // For generation records: an array push here, written in batches off the request path.
     if (ctx.accountId) {
       s.outcomes.record({
-        requestId: ctx.requestId, accountId: ctx.accountId, endpoint, model, httpStatus: status,
+        requestId: ctx.requestId, accountId: ctx.accountId, keyId: ctx.caller?.keyId ?? null, endpoint, model, httpStatus: status,
         outcome: outcome as RequestEnd, streamed: ctx.streamed, durationMs: totalMs, engineMs: ctx.engineMs,
       });
     }

@@ -13,6 +13,8 @@ import type { OutcomeRecords } from "../generations/outcomes";
 import type { UsageRecords } from "../billing/usage-report";
 import type { ChargeRecords } from "../generations/records";
 import type { Limiter } from "../limits/limiter";
+import type { RevenueRecords } from "../billing/revenue";
+import type { RequestLogRecords } from "../generations/request-log";
 
 export interface DataStore {
   readonly engine: "sqlite" | "postgres";
@@ -25,6 +27,8 @@ export interface DataStore {
   readonly outcomes: OutcomeRecords;
   /** Usage sums, credits, and charge entries for generation records. */
   readonly usage: UsageRecords & ChargeRecords;
+  /** Sums of charges across accounts and the request log, for the operator's dashboard. */
+  readonly reports: RevenueRecords & RequestLogRecords;
   /**
    * Where the per-account rate and concurrency state lives: in this process's memory with SQLite
    * (one process serves the data directory), in the database with PostgreSQL (shared by all).

@@ -51,6 +51,8 @@ export interface RouteRegistry {
   unlisted?(publicId: string): boolean;
   /** Every served route of these models with its breaker state, for the operator (never for clients). */
   snapshot?(publicIds: string[]): RouteStatus[];
+  /** One served route of a model by its label (as snapshot() names it), for the operator's route test. */
+  routeNamed?(publicId: string, label: string): Route | null;
   /** Every configured upstream (the default one included), for the model-list refresh. */
   upstreams?(): Upstream[];
   /** Public ids that some route serves and what the upstream lists about them (they may lack a catalog entry). */
@@ -197,6 +199,10 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
       }
     }
     return out;
+  }
+
+  routeNamed(publicId: string, label: string): Route | null {
+    return this.servedRoutesOf(publicId).find((r) => r.label === label) ?? null;
   }
 
   snapshot(publicIds: string[]): RouteStatus[] {

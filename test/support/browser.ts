@@ -10,6 +10,8 @@ import chromium from "@sparticuz/chromium";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 
 export const SCREENSHOT_DIR = join(import.meta.dir, "..", ".tmp", "dashboard");
+/** The operator pages' screenshots (also git-ignored, under test/.tmp). */
+export const PAGE_SCREENSHOT_DIR = join(import.meta.dir, "..", ".tmp", "screenshots");
 
 export async function launchBrowser(): Promise<Browser> {
   // No WebGL needed: skips unpacking SwiftShader.
@@ -35,9 +37,9 @@ export async function openPage(browser: Browser, width = 1200): Promise<{ page: 
   return { page, problems };
 }
 
-export async function screenshot(page: Page, name: string): Promise<string> {
-  mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  const path = join(SCREENSHOT_DIR, `${name}.png`) as `${string}.png`;
+export async function screenshot(page: Page, name: string, dir = SCREENSHOT_DIR): Promise<string> {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.png`) as `${string}.png`;
   // Let charts draw after a resize before the capture.
   await new Promise((r) => setTimeout(r, 300));
   await page.screenshot({ path, fullPage: true });

@@ -10,6 +10,7 @@ import { Chart } from "./chart";
 import { amounts, count, ms, usd, usdTick, when } from "./format";
 import { KeysPanel } from "./keys-panel";
 import { Playground } from "./playground";
+import { ConnectPanel } from "./connect-panel";
 
 const DAY = 86_400;
 const COLORS = ["#2563eb", "#db2777", "#16a34a", "#ea580c", "#7c3aed", "#0891b2", "#ca8a04", "#4b5563"];
@@ -26,12 +27,13 @@ export function AccountView(props: { session: SessionInfo; onSignOut: () => void
 
   return html`<div class="page">
     <${TopBar} title="Account" subtitle=${data ? `${data.account.name} · ${data.account.id}` : ""} onSignOut=${props.onSignOut} />
-    <${Tabs} tabs=${[["overview", "Overview"], ["keys", "Keys"], ["playground", "Playground"]]} current=${tab} onPick=${setTab} />
+    <${Tabs} tabs=${[["overview", "Overview"], ["keys", "Keys"], ["playground", "Playground"], ["connect", "Connect"]]} current=${tab} onPick=${setTab} />
     <${ErrorLine} error=${error} />
     ${data ? html`<${BalanceCards} money=${data.money} period=${data.period} />` : html`<p class="muted">Loading…</p>`}
     ${tab === "overview" && data ? html`<${Overview} data=${data} />` : null}
     ${tab === "keys" ? html`<${KeysPanel} list="/account/keys" create="/account/keys" revoke=${(id: string) => `/account/keys/${id}`} />` : null}
     ${tab === "playground" ? html`<${Playground} onBilled=${load} />` : null}
+    ${tab === "connect" ? html`<${ConnectPanel} />` : null}
   </div>`;
 }
 

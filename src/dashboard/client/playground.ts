@@ -1,6 +1,6 @@
 /**
  * The playground: real, billed requests through the normal endpoints (the server makes them with
- * this session's key). Chat streams its answer; speech plays the audio; embeddings shows the
+ * this session's key). Chat (chat-playground.ts) is a streamed conversation; speech plays the audio; embeddings shows the
  * vectors. After each request its generation record is read from the ledger to show its cost.
  */
 import { html } from "htm/preact";
@@ -9,13 +9,8 @@ import { api, call } from "./api";
 import { ErrorLine, Tabs } from "./app";
 import { GenerationRecord } from "./account-view";
 import { count, usd } from "./format";
-import { SseParser } from "../../protocols/sse";
-
-interface Models {
-  chat: string[];
-  speech: string[];
-  embedding: string[];
-}
+import { ChatPlayground } from "./chat-playground";
+import { liveModels, type LiveModels as Models } from "./live-models";
 
 /** The record of a request once the ledger has it (a stream's charge lands when it ends). */
 async function billedRecord(id: string): Promise<any> {
@@ -38,12 +33,8 @@ export function Playground(props: { onBilled: () => void }) {
   const [record, setRecord] = useState<any>(null);
 
   useEffect(() => {
-    // Public endpoint (no key): the live models.
-    fetch("/v1/models").then((r) => r.json()).then((list: { data: { id: string; type: keyof Models }[] }) => {
-      const m: Models = { chat: [], speech: [], embedding: [] };
-      for (const e of list.data) m[e.type]?.push(e.id);
-      setModels(m);
-    });
+    // Public endpoint (no key): the live models only, in the server's order.
+    liveModels().then(setModels, () => setModels({ chat: [], speech: [], embedding: [] }));
   }, []);
 
   const done = async (id: string | null) => {
@@ -67,61 +58,6 @@ export function Playground(props: { onBilled: () => void }) {
 function ModelSelect(props: { models: string[] }) {
   if (props.models.length === 0) return html`<p class="error">No model of this kind is available on this server right now.</p>`;
   return html`<label>Model <select name="model">${props.models.map((m) => html`<option value=${m}>${m}</option>`)}</select></label>`;
-}
-
-function ChatPlayground(props: { models: string[]; onDone: (id: string | null) => void }) {
-  const [answer, setAnswer] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState("");
-
-  const send = async (e: Event) => {
-    e.preventDefault();
-    const f = (e.target as HTMLFormElement).elements;
-    const model = (f.namedItem("model") as HTMLSelectElement).value;
-    const prompt = (f.namedItem("prompt") as HTMLTextAreaElement).value;
-    setBusy(true);
-    setError("");
-    setAnswer("");
-    let id: string | null = null;
-    try {
-      const res = await call("POST", "/account/playground/chat", {
-        model, stream: true, stream_options: { include_usage: true }, max_tokens: 512, messages: [{ role: "user", content: prompt }],
-      });
-      id = res.headers.get("x-generation-id");
-      let text = "";
-      for await (const event of sseEvents(res.body!)) {
-        if (event === "[DONE]") break;
-        const chunk = JSON.parse(event);
-        if (chunk.error) throw new Error(chunk.error.message);
-        const delta = chunk.choices?.[0]?.delta?.content;
-        if (delta) setAnswer((text += delta));
-      }
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-      props.onDone(id);
-    }
-  };
-
-  return html`<form class="stack" onSubmit=${send} id="chat-form">
-    <${ModelSelect} models=${props.models} />
-    <label>Message <textarea name="prompt" rows="3" required>Say hello in five words.</textarea></label>
-    <button type="submit" id="chat-send" disabled=${busy || props.models.length === 0}>${busy ? "Streaming…" : "Send"}</button>
-    <${ErrorLine} error=${error} />
-    <output id="chat-answer" class="answer">${answer}</output>
-  </form>`;
-}
-
-/** The data payloads of a server-sent event stream (the server's own SSE parser). */
-async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const reader = body.getReader();
-  const parser = new SseParser();
-  for (;;) {
-    const { value, done } = await reader.read();
-    for (const e of done ? parser.end() : parser.push(value)) if (e.data) yield e.data;
-    if (done) return;
-  }
 }
 
 function SpeechPlayground(props: { models: string[]; onDone: (id: string | null) => void }) {

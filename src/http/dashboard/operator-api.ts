@@ -12,8 +12,11 @@ import { serviceState } from "../../dashboard/service-state";
 import { MetricsHistory } from "../../dashboard/metrics-history";
 import { requestMetrics } from "../../metrics/request-metrics";
 import { LATENCY_BUCKETS } from "../../metrics/registry";
+import { spendByAccount } from "../../billing/revenue";
+import { usdNumber } from "../../billing/money";
 
 const LEDGER_ROWS = 200;
+const SPEND_DAYS = 30;
 
 export function registerOperatorApi(app: App, s: Services, guard: DashboardGuard): void {
   const admin = new Admin(s);
@@ -27,7 +30,12 @@ export function registerOperatorApi(app: App, s: Services, guard: DashboardGuard
     await guard.session(request, "operator");
   };
 
-  app.get("/dashboard/api/operator/accounts", async ({ request, set }) => (await operator(request, set), admin.listAccounts()));
+  // Each account with its spend over the last 30 UTC days (today included), from the ledger.
+  app.get("/dashboard/api/operator/accounts", async ({ request, set }) => {
+    await operator(request, set);
+    const [list, spend] = await Promise.all([admin.listAccounts(), spendByAccount(s.store.reports, SPEND_DAYS)]);
+    return { ...list, data: list.data.map((a) => ({ ...a, spend_30_days: usdNumber(spend.get(a.id) ?? 0) })) };
+  });
   app.post("/dashboard/api/operator/accounts", async ({ request, set, body }) => {
     await operator(request, set);
     set.status = 201;

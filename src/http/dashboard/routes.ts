@@ -18,6 +18,8 @@ import { clearedCookie, cookieValue, DashboardSessions, DEFAULT_SESSION_CAPS, se
 import { SignInLimit } from "../../limits/sign-in-limit";
 import { registerAccountApi } from "./account-api";
 import { registerOperatorApi } from "./operator-api";
+import { registerOperatorReports } from "./operator-reports";
+import { registerConnect } from "./connect";
 
 const SignInBody = Type.Object({
   kind: Type.Union([Type.Literal("account"), Type.Literal("operator")]),
@@ -132,4 +134,6 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
 
   registerAccountApi(app, s, guard);
   registerOperatorApi(app, s, guard);
+  registerOperatorReports(app, s, guard);
+  registerConnect(app, s, guard);
 }

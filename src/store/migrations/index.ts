@@ -8,6 +8,7 @@ import { responseItems } from "./004-response-items";
 import { requestOutcomes } from "./005-request-outcomes";
 import { responseRetention } from "./006-response-retention";
 import { keyControls } from "./007-key-controls";
+import { requestLog } from "./008-request-log";
 
 export interface Migration {
   version: number;
@@ -15,4 +16,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention, keyControls];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention, keyControls, requestLog];

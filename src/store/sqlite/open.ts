@@ -6,6 +6,7 @@ import { SqliteAccountRecords, SqliteKeyRecords } from "./accounts";
 import { SqliteResponseRecords } from "./responses";
 import { SqliteOutcomeRecords } from "./outcomes";
 import { SqliteUsageRecords } from "./usage";
+import { SqliteReports } from "./reports";
 import { AccountLimiter } from "../../limits/limiter";
 
 export interface SqliteDataStore extends DataStore {
@@ -33,6 +34,7 @@ export function sqliteDataStore(db: Store, ledgerOptions: SqliteLedgerOptions = 
     responses: new SqliteResponseRecords(db),
     outcomes: new SqliteOutcomeRecords(db),
     usage: new SqliteUsageRecords(db),
+    reports: new SqliteReports(db),
     limiter: new AccountLimiter(),
     closeNow,
     async ping() {

@@ -9,6 +9,7 @@ import type { OutcomeRecords, RequestEnd, RequestOutcome } from "../../generatio
 interface OutcomeRow {
   request_id: string;
   account_id: string;
+  key_id: string | null;
   endpoint: string;
   model: string;
   http_status: number;
@@ -24,8 +25,8 @@ export class SqliteOutcomeRecords implements OutcomeRecords {
 
   constructor(private readonly db: Store) {
     const insert = db.query(
-      `INSERT OR REPLACE INTO request_outcomes (request_id, account_id, endpoint, model, http_status, outcome, streamed, duration_ms, engine_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO request_outcomes (request_id, account_id, key_id, endpoint, model, http_status, outcome, streamed, duration_ms, engine_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.q = {
       byId: db.query<OutcomeRow, [string]>("SELECT * FROM request_outcomes WHERE request_id = ?"),
@@ -36,7 +37,7 @@ export class SqliteOutcomeRecords implements OutcomeRecords {
     // Built once: bun:sqlite's db.transaction() makes a new wrapper per call.
     this.writeAll = db.transaction((rows: RequestOutcome[]) => {
       for (const o of rows) {
-        insert.run(o.requestId, o.accountId, o.endpoint, o.model, o.httpStatus, o.outcome, o.streamed ? 1 : 0, o.durationMs, o.engineMs);
+        insert.run(o.requestId, o.accountId, o.keyId ?? null, o.endpoint, o.model, o.httpStatus, o.outcome, o.streamed ? 1 : 0, o.durationMs, o.engineMs);
       }
     });
   }
@@ -67,7 +68,7 @@ export class SqliteOutcomeRecords implements OutcomeRecords {
 
 function fromRow(r: OutcomeRow): RequestOutcome {
   return {
-    requestId: r.request_id, accountId: r.account_id, endpoint: r.endpoint, model: r.model, httpStatus: r.http_status,
+    requestId: r.request_id, accountId: r.account_id, keyId: r.key_id, endpoint: r.endpoint, model: r.model, httpStatus: r.http_status,
     outcome: r.outcome as RequestEnd, streamed: r.streamed === 1, durationMs: r.duration_ms, engineMs: r.engine_ms,
   };
 }

@@ -8,6 +8,7 @@ import { ledgerFunctions } from "./003-ledger-functions";
 import { limitFunctions } from "./004-limit-functions";
 import { responseRetention } from "./005-response-retention";
 import { keyControls } from "./006-key-controls";
+import { requestLog } from "./007-request-log";
 
 export interface PgMigration {
   version: number;
@@ -15,4 +16,4 @@ export interface PgMigration {
   sql: string;
 }
 
-export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls];
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog];
