@@ -42,6 +42,13 @@ export interface Config {
   dashboard: boolean;
   /** How long a dashboard sign-in lasts, in seconds. */
   dashboardSessionSeconds: number;
+  /** Upstream SSE: the longest line, and the most an event may gather, in characters. */
+  sseMaxLineChars: number;
+  sseMaxEventChars: number;
+  /** The longest a streamed request may run; it then ends as `length`, billed as delivered. */
+  streamMaxSeconds: number;
+  /** A hold still pending this long after it was taken is voided by the store (≥ streamMaxSeconds + 60). */
+  holdExpirySeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -117,6 +124,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminToken !== null && adminToken.length < 16) {
     throw new ConfigError("SWITCHYARD_ADMIN_TOKEN", "must be at least 16 characters long");
   }
+  const streamMaxSeconds = int(env, "SWITCHYARD_STREAM_MAX_SECONDS", 900, 1, 86_400);
+  const holdExpirySeconds = int(env, "SWITCHYARD_HOLD_EXPIRY_SECONDS", streamMaxSeconds + 300, 61, 7 * 86_400);
+  if (holdExpirySeconds < streamMaxSeconds + 60) {
+    throw new ConfigError("SWITCHYARD_HOLD_EXPIRY_SECONDS", `must be at least SWITCHYARD_STREAM_MAX_SECONDS + 60 (${streamMaxSeconds + 60}), got ${holdExpirySeconds}`);
+  }
   return {
     port: int(env, "PORT", 8080, 0, 65535),
     host: str(env, "HOST") ?? "0.0.0.0",
@@ -141,5 +153,9 @@ export function loadConfig(env: Env = process.env): Config {
     instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
     dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
+    sseMaxLineChars: int(env, "SWITCHYARD_SSE_MAX_LINE_CHARS", 1024 * 1024, 1024, 256 * 1024 * 1024),
+    sseMaxEventChars: int(env, "SWITCHYARD_SSE_MAX_EVENT_CHARS", 1024 * 1024, 1024, 256 * 1024 * 1024),
+    streamMaxSeconds,
+    holdExpirySeconds,
   };
 }

@@ -24,6 +24,8 @@ export interface HoldRequest {
   endpoint: string;
   /** Public model id as requested ("glm-4.6-turbo"). */
   model: string;
+  /** When the hold was taken (Unix seconds), by the ledger's clock; the hold expires by it. */
+  createdAt?: number;
 }
 
 export type ReserveResult =
@@ -159,6 +161,14 @@ export interface LedgerStore {
    * (SQLite: every pending hold, since one process owns the data directory). Returns how many.
    */
   releaseAbandoned(): Promise<number>;
+
+  /**
+   * Voids every pending hold created before `createdBefore` (Unix seconds): the store's own
+   * bound on how long a hold can stay pending, whatever happened to its request. Voiding never
+   * charges, so the invariants stand (reserved = Σ pending holds; a later post of such a hold is
+   * refused as one with no pending hold). Returns the request ids voided.
+   */
+  expireHolds(createdBefore: number): Promise<string[]>;
 
   /** Pending holds in the store (for the holds-open gauge and tests). */
   pendingHolds(): Promise<number>;

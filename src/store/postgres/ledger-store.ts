@@ -73,7 +73,7 @@ export class PostgresLedgerStore implements LedgerStore {
     try {
       const [row] = (await this.db.run((sql) => sql`
         SELECT ok, available FROM switchyard_reserve(
-          ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()})`, this.db.answerTimeoutMs)) as {
+          ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${h.createdAt ?? nowSeconds()})`, this.db.answerTimeoutMs)) as {
         ok: boolean;
         available: string | null;
       }[];
@@ -203,6 +203,14 @@ export class PostgresLedgerStore implements LedgerStore {
       holds_voided: number;
     }[];
     return row?.holds_voided ?? 0;
+  }
+
+  /** Any instance may expire any hold: the void is the same batched, idempotent switchyard_void. */
+  async expireHolds(createdBefore: number): Promise<string[]> {
+    const rows = (await this.db.run((sql) => sql`
+      SELECT request_id FROM holds WHERE state = 'pending' AND created_at < ${createdBefore} LIMIT 1000`)) as { request_id: string }[];
+    const voided = await Promise.all(rows.map((r) => this.voids.submit(r.request_id)));
+    return rows.filter((_, i) => voided[i]).map((r) => r.request_id);
   }
 
   async pendingHolds(): Promise<number> {
