@@ -22,6 +22,8 @@ export interface Snapshot {
     hold_state: string | null;
   }[];
   holdStates: Map<string, string>;
+  /** The oldest pending hold's created_at (Unix seconds, by the ledger's clock), or null. */
+  oldestPending: number | null;
 }
 
 /**

@@ -4,7 +4,8 @@
  * settle honestly, over-reporting, or after a client left with part of the output; fail without
  * settling; release in a finally as every route does — while it fills the disk, fails fsyncs,
  * holds the write lock from another connection, credits and debits accounts, and crashes and
- * restarts the process. After every step it compares the store's committed state with a small
+ * restarts the process; and, on a simulated clock, runs streams that end at their deadline (billed as
+ * delivered), requests stuck past their hold's expiry, and the ledger's expiry sweep. After every step it compares the store's committed state with a small
  * reference model; at quiet points (faults cleared, every request ended) it checks the outcomes
  * request by request.
  *
@@ -12,7 +13,10 @@
  *   balance ≥ 0, reserved ≥ 0, balance ≥ reserved; reserved = Σ pending holds (per account);
  *   every new entry's balance_after = the previous balance ± its amount, and the newest = balance;
  *   every charge ≤ its hold, on a posted hold, once per request; no charge for a failed request;
- *   a settle that resolved is in the store with exactly the charge the model expects.
+ *   a settle that resolved is in the store with exactly the charge the model expects;
+ *   after a sweep the store wrote, no hold older than the expiry is pending; a stream ended at its
+ *   deadline is charged as delivered (its hold never expires first: expiry ≥ deadline + margin);
+ *   a request whose hold expired is refused its charge and never charged.
  * Checked at quiet points and after each restart:
  *   no hold pending; the ledger counts no open hold and no queued void; every request's outcome
  *   (charged exactly as reported / not charged) matches the model.
@@ -35,6 +39,10 @@ export function rng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** The simulated bounds (seconds): SWITCHYARD_STREAM_MAX_SECONDS and SWITCHYARD_HOLD_EXPIRY_SECONDS. */
+const STREAM_MAX_S = 900;
+const HOLD_EXPIRY_S = 1200;
 
 /** 1 unit per input token, 3 per output token. */
 const price = (u: Consumption) => (u.inputTokens ?? 0) + 3 * (u.outputTokens ?? 0);
@@ -83,6 +91,11 @@ export interface CheckerReport {
   refusedUnavailable: number;
   crashes: number;
   faults: number;
+  /** Streams ended at their deadline (charged as delivered). */
+  deadlines: number;
+  /** Holds the expiry sweep voided, and requests that then found their hold expired. */
+  expired: number;
+  expiredRefused: number;
 }
 
 class CheckFailed extends Error {}
@@ -93,13 +106,17 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)]!;
   const log = new Log("silent");
 
+  // The simulated clock (ms): each step moves it on a few seconds; holds are dated and expired by it.
+  let clock = 1_700_000_000_000;
+  const nowS = () => Math.floor(clock / 1000);
   // Refusals after a failure last 2 ms here, not 500: the checker runs thousands of steps a second.
-  const ledgerOptions = { probeIntervalMs: 2 };
+  const ledgerOptions = { probeIntervalMs: 2, holdExpirySeconds: HOLD_EXPIRY_S, now: () => clock };
+
   let store = await backend.open();
   let ledger = new Ledger(store, log, ledgerOptions);
   let gen = 0;
   let step = 0;
-  const report = { requests: 0, charged: 0, notCharged: 0, refusedCredits: 0, refusedUnavailable: 0, crashes: 0, faults: 0 };
+  const report = { requests: 0, charged: 0, notCharged: 0, refusedCredits: 0, refusedUnavailable: 0, crashes: 0, faults: 0, deadlines: 0, expired: 0, expiredRefused: 0 };
   /** The first failure, also when a request task found it (it surfaces at the next step). */
   let failure: CheckFailed | null = null;
   const fail = (what: string): never => {
@@ -136,6 +153,8 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     requests.set(r.id, r);
     const budget: Consumption = { inputTokens: int(1, 60), outputTokens: int(1, 120) };
     let hold: Hold;
+    // Its hold is dated at most this late (the ledger dates it as the reserve is sent).
+    const started = nowS();
     try {
       hold = await myLedger.reserve({ requestId: r.id, accountId: r.account, endpoint: "/v1/chat/completions", model: "m", budget, price });
     } catch (e) {
@@ -153,9 +172,23 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     r.hold = hold.amount;
     if (hold.amount !== price(budget)) fail(`hold of ${r.id} is ${hold.amount}, budget prices at ${price(budget)}`);
     for (let k = int(0, 3); k > 0; k--) await tick();
-    const kind = pick(["honest", "honest", "over", "partial", "failed", "gone"] as const);
+    let kind = pick(["honest", "honest", "over", "partial", "failed", "gone", "honest", "over", "partial", "failed", "gone", "stream", "stuck"] as const);
     let settled = false;
     try {
+      if (kind === "stream") {
+        // A long stream: it ends by itself now and then, else at its deadline, billed as delivered.
+        const natural = started + int(60, 2 * STREAM_MAX_S);
+        while (nowS() - started < STREAM_MAX_S && nowS() < natural && myGen === gen) await tick();
+        if (nowS() - started >= STREAM_MAX_S) {
+          kind = "partial";
+          report.deadlines++;
+        } else kind = "honest";
+      } else if (kind === "stuck") {
+        // A request stuck past its hold's expiry (a bug, a hung engine): the sweep must free its hold.
+        const until = started + HOLD_EXPIRY_S + int(0, 600);
+        while (nowS() < until && myGen === gen) await tick();
+        kind = "honest";
+      }
       if (kind === "failed" || kind === "gone") return;
       const usage: Consumption =
         kind === "honest" ? { inputTokens: int(0, budget.inputTokens!), outputTokens: int(0, budget.outputTokens!) }
@@ -172,10 +205,16 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
         settled = true;
         r.charged = expected;
       } else {
-        // The only excuse for not charging is a store that cannot write (or a process that died).
+        // The only excuse for not charging is a store that cannot write (or a process that died),
+        // or a hold the sweep expired: never a stream that ended at its deadline.
         const e = (results[0] as PromiseRejectedResult).reason;
-        if (myGen === gen && !(e instanceof DomainError && e.code === "service_unavailable")) {
-          fail(`settle of ${r.id} rejected with ${e instanceof DomainError ? `${e.code}: ${(e as { detail?: string }).detail ?? e.message}` : String(e)}`);
+        // A request older than the expiry (stuck, or whose settle waited out a long fault) may
+        // find its hold expired and be refused in any way; that it is then never charged is checked
+        // at every step. Never one younger than the expiry: no hold expires early.
+        if (nowS() - started > HOLD_EXPIRY_S) {
+          report.expiredRefused++;
+        } else if (myGen === gen && !(e instanceof DomainError && e.code === "service_unavailable")) {
+          fail(`settle of ${r.id} (${kind}, ${nowS() - started} s old) rejected with ${e instanceof DomainError ? `${e.code}: ${(e as { detail?: string }).detail ?? e.message}` : String(e)}`);
         }
       }
     } finally {
@@ -246,12 +285,32 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     return snap;
   }
 
+  /** The ledger's expiry sweep; once the store wrote it, no hold past the expiry may be pending. */
+  async function sweep(): Promise<void> {
+    const before = nowS();
+    const quiet = () => !faults.disk && !faults.lock && !faults.fsync && !ledger.storeUnavailable;
+    const healthy = quiet();
+    const sweeping = ledger;
+    const voided = await sweeping.expireHolds();
+    if (sweeping !== ledger) return;
+    report.expired += voided;
+    const snap = await checkStep();
+    if (healthy && quiet() && snap.oldestPending !== null && snap.oldestPending < before - HOLD_EXPIRY_S) {
+      fail(`a hold from ${snap.oldestPending} is still pending after a sweep at ${before} (expiry ${HOLD_EXPIRY_S} s)`);
+    }
+  }
+
   /** Ends every request, clears every fault, waits for queued voids; then nothing may be held. */
   async function quiesce(): Promise<void> {
     await setFault("disk", false);
     await setFault("fsync", false);
     await setFault("lock", false);
-    while (live.size > 0) await Promise.all([...live]);
+    // Long streams run to their deadline and stuck requests past their expiry, with sweeps.
+    while (live.size > 0) {
+      clock += 30_000;
+      if (random() < 0.1) await sweep();
+      await tick();
+    }
     // A write that met the lock waits for its retry timer (milliseconds): give it real time.
     for (let i = 0; i < 2_000 && ledger.queuedVoids() > 0; i++) {
       await ledger.retryVoidsNow();
@@ -305,7 +364,10 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
       });
     } else if (x < 0.415) await crashRestart();
     else if (x < 0.44) await quiesce();
+    else if (x < 0.46) await sweep();
     else for (let k = int(1, 4); k > 0; k--) await tick();
+    // Time passes: a few seconds a step, so streams meet their deadline and stuck holds their expiry.
+    clock += int(0, 30) * 1000;
     await tick();
     if (failure) throw failure;
     await checkStep();
