@@ -22,8 +22,6 @@ export interface Snapshot {
     hold_state: string | null;
   }[];
   holdStates: Map<string, string>;
-  /** The oldest pending hold's created_at (Unix seconds, by the ledger's clock), or null. */
-  oldestPending: number | null;
 }
 
 /**

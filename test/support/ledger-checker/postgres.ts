@@ -143,9 +143,7 @@ export async function postgresBackend(): Promise<LedgerBackend> {
           holdStates.set(r.request_id, r.state);
         }
         await tx`COMMIT`;
-        const [oldest] = (await tx`SELECT MIN(created_at)::text AS t FROM holds WHERE state = 'pending'`) as { t: string | null }[];
-        const oldestPending = oldest?.t == null ? null : Number(oldest.t);
-        return { accounts, pendingByAccount, pendingCount, newEntries, holdStates, oldestPending } satisfies Snapshot;
+        return { accounts, pendingByAccount, pendingCount, newEntries, holdStates } satisfies Snapshot;
       } catch (e) {
         await tx`ROLLBACK`.catch(() => {});
         throw e;

@@ -105,8 +105,7 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
       for (const r of d.query("SELECT request_id, state FROM holds WHERE state = 'pending'").all() as { request_id: string; state: string }[]) {
         holdStates.set(r.request_id, r.state);
       }
-      const oldest = d.query("SELECT MIN(created_at) AS t FROM holds WHERE state = 'pending'").get() as { t: number | null };
-      return { accounts, pendingByAccount, pendingCount, newEntries, holdStates, oldestPending: oldest.t };
+      return { accounts, pendingByAccount, pendingCount, newEntries, holdStates };
     },
   };
 }
