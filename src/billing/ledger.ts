@@ -15,7 +15,8 @@
  *   5. One charge per request id; a repeated settle returns the first charge.
  *   6. Every hold is posted or voided exactly once; none stays pending after its request ends
  *      (release() in the request's finally), after a restart (releaseAbandoned), or once the store
- *      writes again after a failure (voids that could not be written are retried until they are).
+ *      writes again after a failure (voids that could not be written are retried until they are),
+ *      nor once it is older than the hold expiry, whatever its request does (hold-expiry.ts).
  *   7. A failed request (error status, stream error, failed settle) is never charged.
  *   8. Holds are committed before any upstream is called, charges are durable before the response
  *      completes; a charge whose fsync failed after its commit is reported as charged (it exists)
@@ -34,6 +35,7 @@ import { DomainError, InternalError, insufficientCredits, serviceUnavailable } f
 import type { Log } from "../log";
 import { formatUsd, MAX_BALANCE } from "./money";
 import { StoreUnavailable, type ChargeRecord, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult } from "./ledger-store";
+import { DEFAULT_HOLD_EXPIRY_SECONDS, HoldExpiry } from "./hold-expiry";
 import { Hold, type HoldLedger, type HoldSpec, type Quote, type SettleRequest, type Settlement, type VoidOutcome } from "./hold";
 
 export { MAX_BALANCE };
@@ -47,16 +49,11 @@ const RETRY_MAX_MS = 2_000;
 export interface LedgerOptions {
   /** After a store failure, new holds are refused without a write for this long (ms). */
   probeIntervalMs?: number;
-  /**
-   * A hold pending longer than this (seconds) is voided by expireHolds(), whatever its request is
-   * doing (SWITCHYARD_HOLD_EXPIRY_SECONDS; longer than the longest stream). Default 1200.
-   */
+  /** A hold pending longer than this (seconds) is voided by expireHolds() (see hold-expiry.ts). */
   holdExpirySeconds?: number;
   /** The clock holds are dated and expired by (ms); tests and the randomized checker move it. */
   now?: () => number;
 }
-
-export const DEFAULT_HOLD_EXPIRY_SECONDS = 1200;
 
 /** A clamped charge, for the metric. */
 export interface ClampRecord {
@@ -87,16 +84,11 @@ export class Ledger implements HoldLedger {
   private closed = false;
 
   private readonly probeIntervalMs: number;
-  readonly holdExpirySeconds: number;
-  private readonly now: () => number;
-  /** The holds this process reserved and has not closed yet, by request id (for expiry). */
-  private readonly live = new Map<string, Hold>();
-  private expiryTimer: ReturnType<typeof setInterval> | null = null;
+  private readonly expiry: HoldExpiry;
 
   constructor(private readonly store: LedgerStore, private readonly log: Log, options: LedgerOptions = {}) {
     this.probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS;
-    this.holdExpirySeconds = options.holdExpirySeconds ?? DEFAULT_HOLD_EXPIRY_SECONDS;
-    this.now = options.now ?? Date.now;
+    this.expiry = new HoldExpiry(store, log, options.holdExpirySeconds ?? DEFAULT_HOLD_EXPIRY_SECONDS, options.now ?? Date.now);
     store.onFailure?.((e) => this.markUnavailable(e));
   }
 
@@ -113,7 +105,7 @@ export class Ledger implements HoldLedger {
     let outcome;
     try {
       outcome = await this.store.reserve({
-        requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, createdAt: Math.floor(this.now() / 1000),
+        requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, createdAt: this.expiry.dateNow(),
       });
     } catch (e) {
       if (e instanceof StoreUnavailable) {
@@ -128,7 +120,7 @@ export class Ledger implements HoldLedger {
     if (!outcome.ok) throw insufficientCredits(formatUsd(amount), formatUsd(outcome.available));
     this.open++;
     const hold = new Hold(this, spec, amount);
-    this.live.set(spec.requestId, hold);
+    this.expiry.track(hold);
     return hold;
   }
 
@@ -147,7 +139,7 @@ export class Ledger implements HoldLedger {
     }
     this.markHealthy(epoch);
     this.open--;
-    this.live.delete(hold.requestId);
+    this.expiry.forget(hold.requestId);
     if (quote.clamped) this.noteClamp(hold, quote);
     // Listeners hear only of charges that are durable, once each (not of idempotent repeats).
     if (r.fresh) this.notifySettled(hold, quote, request, r.charged);
@@ -206,7 +198,7 @@ export class Ledger implements HoldLedger {
       return null;
     }
     this.open--;
-    this.live.delete(hold.requestId);
+    this.expiry.forget(hold.requestId);
     this.log.warn("a charge whose answer was lost had been written: the request is charged", { request_id: hold.requestId, charged_usd: formatUsd(r.charged) });
     if (quote.clamped) this.noteClamp(hold, quote);
     this.notifySettled(hold, quote, request, r.charged);
@@ -217,39 +209,23 @@ export class Ledger implements HoldLedger {
     if (!hold || hold.status === "released") return;
     hold.markReleased();
     this.open--;
-    this.live.delete(hold.requestId);
+    this.expiry.forget(hold.requestId);
   }
 
-  /**
-   * Voids every hold pending longer than holdExpirySeconds, in the store — this process's and
-   * (PostgreSQL) any other's — so a request stuck for any reason never keeps money held. A hold of
-   * this process that is not being settled closes as released (a later settle is refused, its
-   * release says "voided"); one being settled finds nothing pending and is never charged. Never
-   * rejects: a store that cannot write is swept again next time. Returns how many were voided.
-   */
-  async expireHolds(): Promise<number> {
-    const cutoff = Math.floor(this.now() / 1000) - this.holdExpirySeconds;
-    let ids: string[];
-    try {
-      ids = await this.store.expireHolds(cutoff);
-    } catch (e) {
-      if (e instanceof StoreUnavailable) this.markUnavailable(e);
-      else this.log.error("hold expiry failed; retrying at the next sweep", { error: String((e as Error)?.message ?? e).slice(0, 300) });
-      return 0;
-    }
-    for (const id of ids) {
-      const hold = this.live.get(id);
-      this.log.warn("a hold pending past its expiry was voided", { request_id: id, expiry_seconds: this.holdExpirySeconds });
-      if (hold && hold.status === "open") this.closeVoided(hold);
-    }
-    return ids.length;
+  /** Voids the holds pending past their expiry (hold-expiry.ts); never rejects. */
+  expireHolds(): Promise<number> {
+    return this.expiry.sweep({
+      closeExpired: (hold) => this.closeVoided(hold),
+      failed: (e) => {
+        if (e instanceof StoreUnavailable) this.markUnavailable(e);
+        else this.log.error("hold expiry failed; retrying at the next sweep", { error: String((e as Error)?.message ?? e).slice(0, 300) });
+      },
+    });
   }
 
-  /** Sweeps expired holds every `intervalMs` (never keeps the process alive). */
+  /** Sweeps expired holds every `intervalMs` until close(). */
   startExpirySweep(intervalMs: number): void {
-    if (this.expiryTimer || this.closed) return;
-    this.expiryTimer = setInterval(() => void this.expireHolds(), intervalMs);
-    this.expiryTimer.unref?.();
+    if (!this.closed) this.expiry.start(intervalMs, () => this.expireHolds());
   }
 
   private queueVoid(requestId: string, hold: Hold | null): void {
@@ -425,8 +401,7 @@ export class Ledger implements HoldLedger {
   /** Stops retrying (shutdown, or a simulated crash); the store is closed by its owner. */
   close(): void {
     this.closed = true;
-    if (this.expiryTimer) clearInterval(this.expiryTimer);
-    this.expiryTimer = null;
+    this.expiry.stop();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
   }
