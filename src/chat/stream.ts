@@ -162,6 +162,7 @@ export class ChatStream {
         }
         if (!failure && parser.error) failure = new StreamFailure(`upstream sent ${parser.error.message}`);
         if (!failure && !read.done && Date.now() - lastData >= idleMs) failure = new StreamFailure(`upstream sent no data event for ${idleMs} ms`);
+        if (failure && (parser.error || !read.done)) this.s.log.warn("upstream stream failed", { request_id: this.call.requestId, reason: failure.message });
         if (batch.length > 0) yield { chunks: batch, chars: batchChars };
         // A long output is counted as it goes; its count sets the pace (see token-tally.ts).
         const counting = this.delivered.caughtUp();
