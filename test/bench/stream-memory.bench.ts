@@ -3,7 +3,8 @@
  * long words (no spaces: the hardest text to count in parts) with a large max_tokens, to clients
  * that read everything, and to clients that stop reading. Prints RSS before, at peak and settled.
  *   npx bun test/bench/stream-memory.bench.ts [clients=40] [word chars=1000 | "words"]
- * (STREAM_KB=<n>: the upstream's streams end after n KiB; default 64 MiB, so the cap ends them.)
+ * (STREAM_KB=<n>: the upstream's streams end after n KiB, default 64 MiB, so the cap ends them;
+ * N=128 asks for 128 choices, so the cap lies far beyond: e.g. N=128 STREAM_KB=2048 for whole 2 MB streams.)
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
@@ -21,14 +22,14 @@ const upstream = startPullUpstream(Number(process.env.STREAM_KB ?? 65536) * 1024
 const dataDir = mkdtempSync(join(tmpdir(), "switchyard-stream-memory-"));
 const server = await spawnServer({
   SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_ADMIN_TOKEN: ADMIN, SWITCHYARD_UPSTREAM_URL: upstream.url,
-  SWITCHYARD_MODELS_DIR: join(dataDir, "models"), SWITCHYARD_CONCURRENCY_LIMIT: "1000", 
+  SWITCHYARD_MODELS_DIR: join(dataDir, "models"), SWITCHYARD_CONCURRENCY_LIMIT: "1000",  
 }, 60_000);
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.proc.pid}/status`, "utf8"))![1]) / 1024;
 const admin = async (method: string, path: string, body?: unknown) =>
   (await (await fetch(server.base + path, { method, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) })).json()) as any;
 const acct = await admin("POST", "/admin/accounts", { name: "m", credits: 100000 });
 const key = (await admin("POST", `/admin/accounts/${acct.id}/keys`, {})).key as string;
-const body = JSON.stringify({ model: "glm-4.6", stream: true, max_tokens: 32_768, messages: [{ role: "user", content: "Write." }] });
+const body = JSON.stringify({ model: "glm-4.6", stream: true, max_tokens: 32_768, n: Number(process.env.N ?? 1), messages: [{ role: "user", content: "Write." }] });
 
 async function reading(): Promise<number> {
   const res = await fetch(server.base + "/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body });
