@@ -22,7 +22,7 @@ const upstream = startPullUpstream(Number(process.env.STREAM_KB ?? 65536) * 1024
 const dataDir = mkdtempSync(join(tmpdir(), "switchyard-stream-memory-"));
 const server = await spawnServer({
   SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_ADMIN_TOKEN: ADMIN, SWITCHYARD_UPSTREAM_URL: upstream.url,
-  SWITCHYARD_MODELS_DIR: join(dataDir, "models"), SWITCHYARD_CONCURRENCY_LIMIT: "1000",  
+  SWITCHYARD_MODELS_DIR: join(dataDir, "models"), SWITCHYARD_CONCURRENCY_LIMIT: "1000",
 }, 60_000);
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.proc.pid}/status`, "utf8"))![1]) / 1024;
 const admin = async (method: string, path: string, body?: unknown) =>
