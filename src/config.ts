@@ -102,6 +102,13 @@ export interface Config {
   responsesQuotaBytes: number;
   /** On SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut (ms). */
   shutdownGraceMs: number;
+  /** Upstream SSE: the longest line, and the most an event may gather, in characters. */
+  sseMaxLineChars: number;
+  sseMaxEventChars: number;
+  /** The longest a streamed request may run; it then ends as `length`, billed as delivered. */
+  streamMaxSeconds: number;
+  /** A hold still pending this long after it was taken is voided by the store (≥ streamMaxSeconds + 60). */
+  holdExpirySeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -239,6 +246,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (metricsToken !== null && metricsToken.length < 16) {
     throw new ConfigError("SWITCHYARD_METRICS_TOKEN", "must be at least 16 characters long");
   }
+  const streamMaxSeconds = int(env, "SWITCHYARD_STREAM_MAX_SECONDS", 900, 1, 86_400);
+  const holdExpirySeconds = int(env, "SWITCHYARD_HOLD_EXPIRY_SECONDS", streamMaxSeconds + 300, 61, 7 * 86_400);
+  if (holdExpirySeconds < streamMaxSeconds + 60) {
+    throw new ConfigError("SWITCHYARD_HOLD_EXPIRY_SECONDS", `must be at least SWITCHYARD_STREAM_MAX_SECONDS + 60 (${streamMaxSeconds + 60}), got ${holdExpirySeconds}`);
+  }
   return {
     port: int(env, "PORT", 8080, 0, 65535),
     host: str(env, "HOST") ?? "0.0.0.0",
@@ -292,5 +304,9 @@ export function loadConfig(env: Env = process.env): Config {
     responsesRetentionSeconds: int(env, "SWITCHYARD_RESPONSES_RETENTION_DAYS", 30, 1, 3650) * 86_400,
     responsesQuotaBytes: int(env, "SWITCHYARD_RESPONSES_QUOTA_BYTES", 100 * 1024 * 1024, 1024, 2 ** 50),
     shutdownGraceMs: int(env, "SWITCHYARD_SHUTDOWN_GRACE_SECONDS", 30, 0, 3600) * 1000,
+    sseMaxLineChars: int(env, "SWITCHYARD_SSE_MAX_LINE_CHARS", 1024 * 1024, 1024, 256 * 1024 * 1024),
+    sseMaxEventChars: int(env, "SWITCHYARD_SSE_MAX_EVENT_CHARS", 1024 * 1024, 1024, 256 * 1024 * 1024),
+    streamMaxSeconds,
+    holdExpirySeconds,
   };
 }

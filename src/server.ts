@@ -91,6 +91,8 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
     throw new ConfigError("SWITCHYARD_DATA_DIR", `cannot write the database in ${config.dataDir} (disk full, read-only or locked by another process)`);
   }
   if (released > 0) services.log.warn("released holds of requests that never finished", { holds: released });
+  // No hold outlives SWITCHYARD_HOLD_EXPIRY_SECONDS, whatever its request is doing.
+  services.ledger.startExpirySweep(Math.min(60, Math.max(1, Math.floor(config.holdExpirySeconds / 4))) * 1000);
   const { app } = createApp(services);
   try {
     listen(app, config);

@@ -237,7 +237,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     store,
     accounts: new Accounts(store.accounts),
     keys: new ApiKeys(store.keys),
-    ledger: new Ledger(store.ledger, log),
+    ledger: new Ledger(store.ledger, log, { holdExpirySeconds: config.holdExpirySeconds }),
     responses: new ResponseStore(store.responses, { retentionSeconds: config.responsesRetentionSeconds, now: clock }),
     catalog,
     aliases,

@@ -25,9 +25,13 @@ const STALL_MODEL = "qwen3-next-80b-a3b";
 const STALL_IDLE_MS = 1_500;
 /** Served by an upstream of 1 MB streams (the warm-up). */
 const WARM_MODEL = "kimi-k2-instruct";
+/** Served by the upstream of long-word streams. */
+const LONG_WORD_MODEL = "minimax-m2";
 
 let big: PullUpstream;
 let small: PullUpstream;
+/** 2 MB streams of one long word (no spaces: the hardest text to count in parts). */
+let longWords: PullUpstream;
 let endless: PullUpstream;
 let dataDir: string;
 let server: ServerProcess;
@@ -36,6 +40,7 @@ beforeAll(async () => {
   big = startPullUpstream(14 * MB);
   small = startPullUpstream(1 * MB);
   endless = startPullUpstream(1024 * MB);
+  longWords = startPullUpstream(2 * MB, "supercalifragilistic".repeat(50));
   dataDir = mkdtempSync(join(tmpdir(), "switchyard-backpressure-"));
   server = await spawnServer({
     SWITCHYARD_DATA_DIR: dataDir,
@@ -44,8 +49,8 @@ beforeAll(async () => {
     SWITCHYARD_MODELS_DIR: join(dataDir, "models"),
     SWITCHYARD_CONCURRENCY_LIMIT: "100",
     SWITCHYARD_ROUTES: JSON.stringify({
-      upstreams: { endless: { base_url: endless.url, timeouts: { idle_ms: STALL_IDLE_MS } }, small: { base_url: small.url } },
-      models: { [STALL_MODEL]: [{ upstream: "endless" }], [WARM_MODEL]: [{ upstream: "small" }] },
+      upstreams: { endless: { base_url: endless.url, timeouts: { idle_ms: STALL_IDLE_MS } }, small: { base_url: small.url }, long: { base_url: longWords.url } },
+      models: { [STALL_MODEL]: [{ upstream: "endless" }], [WARM_MODEL]: [{ upstream: "small" }], [LONG_WORD_MODEL]: [{ upstream: "long" }] },
     }),
   }, 60_000);
 }, 90_000);
@@ -56,6 +61,7 @@ afterAll(async () => {
   big?.stop();
   small?.stop();
   endless?.stop();
+  longWords?.stop();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -263,4 +269,44 @@ test("40 clients that stop reading 14 MB streams raise the server's RSS by less 
 
   for (const c of clients) c.socket.destroy();
   await Promise.all(clients.map((c) => c.closed));
+}, 180_000);
+
+/**
+ * 40 clients that read whole 2 MB streams of long words, with max_tokens 32768 × n 128 so that
+ * the output cap never ends them (every stream must arrive whole): what the server keeps once
+ * they ended is bounded (no stream's text, tally or count stays behind). The peak is printed.
+ */
+test("40 clients reading 2 MB streams of long words, not ended by the cap, leave the server's RSS within 60 MB", async () => {
+  const acct = await account();
+  const body = JSON.stringify({ model: LONG_WORD_MODEL, stream: true, max_tokens: 32_768, n: 128, messages: [{ role: "user", content: "Write forever." }] });
+  const read = async () => {
+    const res = await fetch(server.base + "/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${acct.key}`, "content-type": "application/json" }, body });
+    return res.text();
+  };
+  await read();
+  const before = (await settledRss(2_000)).settled;
+  let peak = before;
+  let reading = true;
+  const sampler = (async () => {
+    while (reading) {
+      peak = Math.max(peak, rssMb());
+      await Bun.sleep(50);
+    }
+  })();
+  const texts = await Promise.all(Array.from({ length: 40 }, read));
+  reading = false;
+  await sampler;
+  const { settled: after } = await settledRss(5_000);
+  // Every stream arrived whole: not cut by the cap ("length"), ended by the upstream ("stop").
+  for (const t of texts) {
+    expect(t.endsWith("data: [DONE]\n\n")).toBe(true);
+    expect(t).toContain('"finish_reason":"stop"');
+    expect(t).not.toContain('"finish_reason":"length"');
+    expect(t.length).toBeGreaterThan(2 * MB);
+  }
+  console.log(
+    `backpressure: 40 reading clients of 2 MB long-word streams: server RSS ${before.toFixed(0)} → peak ${peak.toFixed(0)} MB ` +
+      `(+${((peak - before) / 40).toFixed(2)} MB per stream at peak), settled ${after.toFixed(0)} MB (+${(after - before).toFixed(0)} MB)`,
+  );
+  expect(after - before).toBeLessThan(60);
 }, 180_000);

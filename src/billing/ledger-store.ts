@@ -29,6 +29,8 @@ export interface HoldRequest {
    * in its current period (same write as the account's), and its charge counts against the key.
    */
   key?: { id: string; periods: PeriodStarts };
+  /** When the hold was taken (Unix seconds), by the ledger's clock; the hold expires by it. */
+  createdAt?: number;
 }
 
 export type ReserveResult =
@@ -172,6 +174,14 @@ export interface LedgerStore {
    * (SQLite: every pending hold, since one process owns the data directory). Returns how many.
    */
   releaseAbandoned(): Promise<number>;
+
+  /**
+   * Voids every pending hold created before `createdBefore` (Unix seconds): the store's own
+   * bound on how long a hold can stay pending, whatever happened to its request. Voiding never
+   * charges, so the invariants stand (reserved = Σ pending holds; a later post of such a hold is
+   * refused as one with no pending hold). Returns the request ids voided.
+   */
+  expireHolds(createdBefore: number): Promise<string[]>;
 
   /** Pending holds in the store (for the holds-open gauge and tests). */
   pendingHolds(): Promise<number>;

@@ -413,3 +413,63 @@ describe("group commit", () => {
     expect(entrySum(a)).toBe(1_000_000 - 700);
   });
 });
+
+describe("hold expiry", () => {
+  /** A ledger on the same store whose clock the test moves. */
+  function clocked(expirySeconds: number) {
+    const clock = { ms: 1_000_000_000_000 };
+    const l = new Ledger(store, log, { holdExpirySeconds: expirySeconds, now: () => clock.ms });
+    return { l, clock };
+  }
+  const reserveOn = (l: Ledger, accountId: string, budget: Consumption) =>
+    l.reserve({ requestId: `req_${++seq}`, accountId, endpoint: "/v1/chat/completions", model: "m", budget, price });
+
+  test("a hold pending past its expiry is voided by the sweep: reserved returns, nothing is charged, release says voided", async () => {
+    const { l, clock } = clocked(60);
+    const a = await account(1_000);
+    const old = await reserveOn(l, a, { outputTokens: 100 });
+    clock.ms += 30_000;
+    const young = await reserveOn(l, a, { outputTokens: 50 });
+    expect(db.query("SELECT reserved FROM accounts WHERE id = ?").get(a)).toEqual({ reserved: 300 });
+    // Not yet: 60 s have not passed for either.
+    clock.ms += 30_000;
+    expect(await l.expireHolds()).toBe(0);
+    clock.ms += 1_000;
+    expect(await l.expireHolds()).toBe(1);
+    expect(db.query("SELECT reserved, balance FROM accounts WHERE id = ?").get(a)).toEqual({ reserved: 100, balance: 1_000 });
+    expect(db.query("SELECT state FROM holds WHERE request_id = ?").get(old.requestId)).toEqual({ state: "voided" });
+    expect(log.lines.some((x) => x.msg === "a hold pending past its expiry was voided" && x.request_id === old.requestId)).toBe(true);
+    // The stuck request wakes up: it cannot be charged, and it is told its hold was voided.
+    await expect(old.settle({ outputTokens: 10, serviceTier: "default" })).rejects.toBeInstanceOf(DomainError);
+    expect(await old.release()).toBe(true);
+    // The young one settles as usual, and is not swept once closed.
+    expect((await young.settle({ outputTokens: 20, serviceTier: "default" })).charged).toBe(40);
+    clock.ms += 3_600_000;
+    expect(await l.expireHolds()).toBe(0);
+    expect(db.query("SELECT reserved, balance FROM accounts WHERE id = ?").get(a)).toEqual({ reserved: 0, balance: 960 });
+    expect(db.query("SELECT COUNT(*) AS n FROM ledger_entries WHERE kind = 'charge'").get()).toEqual({ n: 1 });
+    expect(l.pendingHolds()).toBe(0);
+    l.close();
+  });
+
+  test("a settle racing the sweep: charged exactly once, or voided and never charged", async () => {
+    const { l, clock } = clocked(10);
+    const a = await account(10_000);
+    const holds: Hold[] = [];
+    for (let i = 0; i < 6; i++) holds.push(await reserveOn(l, a, { outputTokens: 100 }));
+    clock.ms += 11_000;
+    const settles = holds.map((h) => h.settle({ outputTokens: 100, serviceTier: "default" }).then((s) => s.charged, () => null));
+    const swept = l.expireHolds();
+    const results = await Promise.all(settles);
+    await swept;
+    for (const h of holds) await h.release();
+    const charged = results.filter((r) => r !== null);
+    const entries = db.query("SELECT COUNT(*) AS n, COALESCE(SUM(-amount), 0) AS s FROM ledger_entries WHERE kind = 'charge'").get() as { n: number; s: number };
+    expect(entries.n).toBe(charged.length);
+    expect(entries.s).toBe(charged.reduce((x, y) => x! + y!, 0));
+    expect(db.query("SELECT reserved FROM accounts WHERE id = ?").get(a)).toEqual({ reserved: 0 });
+    expect(await store.pendingHolds()).toBe(0);
+    expect(l.pendingHolds()).toBe(0);
+    l.close();
+  });
+});

@@ -15,7 +15,8 @@
  *   5. One charge per request id; a repeated settle returns the first charge.
  *   6. Every hold is posted or voided exactly once; none stays pending after its request ends
  *      (release() in the request's finally), after a restart (releaseAbandoned), or once the store
- *      writes again after a failure (voids that could not be written are retried until they are).
+ *      writes again after a failure (voids that could not be written are retried until they are),
+ *      nor once it is older than the hold expiry, whatever its request does (hold-expiry.ts).
  *   7. A failed request (error status, stream error, failed settle) is never charged.
  *   8. Holds are committed before any upstream is called, charges are durable before the response
  *      completes; a charge whose fsync failed is never acknowledged, and the store refuses every
@@ -35,6 +36,7 @@ import { nextReset, periodStarts } from "./key-periods";
 import type { Log } from "../log";
 import { formatUsd, MAX_BALANCE } from "./money";
 import { StoreUnavailable, type ChargeRecord, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult } from "./ledger-store";
+import { DEFAULT_HOLD_EXPIRY_SECONDS, HoldExpiry } from "./hold-expiry";
 import { Hold, type HoldLedger, type HoldSpec, type Quote, type SettleRequest, type Settlement, type VoidOutcome } from "./hold";
 
 export { MAX_BALANCE };
@@ -48,7 +50,9 @@ const RETRY_MAX_MS = 2_000;
 export interface LedgerOptions {
   /** After a store failure, new holds are refused without a write for this long (ms). */
   probeIntervalMs?: number;
-  /** The clock key limit periods are read from (ms; tests move it instead of waiting). */
+  /** A hold pending longer than this (seconds) is voided by expireHolds() (see hold-expiry.ts). */
+  holdExpirySeconds?: number;
+  /** The clock holds are dated and expired by, and key limit periods read from (ms); tests and the randomized checker move it. */
   now?: () => number;
 }
 
@@ -82,10 +86,12 @@ export class Ledger implements HoldLedger {
 
   private readonly probeIntervalMs: number;
   private readonly now: () => number;
+  private readonly expiry: HoldExpiry;
 
   constructor(private readonly store: LedgerStore, private readonly log: Log, options: LedgerOptions = {}) {
     this.probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS;
     this.now = options.now ?? Date.now;
+    this.expiry = new HoldExpiry(store, log, options.holdExpirySeconds ?? DEFAULT_HOLD_EXPIRY_SECONDS, this.now);
     store.onFailure?.((e) => this.markUnavailable(e));
   }
 
@@ -104,7 +110,9 @@ export class Ledger implements HoldLedger {
     let outcome;
     try {
       const key = spec.key ? { id: spec.key.id, periods: periodStarts(now) } : undefined;
-      outcome = await this.store.reserve({ requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, key });
+      outcome = await this.store.reserve({
+        requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, key, createdAt: this.expiry.dateNow(),
+      });
     } catch (e) {
       if (e instanceof StoreUnavailable) {
         this.markUnavailable(e);
@@ -121,7 +129,9 @@ export class Ledger implements HoldLedger {
     }
     if (!outcome.ok) throw insufficientCredits(formatUsd(amount), formatUsd(outcome.available));
     this.open++;
-    return new Hold(this, spec, amount);
+    const hold = new Hold(this, spec, amount);
+    this.expiry.track(hold);
+    return hold;
   }
 
   /** HoldLedger: writes a hold's charge (Hold.settle calls this once per attempt). */
@@ -139,6 +149,7 @@ export class Ledger implements HoldLedger {
     }
     this.markHealthy(epoch);
     this.open--;
+    this.expiry.forget(hold.requestId);
     if (quote.clamped) this.noteClamp(hold, quote);
     // Listeners hear only of charges that are durable, once each (not of idempotent repeats).
     if (r.fresh) this.notifySettled(hold, quote, request, r.charged);
@@ -197,6 +208,7 @@ export class Ledger implements HoldLedger {
       return null;
     }
     this.open--;
+    this.expiry.forget(hold.requestId);
     this.log.warn("a charge whose answer was lost had been written: the request is charged", { request_id: hold.requestId, charged_usd: formatUsd(r.charged) });
     if (quote.clamped) this.noteClamp(hold, quote);
     this.notifySettled(hold, quote, request, r.charged);
@@ -207,6 +219,23 @@ export class Ledger implements HoldLedger {
     if (!hold || hold.status === "released") return;
     hold.markReleased();
     this.open--;
+    this.expiry.forget(hold.requestId);
+  }
+
+  /** Voids the holds pending past their expiry (hold-expiry.ts); never rejects. */
+  expireHolds(): Promise<number> {
+    return this.expiry.sweep({
+      closeExpired: (hold) => this.closeVoided(hold),
+      failed: (e) => {
+        if (e instanceof StoreUnavailable) this.markUnavailable(e);
+        else this.log.error("hold expiry failed; retrying at the next sweep", { error: String((e as Error)?.message ?? e).slice(0, 300) });
+      },
+    });
+  }
+
+  /** Sweeps expired holds every `intervalMs` until close(). */
+  startExpirySweep(intervalMs: number): void {
+    if (!this.closed) this.expiry.start(intervalMs, () => this.expireHolds());
   }
 
   private queueVoid(requestId: string, hold: Hold | null): void {
@@ -387,6 +416,7 @@ export class Ledger implements HoldLedger {
   /** Stops retrying (shutdown, or a simulated crash); the store is closed by its owner. */
   close(): void {
     this.closed = true;
+    this.expiry.stop();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
   }

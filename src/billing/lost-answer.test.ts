@@ -49,6 +49,7 @@ function losing(inner: LedgerStore) {
     adjust: (a, n, r) => inner.adjust(a, n, r),
     createAccount: (a, c, r) => inner.createAccount(a, c, r),
     releaseAbandoned: () => inner.releaseAbandoned(),
+    expireHolds: (before) => inner.expireHolds(before),
     pendingHolds: () => inner.pendingHolds(),
     entries: (a, n) => inner.entries(a, n),
   };

@@ -3,13 +3,17 @@
  * request's Hold; the relay (http/chat-relay.ts) decides, once the iteration is over, what to bill:
  *   completed          → the upstream's usage (or our count when it sent none), clamped to the hold;
  *   at the output cap  → the upstream is stopped, the stream ends as `length`, billed as delivered;
- *   upstream failed    → nothing (the relay's finally releases the hold);
+ *   at its deadline    → the same (SWITCHYARD_STREAM_MAX_SECONDS: no stream runs longer);
+ *   upstream failed    → nothing (the relay's finally releases the hold); this includes an SSE
+ *                        line or event over its bound, and an upstream that sends only comments
+ *                        (no data event) for the route's idle timeout;
  *   client went away   → input plus the output delivered so far, or nothing if none was.
  */
 import type { Services } from "../services";
 import type { Consumption } from "../billing/ledger-store";
 import type { Hold } from "../billing/hold";
 import { SseParser } from "../protocols/sse";
+import { StreamDeadline } from "./stream-deadline";
 import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
@@ -42,6 +46,8 @@ export class ChatStream {
   private readonly meter: OutputMeter;
   /** The first chunk with content was relayed (time to first token recorded). */
   private firstRelayed = false;
+  /** Ends the stream as `length` once it ran for SWITCHYARD_STREAM_MAX_SECONDS. */
+  private readonly deadline: StreamDeadline;
 
   constructor(
     private readonly s: Services,
@@ -54,6 +60,8 @@ export class ChatStream {
   ) {
     this.meter = new OutputMeter(relayCap(budget.maxOutput), s.tokens);
     this.delivered = new TokenTally(s.tokens);
+    // The clock runs from the moment the upstream accepted the stream; reaching it stops the upstream.
+    this.deadline = new StreamDeadline(s.config.streamMaxSeconds * 1000, () => upstream.abort());
   }
 
   /** The route's idle timeout: how long a relay waits for a client that stopped reading. */
@@ -69,7 +77,10 @@ export class ChatStream {
    */
   async *batches(): AsyncGenerator<RelayBatch> {
     const reader = this.response.body;
-    const parser = new SseParser();
+    const parser = new SseParser({ maxLineChars: this.s.config.sseMaxLineChars, maxEventChars: this.s.config.sseMaxEventChars });
+    // Only data events keep a stream alive: comments and partial lines do not (README "Limits, usage and metrics").
+    const idleMs = this.response.idleTimeoutMs;
+    let lastData = Date.now();
     const rewrite = { id: completionId(this.call.requestId), model: this.call.resolved.requestedId, serviceTier: this.call.resolved.tier };
     let sawDone = false;
     let sawFinish = false;
@@ -80,11 +91,20 @@ export class ChatStream {
       for (;;) {
         let read: { done: boolean; value?: Uint8Array };
         try {
-          read = await timeEngine(this.call.requestId, reader.read());
+          read = this.deadline.reached ? { done: true } : await timeEngine(this.call.requestId, reader.read());
         } catch {
-          throw new StreamFailure("upstream connection broke");
+          if (!this.deadline.reached) throw new StreamFailure("upstream connection broke");
+          read = { done: true };
+        }
+        if (this.deadline.reached) {
+          // What was read is dropped with the upstream: the stream ends as `length` at once.
+          this.s.log.warn("stream reached its maximum duration; ended as length", { request_id: this.call.requestId, max_seconds: this.s.config.streamMaxSeconds });
+          this.capped = true;
+          yield { chunks: [this.lengthChunk(unfinished, created, rewrite)], chars: 0 };
+          return;
         }
         const events = read.done ? parser.end() : parser.push(read.value!);
+        if (events.length > 0) lastData = Date.now();
         const batch: ChatObject[] = [];
         let batchChars = 0;
         // A failure ends the stream only after the chunks that came before it in this read.
@@ -139,12 +159,14 @@ export class ChatStream {
         if (this.capped) {
           // Nothing more is read: the upstream is stopped and every open choice ends as `length`.
           this.upstream.abort();
-          const ending = [...(unfinished.size > 0 ? unfinished : [0])].map((index) => ({ index, delta: {}, finish_reason: "length" }));
-          batch.push(rewriteChatObject({ id: "", object: "chat.completion.chunk", created, model: "", choices: ending }, rewrite));
+          batch.push(this.lengthChunk(unfinished, created, rewrite));
           if (!this.firstRelayed && batchChars > 0) this.recordFirstToken();
           yield { chunks: batch, chars: batchChars };
           return;
         }
+        if (!failure && parser.error) failure = new StreamFailure(`upstream sent ${parser.error.message}`);
+        if (!failure && !read.done && Date.now() - lastData >= idleMs) failure = new StreamFailure(`upstream sent no data event for ${idleMs} ms`);
+        if (failure && (parser.error || !read.done)) this.s.log.warn("upstream stream failed", { request_id: this.call.requestId, reason: failure.message });
         if (batch.length > 0) {
           if (!this.firstRelayed && batchChars > 0) this.recordFirstToken();
           yield { chunks: batch, chars: batchChars };
@@ -157,7 +179,11 @@ export class ChatStream {
       }
       if (!sawDone && !sawFinish && !this.usage) throw new StreamFailure("upstream stream ended early");
     } catch (err) {
+      // Nothing more is read: the upstream is let go of at once (a broken bound leaves it sending).
+      this.upstream.abort();
       throw err instanceof StreamFailure ? err : new StreamFailure(String(err));
+    } finally {
+      this.deadline.clear();
     }
   }
 
@@ -167,8 +193,15 @@ export class ChatStream {
     if (seconds !== null) requestMetrics(this.s).timeToFirstToken.observe(seconds, { model: this.call.resolved.requestedId });
   }
 
+  /** The chunk that ends every open choice as `length` (the output cap, or the stream's deadline). */
+  private lengthChunk(unfinished: Set<number>, created: number, rewrite: Parameters<typeof rewriteChatObject>[1]): ChatObject {
+    const ending = [...(unfinished.size > 0 ? unfinished : [0])].map((index) => ({ index, delta: {}, finish_reason: "length" }));
+    return rewriteChatObject({ id: "", object: "chat.completion.chunk", created, model: "", choices: ending }, rewrite);
+  }
+
   /** The client went away: stop the upstream (the relay then bills what was delivered). */
   cancel(): void {
+    this.deadline.clear();
     this.upstream.abort();
   }
 

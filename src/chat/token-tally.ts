@@ -30,7 +30,13 @@ const HARD_CUT_CHARS = 256 * 1024;
 const CUT_SPACING = 1024;
 
 export class TokenTally {
-  private tail = "";
+  /**
+   * The uncounted tail, as the pieces it arrived in: a part to count is joined once when it is cut
+   * off, and the rest is never copied (a string grown by += and cut by slice was copied whole at
+   * every cut: several times the text, a large share of a relay's garbage).
+   */
+  private pieces: string[] = [];
+  private tailLength = 0;
   private chars = 0;
   /** Exact cut points in the tail (space before a letter), oldest first, CUT_SPACING apart. */
   private safe: number[] = [];
@@ -49,7 +55,7 @@ export class TokenTally {
 
   add(text: string): void {
     if (!text) return;
-    const base = this.tail.length;
+    const base = this.tailLength;
     if (this.spaceAt > 0 && isLetterAt(text, 0)) this.remember(this.spaceAt);
     this.spaceAt = -1;
     for (let j = text.indexOf(" "); j >= 0; j = text.indexOf(" ", j + 1)) {
@@ -57,7 +63,8 @@ export class TokenTally {
       else if (base + j > 0 && isLetterAt(text, j + 1)) this.remember(base + j);
     }
     this.chars += text.length;
-    this.tail += text;
+    this.pieces.push(text);
+    this.tailLength += text.length;
     this.countOlder();
   }
 
@@ -81,26 +88,51 @@ export class TokenTally {
    */
   async total(dropLast = 0): Promise<number> {
     while (this.inFlight) await this.inFlight;
-    const end = Math.max(0, this.tail.length - dropLast);
-    const rest = end > 0 ? await this.counter.text(this.tail.slice(0, end)) : 0;
+    const end = Math.max(0, this.tailLength - dropLast);
+    const rest = end > 0 ? await this.counter.text(this.pieces.join("").slice(0, end)) : 0;
     if (this.failure) throw this.failure;
     return this.done + rest;
   }
 
+  /** The UTF-16 unit at `at` in the tail. */
+  private charCodeAt(at: number): number {
+    for (const p of this.pieces) {
+      if (at < p.length) return p.charCodeAt(at);
+      at -= p.length;
+    }
+    return NaN;
+  }
+
+  /** Removes and returns the first `n` characters of the tail (joined once). */
+  private takeFirst(n: number): string {
+    let whole = 0;
+    let len = 0;
+    while (whole < this.pieces.length && len + this.pieces[whole]!.length <= n) len += this.pieces[whole++]!.length;
+    const taken = this.pieces.slice(0, whole);
+    const rest = this.pieces.slice(whole);
+    if (len < n) {
+      const split = rest[0]!;
+      taken.push(split.slice(0, n - len));
+      rest[0] = split.slice(n - len);
+    }
+    this.pieces = rest;
+    this.tailLength -= n;
+    return taken.join("");
+  }
+
   /** Counts the part of the tail older than KEEP_CHARS, once it is long, one part at a time. */
   private countOlder(): void {
-    if (this.inFlight || this.tail.length < KEEP_CHARS + FLUSH_CHARS) return;
-    const limit = this.tail.length - KEEP_CHARS;
+    if (this.inFlight || this.tailLength < KEEP_CHARS + FLUSH_CHARS) return;
+    const limit = this.tailLength - KEEP_CHARS;
     let cut = -1;
     for (const p of this.safe) if (p <= limit) cut = p;
     if (cut <= 0) {
-      if (this.tail.length < KEEP_CHARS + HARD_CUT_CHARS) return;
+      if (this.tailLength < KEEP_CHARS + HARD_CUT_CHARS) return;
       cut = limit;
-      const last = this.tail.charCodeAt(cut - 1);
+      const last = this.charCodeAt(cut - 1);
       if (last >= 0xd800 && last <= 0xdbff) cut--;
     }
-    const part = this.tail.slice(0, cut);
-    this.tail = this.tail.slice(cut);
+    const part = this.takeFirst(cut);
     this.safe = this.safe.filter((p) => p > cut).map((p) => p - cut);
     this.spaceAt = this.spaceAt >= cut ? this.spaceAt - cut : -1;
     this.inFlight = this.counter.text(part).then(

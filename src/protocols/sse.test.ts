@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { SseParser, sseData, sseEvent } from "./sse";
+import { SseLimitExceeded, SseParser, sseData, sseEvent } from "./sse";
 
 describe("SseParser", () => {
   test("events split across chunks, CRLF, comments and named events", () => {
@@ -40,5 +40,73 @@ describe("SseParser", () => {
   test("framing", () => {
     expect(sseData({ a: 1 })).toBe('data: {"a":1}\n\n');
     expect(sseEvent("ping", { type: "ping" })).toBe('event: ping\ndata: {"type":"ping"}\n\n');
+  });
+
+  describe("bounds and linear scanning", () => {
+    const piece = "x".repeat(16 * 1024);
+    test("a line that never ends is searched once: work grows with the input, not with its square", () => {
+      const p = new SseParser({ maxLineChars: 64 * 1024 * 1024, maxEventChars: 64 * 1024 * 1024 });
+      let sent = 0;
+      expect(p.push('data: {"a":"')).toEqual([]);
+      sent += 12;
+      for (let i = 0; i < 512; i++) {
+        expect(p.push(piece)).toEqual([]);
+        sent += piece.length;
+      }
+      // 8 MiB without a newline: every character after the matched "data: " searched exactly once.
+      expect(p.scanned).toBe(sent - 6);
+      expect(p.push('"}\n\n')).toEqual([{ event: null, data: '{"a":"' + piece.repeat(512) + '"}' }]);
+      expect(p.scanned).toBeLessThanOrEqual(sent + 4);
+    });
+    test("many small events split across reads: each character searched at most once", () => {
+      const p = new SseParser();
+      const text = 'data: {"a":1}\n\nevent: e\r\ndata: 2\r\n\r\n: ping\n\n'.repeat(2000);
+      let events = 0;
+      for (let i = 0; i < text.length; i += 7) events += p.push(text.slice(i, i + 7)).length;
+      expect(events).toBe(4000);
+      expect(p.scanned).toBeLessThanOrEqual(text.length);
+    });
+    test("a line over the bound stops the parser; the events before it are kept", () => {
+      const p = new SseParser({ maxLineChars: 1000 });
+      expect(p.push('data: {"ok":1}\n\ndata: {"a":"')).toEqual([{ event: null, data: '{"ok":1}' }]);
+      expect(p.error).toBeNull();
+      expect(p.push("y".repeat(990))).toEqual([]);
+      expect(p.error).toBeInstanceOf(SseLimitExceeded);
+      expect(p.error!.bound).toBe("line");
+      // Nothing more is taken or kept.
+      expect(p.push('"}\n\n')).toEqual([]);
+      expect(p.end()).toEqual([]);
+    });
+    test("a line over the bound that arrives whole in one read", () => {
+      const p = new SseParser({ maxLineChars: 100 });
+      expect(p.push(`data: ${"z".repeat(200)}\n\n`)).toEqual([]);
+      expect(p.error?.bound).toBe("line");
+    });
+    test("a line at the bound is accepted", () => {
+      const p = new SseParser({ maxLineChars: 100, maxEventChars: 1000 });
+      const data = "z".repeat(94);
+      expect(p.push(`data: ${data.slice(0, 50)}`)).toEqual([]);
+      expect(p.push(`${data.slice(50)}\r\n\r\n`)).toEqual([{ event: null, data }]);
+      expect(p.error).toBeNull();
+    });
+    test("data lines without the blank line that ends an event stop at the event bound", () => {
+      const p = new SseParser({ maxEventChars: 10_000 });
+      let events = 0;
+      for (let i = 0; i < 1000 && !p.error; i++) events += p.push("data: " + "d".repeat(100) + "\n").length;
+      expect(events).toBe(0);
+      expect(p.error?.bound).toBe("event");
+    });
+    test("an event at its bound is accepted", () => {
+      const p = new SseParser({ maxEventChars: 9 });
+      expect(p.push("data: abcd\ndata: efgh\n\n")).toEqual([{ event: null, data: "abcd\nefgh" }]);
+      const q = new SseParser({ maxEventChars: 9 });
+      expect(q.push("data: 0123456789\n\n")).toEqual([]);
+      expect(q.error?.bound).toBe("event");
+    });
+    test("comments repeated without end grow nothing", () => {
+      const p = new SseParser({ maxLineChars: 100, maxEventChars: 100 });
+      for (let i = 0; i < 10_000; i++) expect(p.push(": ping\n\n")).toEqual([]);
+      expect(p.error).toBeNull();
+    });
   });
 });

@@ -222,3 +222,22 @@ describe("start-up and instances", () => {
     expect(await f.a.ledger.pendingHolds()).toBe(before);
   });
 });
+
+describe("expireHolds", () => {
+  test("voids the pending holds dated before the cutoff, whichever instance owns them; the rest stay", async () => {
+    const b = await f.instance();
+    const acct = await f.account(1000);
+    const [old, other, young, posted] = [rid(), rid(), rid(), rid()];
+    await f.a.ledger.reserve({ ...hold(old, acct, 100), createdAt: 1_000 });
+    await b.ledger.reserve({ ...hold(other, acct, 200), createdAt: 1_500 });
+    await f.a.ledger.reserve({ ...hold(young, acct, 300), createdAt: 5_000 });
+    await f.a.ledger.reserve({ ...hold(posted, acct, 50), createdAt: 1_000 });
+    await f.a.ledger.post({ requestId: posted, amount: 40, serviceTier: "default" });
+    expect((await f.a.ledger.expireHolds(2_000)).sort()).toEqual([old, other].sort());
+    expect(await f.balances(acct)).toEqual({ balance: 960, reserved: 300 });
+    // Nothing left to expire below the cutoff; an expired hold can no longer be charged.
+    expect(await f.a.ledger.expireHolds(2_000)).toEqual([]);
+    await expect(f.a.ledger.post({ requestId: old, amount: 10, serviceTier: "default" })).rejects.toBeInstanceOf(InternalError);
+    expect(await f.balances(acct)).toEqual({ balance: 960, reserved: 300 });
+  });
+});

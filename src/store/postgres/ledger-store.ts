@@ -74,7 +74,7 @@ export class PostgresLedgerStore implements LedgerStore {
       if (h.key) return await this.reserveWithKey(h, h.key);
       const [row] = (await this.db.run((sql) => sql`
         SELECT ok, available FROM switchyard_reserve(
-          ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()})`, this.db.answerTimeoutMs)) as {
+          ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${h.createdAt ?? nowSeconds()})`, this.db.answerTimeoutMs)) as {
         ok: boolean;
         available: string | null;
       }[];
@@ -90,7 +90,7 @@ export class PostgresLedgerStore implements LedgerStore {
     const p = key.periods;
     const [row] = (await this.db.run((sql) => sql`
       SELECT ok, refused, available, key_limit FROM switchyard_reserve_key(
-        ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${nowSeconds()},
+        ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${h.createdAt ?? nowSeconds()},
         ${key.id}, ${p.day}, ${p.week}, ${p.month})`, this.db.answerTimeoutMs)) as {
       ok: boolean;
       refused: "credits" | "key_limit" | null;
@@ -235,6 +235,14 @@ export class PostgresLedgerStore implements LedgerStore {
       holds_voided: number;
     }[];
     return row?.holds_voided ?? 0;
+  }
+
+  /** Any instance may expire any hold: the void is the same batched, idempotent switchyard_void. */
+  async expireHolds(createdBefore: number): Promise<string[]> {
+    const rows = (await this.db.run((sql) => sql`
+      SELECT request_id FROM holds WHERE state = 'pending' AND created_at < ${createdBefore} LIMIT 1000`)) as { request_id: string }[];
+    const voided = await Promise.all(rows.map((r) => this.voids.submit(r.request_id)));
+    return rows.filter((_, i) => voided[i]).map((r) => r.request_id);
   }
 
   async pendingHolds(): Promise<number> {

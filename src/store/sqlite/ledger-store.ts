@@ -85,6 +85,9 @@ export class SqliteLedgerStore implements LedgerStore {
            input_tokens, output_tokens, characters, reason, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      expiredHolds: db.query<{ request_id: string; account_id: string; amount: number }, [number]>(
+        "SELECT request_id, account_id, amount FROM holds WHERE state = 'pending' AND created_at < ? LIMIT 1000",
+      ),
       pendingCount: db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'"),
       entries: db.query<LedgerEntryRow, [string, number]>("SELECT * FROM ledger_entries WHERE account_id = ? ORDER BY id DESC LIMIT ?"),
     };
@@ -106,11 +109,11 @@ export class SqliteLedgerStore implements LedgerStore {
           if (!key) throw new Error(`reserve of ${h.requestId}: no key ${id} for account ${h.accountId}`);
           return { ok: false, available: Math.max(0, key.left), keyLimit: key.spend_limit ?? 0 };
         }
-        this.q.insertKeyHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, nowSeconds(), id);
+        this.q.insertKeyHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, h.createdAt ?? nowSeconds(), id);
         return { ok: true };
       }
       // A repeated request id fails here, and the grant above is rolled back with it (see group-commit.ts).
-      this.q.insertHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, nowSeconds());
+      this.q.insertHold.run(h.requestId, h.accountId, h.amount, h.endpoint, h.model, h.createdAt ?? nowSeconds());
       return { ok: true };
     }, "commit");
   }
@@ -194,6 +197,18 @@ export class SqliteLedgerStore implements LedgerStore {
       );
       return n;
     });
+  }
+
+  expireHolds(createdBefore: number): Promise<string[]> {
+    return this.commits.submit(() => {
+      const expired = this.q.expiredHolds.all(createdBefore);
+      const at = nowSeconds();
+      for (const h of expired) {
+        this.q.closeHold.run("voided", at, h.request_id);
+        this.q.unreserve.run(h.amount, h.account_id);
+      }
+      return expired.map((h) => h.request_id);
+    }, "commit");
   }
 
   async pendingHolds(): Promise<number> {

@@ -6,7 +6,9 @@
  * holds the write lock from another connection, credits and debits accounts, and crashes and
  * restarts the process. A failed fsync is final (the server stops): the process is restarted
  * then, and a request whose settle failed with it has an unknown outcome (its charge was
- * committed and may be on disk, and it was never told "not billed"). After every step it compares the store's committed state with a small
+ * committed and may be on disk, and it was never told "not billed"). On a simulated clock it
+ * runs streams that end at their deadline (billed as delivered), requests stuck past their hold's
+ * expiry, and the ledger's expiry sweep. After every step it compares the store's committed state with a small
  * reference model; at quiet points (faults cleared, every request ended) it checks the outcomes
  * request by request.
  *
@@ -19,7 +21,10 @@
  *   its period_spent = Σ the charges of its holds of its current period;
  *   every new entry's balance_after = the previous balance ± its amount, and the newest = balance;
  *   every charge ≤ its hold, on a posted hold, once per request; no charge for a failed request;
- *   a settle that resolved is in the store with exactly the charge the model expects.
+ *   a settle that resolved is in the store with exactly the charge the model expects;
+ *   after a sweep the store wrote, no hold older than the expiry is pending; a stream ended at its
+ *   deadline is charged as delivered (its hold never expires first: expiry ≥ deadline + margin);
+ *   a request whose hold expired is refused its charge and never charged.
  * Checked at quiet points and after each restart:
  *   no hold pending; the ledger counts no open hold and no queued void; every request's outcome
  *   (charged exactly as reported / not charged) matches the model.
@@ -43,6 +48,10 @@ export function rng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** The simulated bounds (seconds): SWITCHYARD_STREAM_MAX_SECONDS and SWITCHYARD_HOLD_EXPIRY_SECONDS. */
+const STREAM_MAX_S = 900;
+const HOLD_EXPIRY_S = 1200;
 
 /** 1 unit per input token, 3 per output token. */
 const price = (u: Consumption) => (u.inputTokens ?? 0) + 3 * (u.outputTokens ?? 0);
@@ -72,6 +81,8 @@ interface RequestModel {
   charged: number | null;
   hold: number | null;
   done: boolean;
+  /** When its hold was dated (simulated Unix seconds, as the reserve was sent). */
+  datedAt: number;
 }
 
 export interface CheckerOptions {
@@ -96,6 +107,11 @@ export interface CheckerReport {
   clockMoves: number;
   crashes: number;
   faults: number;
+  /** Streams ended at their deadline (charged as delivered). */
+  deadlines: number;
+  /** Holds the expiry sweep voided, and requests that then found their hold expired. */
+  expired: number;
+  expiredRefused: number;
 }
 
 class CheckFailed extends Error {}
@@ -106,15 +122,18 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)]!;
   const log = new Log("silent");
 
-  /** The ledger's clock (ms), moved forward by the checker so key limit periods roll over. */
+  // The simulated clock (ms): each step moves it on a few seconds; holds are dated and expired by
+  // it, and key limit periods read from it (now and then it jumps hours, so periods roll over).
   let clock = Date.UTC(2026, 0, 1) + int(0, 400) * 3_600_000;
+  const nowS = () => Math.floor(clock / 1000);
   // Refusals after a failure last 2 ms here, not 500: the checker runs thousands of steps a second.
-  const ledgerOptions = { probeIntervalMs: 2, now: () => clock };
+  const ledgerOptions = { probeIntervalMs: 2, holdExpirySeconds: HOLD_EXPIRY_S, now: () => clock };
+
   let store = await backend.open();
   let ledger = new Ledger(store, log, ledgerOptions);
   let gen = 0;
   let step = 0;
-  const report = { requests: 0, charged: 0, notCharged: 0, refusedCredits: 0, refusedKeyLimit: 0, refusedUnavailable: 0, clockMoves: 0, crashes: 0, faults: 0 };
+  const report = { requests: 0, charged: 0, notCharged: 0, refusedCredits: 0, refusedKeyLimit: 0, refusedUnavailable: 0, clockMoves: 0, crashes: 0, faults: 0, deadlines: 0, expired: 0, expiredRefused: 0 };
   /** The first failure, also when a request task found it (it surfaces at the next step). */
   let failure: CheckFailed | null = null;
   const fail = (what: string): never => {
@@ -169,10 +188,12 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     const account = pick(accounts);
     // Most requests come with a key (as over HTTP); some without, as the ledger allows.
     const key = random() < 0.85 ? pick(keysOf.get(account)!) : null;
-    const r: RequestModel = { id: `req_${opts.seed}_${report.requests++}`, account, key, gen: myGen, outcome: "pending", charged: null, hold: null, done: false };
+    const r: RequestModel = { id: `req_${opts.seed}_${report.requests++}`, account, key, gen: myGen, outcome: "pending", charged: null, hold: null, done: false, datedAt: nowS() };
     requests.set(r.id, r);
     const budget: Consumption = { inputTokens: int(1, 60), outputTokens: int(1, 120) };
     let hold: Hold;
+    // Its hold is dated at most this late (the ledger dates it as the reserve is sent).
+    const started = nowS();
     try {
       hold = await myLedger.reserve({
         requestId: r.id, accountId: r.account, endpoint: "/v1/chat/completions", model: "m", budget, price,
@@ -195,9 +216,23 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     r.hold = hold.amount;
     if (hold.amount !== price(budget)) fail(`hold of ${r.id} is ${hold.amount}, budget prices at ${price(budget)}`);
     for (let k = int(0, 3); k > 0; k--) await tick();
-    const kind = pick(["honest", "honest", "over", "partial", "failed", "gone"] as const);
+    let kind = pick(["honest", "honest", "over", "partial", "failed", "gone", "honest", "over", "partial", "failed", "gone", "stream", "stuck"] as const);
     let settled = false;
     try {
+      if (kind === "stream") {
+        // A long stream: it ends by itself now and then, else at its deadline, billed as delivered.
+        const natural = started + int(60, 2 * STREAM_MAX_S);
+        while (nowS() - started < STREAM_MAX_S && nowS() < natural && myGen === gen) await tick();
+        if (nowS() - started >= STREAM_MAX_S) {
+          kind = "partial";
+          report.deadlines++;
+        } else kind = "honest";
+      } else if (kind === "stuck") {
+        // A request stuck past its hold's expiry (a bug, a hung engine): the sweep must free its hold.
+        const until = started + HOLD_EXPIRY_S + int(0, 600);
+        while (nowS() < until && myGen === gen) await tick();
+        kind = "honest";
+      }
       if (kind === "failed" || kind === "gone") return;
       const usage: Consumption =
         kind === "honest" ? { inputTokens: int(0, budget.inputTokens!), outputTokens: int(0, budget.outputTokens!) }
@@ -214,10 +249,16 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
         settled = true;
         r.charged = expected;
       } else {
-        // The only excuse for not charging is a store that cannot write (or a process that died).
+        // The only excuse for not charging is a store that cannot write (or a process that died),
+        // or a hold the sweep expired: never a stream that ended at its deadline.
         const e = (results[0] as PromiseRejectedResult).reason;
-        if (myGen === gen && !(e instanceof DomainError && e.code === "service_unavailable")) {
-          fail(`settle of ${r.id} rejected with ${e instanceof DomainError ? `${e.code}: ${(e as { detail?: string }).detail ?? e.message}` : String(e)}`);
+        // A request older than the expiry (stuck, or whose settle waited out a long fault) may
+        // find its hold expired and be refused in any way; that it is then never charged is checked
+        // at every step. Never one younger than the expiry: no hold expires early.
+        if (nowS() - started > HOLD_EXPIRY_S) {
+          report.expiredRefused++;
+        } else if (myGen === gen && !(e instanceof DomainError && e.code === "service_unavailable")) {
+          fail(`settle of ${r.id} (${kind}, ${nowS() - started} s old) rejected with ${e instanceof DomainError ? `${e.code}: ${(e as { detail?: string }).detail ?? e.message}` : String(e)}`);
         }
       }
     } finally {
@@ -305,12 +346,35 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     return snap;
   }
 
+  /** The ledger's expiry sweep; once the store wrote it, no hold past the expiry may be pending. */
+  async function sweep(): Promise<void> {
+    const before = nowS();
+    const quiet = () => !faults.disk && !faults.lock && !faults.fsync && !ledger.storeUnavailable;
+    const healthy = quiet();
+    // The holds granted (their reserve resolved) that are past the expiry as the sweep starts.
+    const due = [...requests.values()].filter((r) => r.hold !== null && !r.done && r.gen === gen && r.datedAt < before - HOLD_EXPIRY_S);
+    const sweeping = ledger;
+    const voided = await sweeping.expireHolds();
+    if (sweeping !== ledger) return;
+    report.expired += voided;
+    const snap = await checkStep();
+    const left = due.filter((r) => snap.holdStates.has(r.id));
+    if (healthy && quiet() && left.length > 0) {
+      fail(`${left[0]!.id}, dated ${left[0]!.datedAt}, is still pending after a sweep at ${before} (expiry ${HOLD_EXPIRY_S} s)`);
+    }
+  }
+
   /** Ends every request, clears every fault, waits for queued voids; then nothing may be held. */
   async function quiesce(): Promise<void> {
     await setFault("disk", false);
     await setFault("fsync", false);
     await setFault("lock", false);
-    while (live.size > 0) await Promise.all([...live]);
+    // Long streams run to their deadline and stuck requests past their expiry, with sweeps.
+    while (live.size > 0) {
+      clock += 30_000;
+      if (random() < 0.1) await sweep();
+      await tick();
+    }
     // A store that failed for good writes nothing more: the server stops and is restarted.
     if (backend.failedFatally?.()) await crashRestart();
     // A write that met the lock waits for its retry timer (milliseconds): give it real time.
@@ -366,12 +430,17 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
       });
     } else if (x < 0.415) await crashRestart();
     else if (x < 0.425) {
-      // Time passes: an hour to two days, so daily, weekly and monthly limits roll over.
+      // Time passes: an hour to two days, so daily, weekly and monthly limits roll over. Between
+      // requests: a jump past every hold's expiry with requests in flight is no clock a server sees.
+      await quiesce();
       clock += int(1, 48) * 3_600_000;
       report.clockMoves++;
     }
     else if (x < 0.44) await quiesce();
+    else if (x < 0.46) await sweep();
     else for (let k = int(1, 4); k > 0; k--) await tick();
+    // Time passes: a few seconds a step, so streams meet their deadline and stuck holds their expiry.
+    clock += int(0, 30) * 1000;
     await tick();
     if (failure) throw failure;
     await checkStep();
