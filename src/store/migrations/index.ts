@@ -7,6 +7,7 @@ import { responses } from "./003-responses";
 import { responseItems } from "./004-response-items";
 import { requestOutcomes } from "./005-request-outcomes";
 import { responseRetention } from "./006-response-retention";
+import { liveCatalog } from "./007-live-catalog";
 
 export interface Migration {
   version: number;
@@ -14,4 +15,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention, liveCatalog];

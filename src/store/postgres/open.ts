@@ -26,6 +26,7 @@ import { PgAccountRecords, PgKeyRecords } from "./accounts";
 import { PgResponseRecords } from "./responses";
 import { PgOutcomeRecords } from "./outcomes";
 import { PgUsageRecords } from "./usage";
+import { PgLiveConfigRecords } from "./live-config";
 
 export interface PostgresDataStore extends DataStore {
   readonly engine: "postgres";
@@ -126,6 +127,7 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
       responses: new PgResponseRecords(db),
       outcomes: new PgOutcomeRecords(db),
       usage: new PgUsageRecords(db),
+      liveConfig: new PgLiveConfigRecords(db),
       async ping() {
         await db.run((sql) => sql`SELECT 1`, PING_TIMEOUT_MS);
       },

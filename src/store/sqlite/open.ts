@@ -6,6 +6,7 @@ import { SqliteAccountRecords, SqliteKeyRecords } from "./accounts";
 import { SqliteResponseRecords } from "./responses";
 import { SqliteOutcomeRecords } from "./outcomes";
 import { SqliteUsageRecords } from "./usage";
+import { SqliteLiveConfigRecords } from "./live-config";
 import { AccountLimiter } from "../../limits/limiter";
 
 export interface SqliteDataStore extends DataStore {
@@ -34,6 +35,7 @@ export function sqliteDataStore(db: Store, ledgerOptions: SqliteLedgerOptions = 
     outcomes: new SqliteOutcomeRecords(db),
     usage: new SqliteUsageRecords(db),
     limiter: new AccountLimiter(),
+    liveConfig: new SqliteLiveConfigRecords(db),
     closeNow,
     async ping() {
       db.query("SELECT 1").get();

@@ -7,6 +7,7 @@ import { scaleOut } from "./002-scale-out";
 import { ledgerFunctions } from "./003-ledger-functions";
 import { limitFunctions } from "./004-limit-functions";
 import { responseRetention } from "./005-response-retention";
+import { liveCatalog } from "./006-live-catalog";
 
 export interface PgMigration {
   version: number;
@@ -14,4 +15,4 @@ export interface PgMigration {
   sql: string;
 }
 
-export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention];
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, liveCatalog];
