@@ -71,11 +71,14 @@ describeEachStore("live catalog", (store) => {
     expect((await h.admin("GET", "/admin/models/Acme/Thing-8B")).body.owned_by).toBe("acme");
     expect((await h.admin("GET", "/admin/models/Acme%2FThing-8B")).body.owned_by).toBe("acme");
 
-    const res = await chat(h, acct.key, { model: "Acme/Thing-8B", max_tokens: 5 });
+    const res = await chat(h, acct.key, { model: "Acme/Thing-8B" });
     expect(res.status).toBe(200);
     const charge = await h.probe.charge(res.headers.get("x-request-id")!);
     expect(charge!.model).toBe("Acme/Thing-8B");
     expect(-charge!.amount).toBe(cost("0.25", "1.5", charge!.input_tokens, charge!.output_tokens));
+    expect(charge!.reason).toBe("price per 1M USD: input 0.25, output 1.5");
+    const turbo = await chat(h, acct.key, { model: "Acme/Thing-8B-turbo" });
+    expect((await h.probe.charge(turbo.headers.get("x-request-id")!))!.reason).toBe("price per 1M USD: input 0.25, output 1.5, x1.5");
 
     const patched = await h.admin("PATCH", "/admin/models/Acme/Thing-8B", { context_window: 131072, pricing: { output_per_million: 2 } });
     expect(patched.status).toBe(200);
@@ -209,6 +212,8 @@ describeEachStore("live catalog", (store) => {
     fake.behave({});
     const first = (await h.probe.charge(res.headers.get("x-request-id")!))!;
     expect(-first.amount).toBe(cost("1", "2", first.input_tokens, first.output_tokens));
+    // The ledger entry records the prices it was charged at.
+    expect(first.reason).toBe("price per 1M USD: input 1, output 2");
     expect((await h.admin("GET", "/admin/models/priced-live")).body.pricing).toEqual({ input_per_million: 10, output_per_million: 20 });
 
     const next = await chat(h, acct.key, { model: "priced-live" });
@@ -216,6 +221,7 @@ describeEachStore("live catalog", (store) => {
     const second = (await h.probe.charge(next.headers.get("x-request-id")!))!;
     expect(-second.amount).toBe(cost("10", "20", second.input_tokens, second.output_tokens));
     expect(second.input_tokens).toBeGreaterThan(0);
+    expect(second.reason).toBe("price per 1M USD: input 10, output 20");
     await h.admin("DELETE", "/admin/models/priced-live");
   });
 });
