@@ -5,7 +5,8 @@ type Row = Record<string, unknown>;
 const rowsOf = (out: unknown): Row[] => ((out as { data?: Row[] })?.data ?? []) as Row[];
 /** A price as the API writes it (a plain-decimal JSON number), as text. */
 const price = (v: unknown) => (v === undefined || v === null ? v : JSON.stringify(v));
-const usd = (v: unknown) => (typeof v === "number" ? v.toFixed(6).replace(/0{1,4}$/, "") : v);
+// Money arrives as plain-decimal JSON numbers (JSON.rawJSON objects), which String() cannot print.
+const usd = (v: unknown): unknown => (typeof v === "number" ? v.toFixed(6).replace(/0{1,4}$/, "") : v !== null && typeof v === "object" ? usd(Number(JSON.stringify(v))) : v);
 
 /** The table for a list command's result; null for any other command (printed as JSON). */
 export function listTable(command: string, out: unknown): string | null {
