@@ -83,6 +83,9 @@ describeEachStore("live catalog", (store) => {
     const patched = await h.admin("PATCH", "/admin/models/Acme/Thing-8B", { context_window: 131072, pricing: { output_per_million: 2 } });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ context_window: 131072, pricing: { input_per_million: 0.25, output_per_million: 2 } });
+    // A body copied from GET (view fields, nulls) goes back as it is.
+    const again = await h.admin("GET", "/admin/models/Acme/Thing-8B");
+    expect((await h.admin("PATCH", "/admin/models/Acme/Thing-8B", { ...again.body, dimensions: null, turbo: false })).body).toMatchObject({ turbo: false, context_window: 131072 });
     // Already written: a second POST is refused, naming the field.
     expect((await h.admin("POST", "/admin/models", { ...add.body, id: "Acme/Thing-8B" })).status).toBe(400);
 

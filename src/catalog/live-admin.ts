@@ -45,8 +45,14 @@ function normalizePricing(pricing: unknown): unknown {
   return out;
 }
 
+/** What GET shows beside the entry's own fields: a body copied from a GET may carry them back. */
+const VIEW_ONLY = ["object", "source", "live", "updated_at"];
+
 function checkedEntry(raw: Json): CatalogEntryJson {
-  const doc = { ...raw, ...(raw.pricing !== undefined ? { pricing: normalizePricing(raw.pricing) } : {}) };
+  const doc: Json = { ...raw, ...(raw.pricing !== undefined ? { pricing: normalizePricing(raw.pricing) } : {}) };
+  for (const k of VIEW_ONLY) delete doc[k];
+  // null on an optional field (as GET shows a missing one): the field is left out.
+  for (const [k, v] of Object.entries(doc)) if (v === null && k !== "pricing") delete doc[k];
   let entry: CatalogEntryJson;
   try {
     entry = parseEntry(doc);
