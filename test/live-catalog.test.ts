@@ -190,6 +190,21 @@ describeEachStore("live catalog", (store) => {
     expect((await h.admin("GET", "/admin/upstreams")).body.data.some((u: { name: string }) => u.name === "u1")).toBe(false);
   });
 
+  test("a stored row that no longer checks is skipped; the rest keep serving", async () => {
+    const records = h.server.services.liveConfig.records;
+    await records.put("upstream", "broken", JSON.stringify({ base_url: "ftp://nowhere/v1" }), 1);
+    await records.put("model", "broken-model", "{not json", 1);
+    await records.put("model", "still-fine", JSON.stringify({ id: "still-fine", owned_by: "acme", kind: "chat", context_window: 4096, pricing: { input_per_million: "1", output_per_million: "1" } }), 1);
+    await h.server.services.liveConfig.reload();
+    expect(await listed(h)).toContain("still-fine");
+    expect((await h.admin("GET", "/admin/upstreams")).body.data.some((u: { name: string }) => u.name === "broken")).toBe(false);
+    expect((await h.admin("GET", "/admin/models/broken-model")).status).toBe(404);
+    await records.remove("upstream", "broken");
+    await records.remove("model", "broken-model");
+    await h.admin("DELETE", "/admin/models/still-fine");
+    expect(await listed(h)).not.toContain("still-fine");
+  });
+
   test("a route list of [] takes a model offline; removing it brings the default route back", async () => {
     await h.admin("PUT", "/admin/routes/glm-4.6", { routes: [] });
     expect(await listed(h)).not.toContain("glm-4.6");

@@ -2,8 +2,9 @@
  * The model catalog (contract §3): public ids, labs, context windows, prices and turbo flags.
  * The default catalog is embedded in the binary (a JSON import); SWITCHYARD_CATALOG may replace
  * or extend it, and is re-read when the file changes so new models go live without a restart.
- * Chat models an upstream serves that the catalog lacks join it at the default price, when one is
- * set (discovered.ts; README, "Serve your own model").
+ * Entries written through the admin API or the CLI lie over both (live-config.ts; README,
+ * "Managing models, prices and routes live"). Chat models an upstream serves that the catalog
+ * lacks join it at the default price, when one is set (discovered.ts; README, "Serve your own model").
  */
 import { readFileSync, statSync } from "node:fs";
 import embedded from "./catalog.json" with { type: "json" };
