@@ -21,6 +21,7 @@ import { ApiKeys } from "./accounts/api-keys";
 import { Ledger } from "./billing/ledger";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
 import { AliasesError, ModelAliases } from "./catalog/aliases";
+import { LiveConfig } from "./catalog/live-config";
 import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
 import { createPool } from "./upstream/http1";
 import { ModelListRefresh, UpstreamModelLists } from "./upstream/model-lists";
@@ -52,6 +53,8 @@ export interface Services {
   /** Client-side model ids mapped to public ids (SWITCHYARD_MODEL_ALIASES). */
   aliases: ModelAliases;
   routes: RouteRegistry;
+  /** Models, upstreams and routes written live (admin API, CLI), laid over the catalog and the routes. */
+  liveConfig: LiveConfig;
   /** Each upstream's GET /v1/models, read at start and every SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS. */
   upstreamModels: ModelListRefresh;
   /** Keep-alive connections to the upstreams, per origin and account. */
@@ -124,7 +127,11 @@ async function openData(config: Config, mode: ServicesMode, overrides: ServiceOv
   if (config.databaseUrl) {
     return openPostgres(config, {
       // A key revoked, an account disabled or its limits changed anywhere: no cached owner survives it.
-      onChange: () => late.services?.keys.forget(),
+      onChange: (c) => {
+        late.services?.keys.forget();
+        // Models, prices or routes written by another instance or the CLI.
+        if (c.table === "live_config" || c.table === "*") void late.services?.liveConfig.reload().catch((e) => late.services?.log.warn("cannot read the live catalog from the store; the last one keeps serving", { error: String((e as Error)?.message ?? e).slice(0, 200) }));
+      },
       onReleasedOther: (r) => late.services?.log.warn("released the holds and slots of an instance whose heartbeat expired", {
         instance: r.instanceId, holds: r.holdsVoided, slots: r.slotsReleased,
       }),
@@ -157,6 +164,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   try {
     store = await openData(config, mode, overrides, late);
     late.services = assemble(config, parts, store, () => lock?.release(), overrides.clock);
+    await late.services.liveConfig.reload();
+    if (mode === "serve") late.services.liveConfig.start(config.liveConfigPollSeconds * 1000);
     if (store.engine === "sqlite") stopOnFatal(store as SqliteDataStore, parts.log, overrides.stopAfterStoreFailure);
     return late.services;
   } catch (e) {
@@ -242,6 +251,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     catalog,
     aliases,
     routes,
+    liveConfig: new LiveConfig(store.liveConfig, catalog, routes, { keepAlive: config.upstreamKeepAlive, proxies: config.proxies }, (msg, fields) => s.log.warn(msg, fields)),
     upstreamModels,
     upstreamPool: createPool({ maxIdlePerOrigin: config.upstreamMaxIdlePerOrigin, maxIdle: config.upstreamMaxIdle }),
     engines,
@@ -259,6 +269,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),
     async close() {
       s.upstreamModels.stop();
+      s.liveConfig.stop();
       s.upstreamPool.closeAll();
       s.responses.stopSweeping();
       s.tokens.close();

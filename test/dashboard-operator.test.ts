@@ -158,7 +158,7 @@ describeEachStore("operator dashboard reports", (store) => {
     const res = await op.call("POST", "/operator/routes/test", { model: "glm-4.6", route: "glm-4.6#0" });
     expect(res.status).toBe(200);
     const body = (await res.json()) as any;
-    expect(body).toMatchObject({ model: "glm-4.6", route: "glm-4.6#0", ok: true, http_status: 200, error: null });
+    expect(body).toMatchObject({ model: "glm-4.6", route: "glm-4.6#0", ok: true, status: 200, error: null });
     expect(body.latency_ms).toBeGreaterThanOrEqual(0);
     expect(fake.requests.length).toBe(before + 1);
     expect(await h.probe.entryCount()).toBe(entries);
@@ -166,7 +166,7 @@ describeEachStore("operator dashboard reports", (store) => {
     fake.behave({ failStatus: 503 });
     try {
       const failed = (await (await op.call("POST", "/operator/routes/test", { model: "glm-4.6", route: "glm-4.6#0" })).json()) as any;
-      expect(failed).toMatchObject({ ok: false, http_status: 503, error: "the upstream answered HTTP 503" });
+      expect(failed).toMatchObject({ ok: false, status: 503, error: "status 503" });
       expect(JSON.stringify(failed)).not.toContain(fake.url);
     } finally {
       fake.behave({});

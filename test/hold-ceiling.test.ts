@@ -59,7 +59,8 @@ describeEachStore("a hold is a ceiling", (store) => {
       const hold = await holdOf(id);
       const charge = (await chargeOf(id))!;
       expect(charge.amount).toBe(hold.amount);
-      expect(charge.reason).toBe("clamped to hold");
+      // The note, then the prices the hold was computed with (README, "Managing models, prices and routes live").
+      expect(charge.reason).toStartWith("clamped to hold; price per 1M USD: ");
       expect(charge.output_tokens).toBe(16);
       expect(res.headers.get("x-request-cost")).toBe(unitsToUsd(hold.amount));
       expect(body.usage).toMatchObject({ completion_tokens: 16, prompt_tokens: charge.input_tokens, cost: Number(unitsToUsd(hold.amount)) });

@@ -40,6 +40,11 @@ export interface HoldSpec {
   /** What the hold covers: the most the request may consume. Quantities left out are covered as 0. */
   budget: Consumption;
   price: Pricing;
+  /**
+   * The prices `price` uses, in words, recorded on the charge: a price changed while the request
+   * runs does not change what it pays, and its ledger entry says what that was (billing/prices.ts).
+   */
+  priceNote?: string;
 }
 
 export interface SettleRequest extends Consumption {
@@ -95,6 +100,7 @@ export class Hold implements AsyncDisposable {
   readonly model: string;
   readonly budget: Readonly<Consumption>;
   private readonly price: Pricing;
+  readonly priceNote: string | null;
   private state: HoldState = "open";
   /** The write of the charge, once attempted. */
   private settling: Promise<Settlement> | null = null;
@@ -112,6 +118,7 @@ export class Hold implements AsyncDisposable {
     this.model = spec.model;
     this.budget = spec.budget;
     this.price = spec.price;
+    this.priceNote = spec.priceNote ?? null;
   }
 
   get status(): HoldState {

@@ -425,7 +425,7 @@ export class Ledger implements HoldLedger {
 /** The store's post of a hold's charge (a first attempt and a recovery write the same). */
 function postRequest(hold: Hold, quote: Quote, request: SettleRequest): PostRequest {
   return {
-    requestId: hold.requestId, amount: quote.amount, serviceTier: request.serviceTier, note: quote.clamped ? "clamped to hold" : null,
+    requestId: hold.requestId, amount: quote.amount, serviceTier: request.serviceTier, note: [quote.clamped ? "clamped to hold" : null, hold.priceNote].filter((n) => n !== null).join("; ") || null,
     storedResponse: request.storedResponse, ...quote.recorded,
   };
 }

@@ -88,6 +88,25 @@ function describe(path: string, message: string, missing: boolean): string {
   return `${where} ${why}: ${hint}`;
 }
 
+/** Checks one entry; throws CatalogError("<field> <why>: <what to write>") naming the field as `pricing.input_per_million`. */
+export function parseEntry(json: unknown): CatalogEntryJson {
+  if (!Value.Check(EntrySchema, json)) {
+    const errors = [...Value.Errors(EntrySchema, json)];
+    const first = errors.find((e) => /required property/i.test(e.message)) ?? errors.find((e) => /unexpected property/i.test(e.message)) ?? errors[0];
+    const missing = first !== undefined && /required property/i.test(first.message);
+    throw new CatalogEntryError(readablePath(first?.path ?? "") || "body", describe(first?.path ?? "", first?.message ?? "", missing));
+  }
+  if (json.kind !== "speech" && json.context_window === undefined) throw new CatalogEntryError("context_window", describe("/context_window", "", true));
+  return json;
+}
+
+/** A single entry's mistake: the field and the sentence. */
+export class CatalogEntryError extends CatalogError {
+  constructor(readonly field: string, message: string) {
+    super(message);
+  }
+}
+
 /** Checks a catalog document; throws CatalogError saying what to write where. */
 export function parseCatalog(json: unknown, source: string): CatalogEntryJson[] {
   if (!Value.Check(CatalogSchema, json)) {

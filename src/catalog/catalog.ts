@@ -2,8 +2,9 @@
  * The model catalog (contract §3): public ids, labs, context windows, prices and turbo flags.
  * The default catalog is embedded in the binary (a JSON import); SWITCHYARD_CATALOG may replace
  * or extend it, and is re-read when the file changes so new models go live without a restart.
- * Chat models an upstream serves that the catalog lacks join it at the default price, when one is
- * set (discovered.ts; README, "Serve your own model").
+ * Entries written through the admin API or the CLI lie over both (live-config.ts; README,
+ * "Managing models, prices and routes live"). Chat models an upstream serves that the catalog
+ * lacks join it at the default price, when one is set (discovered.ts; README, "Serve your own model").
  */
 import { readFileSync, statSync } from "node:fs";
 import embedded from "./catalog.json" with { type: "json" };
@@ -75,6 +76,14 @@ function toEntry(j: CatalogEntryJson): ModelEntry {
   };
 }
 
+/** Which layer an entry comes from (README, "Managing models, prices and routes live"). */
+export type CatalogSource = "embedded" | "file" | "admin";
+
+export interface CatalogDocument {
+  json: CatalogEntryJson;
+  source: CatalogSource;
+}
+
 export class Catalog {
   private entries = new Map<string, ModelEntry>();
   /** resolve() answers for this catalog version, without and with the priority hint (shared, read-only). */
@@ -85,6 +94,9 @@ export class Catalog {
   /** Upstream-offered models the catalog lacks, for offered version `discoveredAt`. */
   private discovered = new Map<string, ModelEntry>();
   private discoveredAt: string | null = null;
+  private fileEntries: { replace: boolean; entries: CatalogEntryJson[] } = { replace: false, entries: [] };
+  private live: CatalogEntryJson[] = [];
+  private documents = new Map<string, CatalogDocument>();
 
   constructor(
     private readonly overridePath: string | null = null,
@@ -132,38 +144,71 @@ export class Catalog {
     }
   }
 
+  /** Re-reads the override file, then composes the layers. */
   private rebuild(): void {
-    const merged = new Map<string, CatalogEntryJson>();
-    for (const e of parseCatalog(embedded, "embedded catalog")) merged.set(e.id, e);
-    if (this.overridePath) {
-      const inline = isInlineDocument(this.overridePath);
-      let text: string;
-      try {
-        text = inline ? this.overridePath : readFileSync(this.overridePath, "utf8");
-        if (!inline) this.overrideMtime = statSync(this.overridePath).mtimeMs;
-      } catch (e) {
-        throw new CatalogError(`SWITCHYARD_CATALOG: cannot read ${this.overridePath} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-      }
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        throw new CatalogError("SWITCHYARD_CATALOG: is not valid JSON");
-      }
-      const replace = (json as { replace?: boolean })?.replace === true;
-      if (replace) merged.clear();
-      for (const e of parseCatalog({ models: (json as { models?: unknown }).models }, "SWITCHYARD_CATALOG")) merged.set(e.id, e);
+    this.fileEntries = this.readOverride();
+    this.compose();
+  }
+
+  private readOverride(): { replace: boolean; entries: CatalogEntryJson[] } {
+    if (!this.overridePath) return { replace: false, entries: [] };
+    const inline = isInlineDocument(this.overridePath);
+    let text: string;
+    try {
+      text = inline ? this.overridePath : readFileSync(this.overridePath, "utf8");
+      if (!inline) this.overrideMtime = statSync(this.overridePath).mtimeMs;
+    } catch (e) {
+      throw new CatalogError(`SWITCHYARD_CATALOG: cannot read ${this.overridePath} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
     }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new CatalogError("SWITCHYARD_CATALOG: is not valid JSON");
+    }
+    const replace = (json as { replace?: boolean })?.replace === true;
+    return { replace, entries: parseCatalog({ models: (json as { models?: unknown }).models }, "SWITCHYARD_CATALOG") };
+  }
+
+  /**
+   * The layers, later ones winning per id: the embedded catalog, SWITCHYARD_CATALOG, then the
+   * entries written live (admin API, CLI; README, "Managing models, prices and routes live").
+   * Every entry is a new object: a request keeps the one it resolved, and with it its prices.
+   */
+  private compose(): void {
+    const merged = new Map<string, CatalogDocument>();
+    if (!this.fileEntries.replace) for (const e of parseCatalog(embedded, "embedded catalog")) merged.set(e.id, { json: e, source: "embedded" });
+    for (const e of this.fileEntries.entries) merged.set(e.id, { json: e, source: "file" });
+    for (const e of this.live) merged.set(e.id, { json: e, source: "admin" });
     const next = new Map<string, ModelEntry>();
-    for (const e of merged.values()) {
+    for (const { json: e } of merged.values()) {
       if (e.enabled === false) continue;
       if (e.id.endsWith(TURBO_SUFFIX)) throw new CatalogError(`catalog: id '${e.id}' may not end in ${TURBO_SUFFIX}: that suffix asks for a model's priority tier; write the base id with "turbo": true`);
       next.set(e.id, toEntry(e));
     }
+    this.documents = merged;
     this.entries = next;
     this.discoveredAt = null;
     this.resolvedDefault = new Map();
     this.resolvedPriority = new Map();
+  }
+
+  /** Replaces the live layer (entries already checked with parseCatalog; disabled ones included). */
+  setLive(entries: CatalogEntryJson[]): void {
+    this.live = entries;
+    this.compose();
+  }
+
+  /** Every entry of every layer as written, disabled ones included, with the layer that won. */
+  written(): CatalogDocument[] {
+    this.refresh();
+    return [...this.documents.values()];
+  }
+
+  /** One id's written entry and its layer, disabled or not. */
+  writtenEntry(id: string): CatalogDocument | undefined {
+    this.refresh();
+    return this.documents.get(id);
   }
 
   all(): ModelEntry[] {

@@ -5,7 +5,7 @@
  */
 import type { Services } from "../services";
 import type { ResolvedModel } from "../catalog/catalog";
-import { chatCost } from "../billing/prices";
+import { chatCost, priceNote } from "../billing/prices";
 import { formatUsd, usdNumber } from "../billing/money";
 import { clientGone, upstreamError } from "../errors";
 import type { Hold } from "../billing/hold";
@@ -67,6 +67,7 @@ export async function reserveChat(s: Services, call: ChatCall, budget: TokenBudg
     key: call.key,
     budget: { inputTokens: budget.inputBound, outputTokens: budget.maxOutput },
     price: (u) => chatCost(entry, multiplier, { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 }),
+    priceNote: priceNote(entry, multiplier),
   });
   return hold;
 }

@@ -1,5 +1,5 @@
 /** Flags that never take a value: `keys list --json acct_1` keeps acct_1 a positional. */
-const BOOLEAN_FLAGS = new Set(["json", "help", "version", "run"]);
+const BOOLEAN_FLAGS = new Set(["json", "help", "version", "run", "key-stdin"]);
 
 /** Minimal argv parsing: positionals, `--flag value`, `--flag=value`, bare `--flag`, -h and -v. */
 export function parseArgs(argv: string[]): { positional: string[]; flags: Record<string, string | boolean> } {

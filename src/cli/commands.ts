@@ -31,6 +31,22 @@ export const COMMANDS: CommandSpec[] = [
   { words: ["credits", "add"], args: ["<account-id>", "<USD>"] },
   { words: ["credits", "deduct"], args: ["<account-id>", "<USD>"] },
   { words: ["ledger"], args: ["<account-id>"] },
+  { words: ["catalog", "list"], args: [] },
+  { words: ["catalog", "show"], args: ["<model-id>"] },
+  { words: ["catalog", "add"], args: ["<model-id>"] },
+  { words: ["catalog", "update"], args: ["<model-id>"] },
+  { words: ["catalog", "disable"], args: ["<model-id>"] },
+  { words: ["catalog", "enable"], args: ["<model-id>"] },
+  { words: ["catalog", "remove"], args: ["<model-id>"] },
+  { words: ["upstreams", "list"], args: [] },
+  { words: ["upstreams", "add"], args: ["<name>"] },
+  { words: ["upstreams", "update"], args: ["<name>"] },
+  { words: ["upstreams", "remove"], args: ["<name>"] },
+  { words: ["routes", "list"], args: [] },
+  { words: ["routes", "add"], args: ["<model-id>", "<upstream>"] },
+  { words: ["routes", "offline"], args: ["<model-id>"] },
+  { words: ["routes", "remove"], args: ["<model-id>"] },
+  { words: ["routes", "test"], args: ["<model-id>"] },
 ];
 
 /** Commands whose extra positionals are free (model ids). */

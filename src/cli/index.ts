@@ -31,6 +31,16 @@ Usage:
   switchyard credits add <account-id> <USD> [--reason TEXT]
   switchyard credits deduct <account-id> <USD> [--reason TEXT]
   switchyard ledger <account-id> [--json]
+  switchyard catalog list [--json] | show <model-id>     every catalog entry, its source and prices
+  switchyard catalog add <model-id> --kind chat --owned-by LAB --context-window N --input-price USD --output-price USD
+                     [--max-output-tokens N] [--characters-price USD] [--turbo true] [--image true]
+  switchyard catalog update <model-id> [same flags] [--enabled true|false]   prices apply to requests that start after
+  switchyard catalog disable|enable|remove <model-id>   remove: drop the live entry (file/embedded one serves again)
+  switchyard upstreams list | add <name> --base-url URL [--key-stdin | --key-env VAR] [--connect-ms N]
+                     [--first-byte-ms N] [--idle-ms N] [--keep-alive true|false] [--ca-file F] [--cert-file F --key-file F]
+  switchyard upstreams update <name> [same flags] | remove <name>
+  switchyard routes list | add <model-id> <upstream> [--upstream-model M] [--weight N] [--priority true] [--pinned true]
+  switchyard routes offline <model-id> | remove <model-id> | test <model-id> [--route N]   test: a tiny unbilled chat request
   switchyard models pull [model-id ...]       download model files into SWITCHYARD_MODELS_DIR
   switchyard models list                      which model files are expected and present
   switchyard runtime list                     the GPU, the ONNX provider chosen, the CUDA libraries found
@@ -55,6 +65,7 @@ Environment (defaults in brackets):
   SWITCHYARD_CATALOG                     catalog JSON extending the embedded one
   SWITCHYARD_DEFAULT_PRICE [none]        "in,out" USD per 1M tokens for served models the catalog lacks
   SWITCHYARD_DEFAULT_CONTEXT_WINDOW [32768], SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS [60]
+  SWITCHYARD_LIVE_CONFIG_POLL_SECONDS [5]  how often a server reads catalog/upstreams/routes changes the CLI made
   SWITCHYARD_MODELS_DIR [./models]       local model files (see 'switchyard models list')
   SWITCHYARD_RATE_LIMIT_RPM [600], SWITCHYARD_CONCURRENCY_LIMIT [32]   per-account limits
   SWITCHYARD_MAX_BODY_BYTES [33554432], SWITCHYARD_ONNX_PROVIDER [auto|cpu|cuda],
@@ -134,7 +145,8 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   const admin = new Admin(services);
   try {
-    const out = await adminCommand(admin, command, resolved.args, flags);
+    const live = /^(catalog|upstreams|routes) /.test(command);
+    const out = live ? await (await import("./catalog")).catalogCommand(services, command, resolved.args, flags) : await adminCommand(admin, command, resolved.args, flags);
     const text = flags.json ? null : listTable(command, out);
     if (text !== null) process.stdout.write(text);
     else print(out);

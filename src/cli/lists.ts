@@ -11,6 +11,8 @@ const usd = (v: unknown) => {
   const [whole, frac = ""] = text.split(".");
   return `${whole}.${frac.padEnd(2, "0")}`;
 };
+/** A price as the API writes it (a plain-decimal JSON number), as text. */
+const price = (v: unknown) => (v === undefined || v === null ? v : JSON.stringify(v));
 
 /** The table for a list command's result; null for any other command (printed as JSON). */
 export function listTable(command: string, out: unknown): string | null {
@@ -56,6 +58,49 @@ export function listTable(command: string, out: unknown): string | null {
           { title: "reason", value: (e) => e.reason },
         ],
         "no ledger entries",
+      );
+    case "catalog list":
+      return table(
+        rowsOf(out),
+        [
+          { title: "id", value: (m) => m.id },
+          { title: "kind", value: (m) => m.kind },
+          { title: "owned by", value: (m) => m.owned_by },
+          { title: "context", value: (m) => m.context_window, right: true },
+          { title: "in $/1M", value: (m) => price((m.pricing as Row)?.input_per_million), right: true },
+          { title: "out $/1M", value: (m) => price((m.pricing as Row)?.output_per_million), right: true },
+          { title: "enabled", value: (m) => (m.enabled ? "yes" : "no") },
+          { title: "live", value: (m) => (m.live ? "yes" : "no") },
+          { title: "source", value: (m) => m.source },
+        ],
+        "no models",
+      );
+    case "upstreams list":
+      return table(
+        rowsOf(out),
+        [
+          { title: "name", value: (u) => u.name },
+          { title: "base url", value: (u) => u.base_url },
+          { title: "key", value: (u) => (u.has_key ? "yes" : "no") },
+          { title: "source", value: (u) => u.source },
+        ],
+        "no upstreams",
+      );
+    case "routes list":
+      return table(
+        rowsOf(out).flatMap((m) => ((m.routes as Row[]) ?? []).map((r): Row => ({ ...r, publicId: m.model, source: m.source }))),
+        [
+          { title: "model", value: (r) => r.publicId },
+          { title: "#", value: (r) => r.index, right: true },
+          { title: "upstream", value: (r) => r.upstream },
+          { title: "upstream model", value: (r) => r.model },
+          { title: "weight", value: (r) => r.weight, right: true },
+          { title: "priority", value: (r) => (r.priority ? "yes" : "no") },
+          { title: "pinned", value: (r) => (r.pinned ? "yes" : "no") },
+          { title: "state", value: (r) => r.state },
+          { title: "source", value: (r) => r.source },
+        ],
+        "no routes configured (models go to SWITCHYARD_UPSTREAM_URL when it is set)",
       );
     default:
       return null;

@@ -18,6 +18,7 @@ import { registerRootRoutes } from "./routes/root";
 import { registerReadinessRoutes } from "./routes/readiness";
 import { registerModelRoutes } from "./routes/models";
 import { registerAdminRoutes } from "./routes/admin";
+import { registerAdminCatalogRoutes } from "./routes/admin-catalog";
 import { registerChatRoutes } from "./routes/chat";
 import { registerSpeechRoutes } from "./routes/speech";
 import { registerEmbeddingsRoutes } from "./routes/embeddings";
@@ -126,6 +127,7 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
   registerDocsRoutes(app, s, docs);
   registerModelRoutes(app, s, docs);
   registerAdminRoutes(app, s, docs);
+  registerAdminCatalogRoutes(app, s, docs);
   registerChatRoutes(app, s, docs);
   registerMessagesRoutes(app, s, docs);
   registerResponsesRoutes(app, s, docs);

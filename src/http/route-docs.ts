@@ -5,7 +5,7 @@
 import type { TSchema } from "@sinclair/typebox";
 
 export interface RouteDoc {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
+  method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
   path: string;
   summary: string;
   auth: "key" | "admin" | "none";

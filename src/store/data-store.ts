@@ -15,6 +15,7 @@ import type { ChargeRecords } from "../generations/records";
 import type { Limiter } from "../limits/limiter";
 import type { RevenueRecords } from "../billing/revenue";
 import type { RequestLogRecords } from "../generations/request-log";
+import type { LiveConfigRecords } from "../catalog/live-records";
 
 export interface DataStore {
   readonly engine: "sqlite" | "postgres";
@@ -34,6 +35,8 @@ export interface DataStore {
    * (one process serves the data directory), in the database with PostgreSQL (shared by all).
    */
   readonly limiter: Limiter;
+  /** Models, upstreams and routes managed live (admin API, CLI), over the files and the embedded catalog. */
+  readonly liveConfig: LiveConfigRecords;
   /** Resolves when the database answers a trivial read (readiness, GET /readyz); rejects otherwise. */
   ping(): Promise<void>;
   /** Writes what is queued, then closes (after every user of the store has stopped). */

@@ -2,7 +2,9 @@
  * Where each public chat model can be served: named upstreams and per-model routes, from
  * SWITCHYARD_ROUTES (a file, re-read when it changes, or inline JSON) and SWITCHYARD_UPSTREAM_URL
  * (the one-line default: every chat model the routes do not name goes there under its public
- * id). Each route carries its circuit breaker, kept across reloads while the route is unchanged.
+ * id). Upstreams and routes written through the admin API or the CLI lie over the file's (a model
+ * with written routes ignores its file routes: README, "Managing models, prices and routes live").
+ * Each route carries its circuit breaker, kept across reloads while the route is unchanged.
  * A route is served only while its upstream's GET /v1/models lists its model (model-lists.ts),
  * unless it is pinned or the upstream never answered a list (README, "Serve your own model").
  * Nothing from here is ever shown to a client.
@@ -16,7 +18,7 @@ import type { OfferedModel } from "../catalog/discovered";
 import { proxyFor, type ProxySettings } from "./proxy";
 import {
   DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, parseRoutes, RoutesConfigError,
-  type RoutesTable, type UpstreamSpec,
+  type RouteSpec, type RoutesTable, type UpstreamSpec,
 } from "./routes-config";
 
 export { DEFAULT_TIMEOUTS };
@@ -59,6 +61,27 @@ export interface RouteRegistry {
   offered?(): OfferedModel[];
   /** Moves whenever offered() may answer differently. */
   offeredVersion?(): string;
+  /** Replaces the upstreams and routes written live (admin API, CLI), checked by their writer. */
+  setLive?(live: LiveRoutes): void;
+  /** Every model with configured routes and where they come from, for the operator (never for clients). */
+  configured?(): ConfiguredRoutes[];
+  /** A model's configured routes, in their written order (served or not, healthy or not). */
+  routesFor?(publicId: string): Route[];
+  /** An upstream by name (live ones first), or null. */
+  upstreamNamed?(name: string): Upstream | null;
+}
+
+/** Upstreams and per-model routes written live; a model named here ignores the file's routes for it. */
+export interface LiveRoutes {
+  upstreams: Map<string, Upstream>;
+  models: Map<string, RouteSpec[]>;
+}
+
+export interface ConfiguredRoutes {
+  model: string;
+  /** "admin": written live; "file": SWITCHYARD_ROUTES; "default": SWITCHYARD_UPSTREAM_URL. */
+  source: "admin" | "file" | "default";
+  routes: { upstream: string; model: string; weight: number; priority: boolean; pinned: boolean }[];
 }
 
 
@@ -84,6 +107,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
   private readonly routeCache = new Map<string, Route[]>();
   private readonly document: ConfigDocument | null;
   private tableVersion = 0;
+  private live: LiveRoutes = { upstreams: new Map(), models: new Map() };
   private get keepAlive(): boolean {
     return this.source.upstreamKeepAlive ?? true;
   }
@@ -128,10 +152,15 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     this.refresh();
     const cached = this.routeCache.get(publicId);
     if (cached) return cached;
-    const specs = this.table?.models.get(publicId);
+    const specs = this.live.models.get(publicId) ?? this.table?.models.get(publicId);
     let routes: Route[];
     if (specs) {
-      routes = specs.map((spec, i) => this.route(publicId, i, this.table!.upstreams.get(spec.upstream)!, spec.model, spec.weight, spec.priority, spec.pinned));
+      routes = [];
+      specs.forEach((spec, i) => {
+        // A live route may name an upstream removed since (the writer refuses that; a file reload may not).
+        const upstream = this.upstreamNamed(spec.upstream);
+        if (upstream) routes.push(this.route(publicId, i, upstream, spec.model, spec.weight, spec.priority, spec.pinned));
+      });
     } else if (this.defaultUpstream) {
       routes = [this.route(publicId, 0, this.defaultUpstream, publicId, 1, false, false)];
     } else routes = [];
@@ -174,8 +203,35 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
   upstreams(): Upstream[] {
     this.refresh();
-    const all = [...(this.table?.upstreams.values() ?? [])];
+    const byName = new Map(this.table?.upstreams ?? []);
+    for (const [name, u] of this.live.upstreams) byName.set(name, u);
+    const all = [...byName.values()];
     return this.defaultUpstream ? [this.defaultUpstream, ...all] : all;
+  }
+
+  upstreamNamed(name: string): Upstream | null {
+    this.refresh();
+    if (name === "default" && this.defaultUpstream) return this.defaultUpstream;
+    return this.live.upstreams.get(name) ?? this.table?.upstreams.get(name) ?? null;
+  }
+
+  setLive(live: LiveRoutes): void {
+    this.live = live;
+    this.tableVersion++;
+    this.routeCache.clear();
+  }
+
+  routesFor(publicId: string): Route[] {
+    return this.routesOf(publicId);
+  }
+
+  configured(): ConfiguredRoutes[] {
+    this.refresh();
+    const view = (specs: RouteSpec[]) => specs.map((r) => ({ upstream: r.upstream, model: r.model, weight: r.weight, priority: r.priority, pinned: r.pinned }));
+    const out = new Map<string, ConfiguredRoutes>();
+    for (const [model, specs] of this.table?.models ?? []) out.set(model, { model, source: "file", routes: view(specs) });
+    for (const [model, specs] of this.live.models) out.set(model, { model, source: "admin", routes: view(specs) });
+    return [...out.values()].sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
   }
 
   offeredVersion(): string {
@@ -186,7 +242,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
   offered(): OfferedModel[] {
     this.refresh();
     const out: OfferedModel[] = [];
-    const named = this.table?.models ?? new Map();
+    const named = new Map([...(this.table?.models ?? []), ...this.live.models]);
     for (const id of named.keys()) {
       const route = this.servedRoutesOf(id)[0];
       if (!route) continue;

@@ -1,48 +1,64 @@
 /**
- * The operator's "test this route" (README "Dashboard"): one tiny chat request sent straight to a
- * route's upstream — not through /v1, so it is not billed, counted against any account, or fed to
- * the route's circuit breaker — answering whether it worked, its HTTP status and how long it took.
- * The answer never names the upstream's address or echoes its body (which may carry anything).
+ * "Test this route" for the operator (POST /admin/routes/test, `switchyard routes test`, the
+ * dashboard's models page): sends a
+ * tiny, unbilled chat request through one configured route directly — no breaker, no retry, no
+ * hold — and reports its status, latency and the answer's first words. The upstream's name is
+ * the operator's own; its key never appears, and an error body is summarised, not relayed.
  */
 import { postChatCompletions, UpstreamFailure } from "./client";
 import { readAllText } from "./timeouts";
 import type { Route } from "./registry";
 
-export const ROUTE_TEST_TIMEOUT_MS = 15_000;
-const TEST_PROMPT = "Reply with the word ok.";
-
 export interface RouteTestResult {
+  index: number;
+  upstream: string;
+  upstream_model: string;
   ok: boolean;
-  http_status: number | null;
+  /** The upstream's HTTP status, or null when none came (connect failure, timeout). */
+  status: number | null;
   latency_ms: number;
-  /** Why it failed, in words (connect, timeout, status), or null. */
+  /** The first words of the answer (at most 12 words, 200 characters). */
+  first_words: string | null;
+  /** Why it failed: "connect", "timeout", "status 401", "not a chat completion", ... */
   error: string | null;
-  /** The first words of the answer, when it worked. */
-  reply: string | null;
 }
 
-export async function testRoute(route: Route, timeoutMs = ROUTE_TEST_TIMEOUT_MS): Promise<RouteTestResult> {
+const PROMPT = "Reply with one short sentence: are you there?";
+/** The whole test, connect to answer; past it the test says "timeout". */
+export const ROUTE_TEST_TIMEOUT_MS = 15_000;
+const ANSWER_BYTES = 64 * 1024;
+
+function firstWords(text: string): string {
+  return text.trim().split(/\s+/).slice(0, 12).join(" ").slice(0, 200);
+}
+
+export async function testRoute(route: Route, index: number, timeoutMs = ROUTE_TEST_TIMEOUT_MS): Promise<RouteTestResult> {
+  const base = { index, upstream: route.upstream.name, upstream_model: route.model };
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const body = { model: route.model, messages: [{ role: "user", content: TEST_PROMPT }], max_tokens: 5, stream: false };
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
-    const reply = await postChatCompletions(route.upstream, body, { signal: AbortSignal.timeout(timeoutMs) });
-    const text = await readAllText(reply.body, 64 * 1024);
-    let said: string | null = null;
+    const reply = await postChatCompletions(route.upstream, { model: route.model, messages: [{ role: "user", content: PROMPT }], max_tokens: 16, stream: false }, { signal: controller.signal });
+    const text = await readAllText(reply.body, ANSWER_BYTES);
+    const latency = elapsed();
+    let content: unknown;
     try {
-      const content = JSON.parse(text)?.choices?.[0]?.message?.content;
-      if (typeof content === "string") said = content.slice(0, 80);
+      const json = JSON.parse(text) as { choices?: { message?: { content?: unknown; reasoning_content?: unknown } }[] };
+      content = json.choices?.[0]?.message?.content ?? json.choices?.[0]?.message?.reasoning_content;
     } catch {
-      // not JSON: the status says it worked; there is just nothing to quote
+      return { ...base, ok: false, status: reply.status, latency_ms: latency, first_words: null, error: "not a chat completion (the answer is not JSON)" };
     }
-    return { ok: true, http_status: reply.status, latency_ms: elapsed(), error: null, reply: said };
+    if (typeof content !== "string") return { ...base, ok: false, status: reply.status, latency_ms: latency, first_words: null, error: "not a chat completion (no choices[0].message.content)" };
+    return { ...base, ok: true, status: reply.status, latency_ms: latency, first_words: firstWords(content), error: null };
   } catch (e) {
-    const f = e instanceof UpstreamFailure ? e : null;
-    const why = !f ? "the request failed"
-      : f.kind === "status" ? `the upstream answered HTTP ${f.status}`
-      : f.kind === "connect" ? "could not connect to the upstream"
-      : f.kind === "timeout" || f.kind === "aborted" ? `no answer within ${Math.round(timeoutMs / 1000)} s`
-      : "the route's configuration is not usable";
-    return { ok: false, http_status: f?.kind === "status" ? f.status : null, latency_ms: elapsed(), error: why, reply: null };
+    const latency = elapsed();
+    if (e instanceof UpstreamFailure) {
+      return { ...base, ok: false, status: e.status, latency_ms: latency, first_words: null, error: e.kind === "status" ? `status ${e.status}` : e.kind === "aborted" ? "timeout" : e.kind };
+    }
+    return { ...base, ok: false, status: null, latency_ms: latency, first_words: null, error: "failed" };
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
   }
 }

@@ -32,7 +32,7 @@ export function ModelsPage() {
   };
 
   const result = (r: any) => !r ? null : r.running ? html`<span class="muted">testing…</span>`
-    : r.ok ? html`<span class="ok">ok · HTTP ${r.http_status} · ${ms(r.latency_ms)}</span>`
+    : r.ok ? html`<span class="ok">ok · HTTP ${r.status} · ${ms(r.latency_ms)}</span>`
     : html`<span class="error">failed: ${r.error}${r.latency_ms !== undefined ? ` · ${ms(r.latency_ms)}` : ""}</span>`;
 
   return html`<section aria-label="Models">

@@ -66,6 +66,6 @@ export function registerOperatorReports(app: App, s: Services, guard: DashboardG
     const b = validate(RouteTestBody, body);
     const route = s.routes.routeNamed?.(b.model, b.route) ?? null;
     if (!route) throw notFound(`No served route '${b.route}' for model '${b.model}': see the models page for the routes.`);
-    return { model: b.model, route: b.route, ...(await testRoute(route)) };
+    return { model: b.model, route: b.route, ...(await testRoute(route, Number(b.route.slice(b.route.lastIndexOf("#") + 1)) || 0)) };
   });
 }

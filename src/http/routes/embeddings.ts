@@ -13,7 +13,7 @@ import { authenticate, holdKey } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, clientGone, invalidField, modelUnavailable } from "../../errors";
-import { embeddingCost } from "../../billing/prices";
+import { embeddingCost, priceNote } from "../../billing/prices";
 import { formatUsd, usdNumber } from "../../billing/money";
 import { localModelUnavailable } from "../../engines/installed";
 import { timeEngine } from "../../metrics/engine-time";
@@ -77,6 +77,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
       requestId, accountId: caller.accountId, endpoint: "/v1/embeddings", model: resolved.requestedId, key: holdKey(caller),
       budget: { inputTokens: parsed.tokens },
       price: (u) => embeddingCost(resolved.entry, resolved.multiplier, u.inputTokens ?? 0),
+      priceNote: priceNote(resolved.entry, resolved.multiplier),
     });
     try {
       let vectors: Float32Array[];

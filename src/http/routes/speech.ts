@@ -18,7 +18,7 @@ import { authenticate, holdKey } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, InternalError, clientGone, invalidField, modelUnavailable } from "../../errors";
-import { codePoints, speechCost } from "../../billing/prices";
+import { codePoints, priceNote, speechCost } from "../../billing/prices";
 import { createEncoder, SUPPORTED_FORMATS } from "../../audio/encoder";
 import { planSpeech } from "../../text/frontend";
 import { MAX_TOKENS, SAMPLE_RATE, SPEECH_MODEL_ID, type SpeechEngine } from "../../engines/speech/engine";
@@ -87,6 +87,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
       requestId, accountId: caller.accountId, endpoint: ENDPOINT, model: resolved.requestedId, key: holdKey(caller),
       budget: { characters },
       price: (u) => speechCost(resolved.entry, resolved.multiplier, u.characters ?? 0),
+      priceNote: priceNote(resolved.entry, resolved.multiplier),
     });
 
     // Called once when the stream ends, and the one release of the hold once the stream exists.

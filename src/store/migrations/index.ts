@@ -9,6 +9,7 @@ import { requestOutcomes } from "./005-request-outcomes";
 import { responseRetention } from "./006-response-retention";
 import { keyControls } from "./007-key-controls";
 import { requestLog } from "./008-request-log";
+import { liveCatalog } from "./009-live-catalog";
 
 export interface Migration {
   version: number;
@@ -16,4 +17,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention, keyControls, requestLog];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention, keyControls, requestLog, liveCatalog];

@@ -27,6 +27,7 @@ import { PgResponseRecords } from "./responses";
 import { PgOutcomeRecords } from "./outcomes";
 import { PgUsageRecords } from "./usage";
 import { PgReports } from "./reports";
+import { PgLiveConfigRecords } from "./live-config";
 
 export interface PostgresDataStore extends DataStore {
   readonly engine: "postgres";
@@ -128,6 +129,7 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
       outcomes: new PgOutcomeRecords(db),
       usage: new PgUsageRecords(db),
       reports: new PgReports(db),
+      liveConfig: new PgLiveConfigRecords(db),
       async ping() {
         await db.run((sql) => sql`SELECT 1`, PING_TIMEOUT_MS);
       },

@@ -7,6 +7,7 @@ import { SqliteResponseRecords } from "./responses";
 import { SqliteOutcomeRecords } from "./outcomes";
 import { SqliteUsageRecords } from "./usage";
 import { SqliteReports } from "./reports";
+import { SqliteLiveConfigRecords } from "./live-config";
 import { AccountLimiter } from "../../limits/limiter";
 
 export interface SqliteDataStore extends DataStore {
@@ -36,6 +37,7 @@ export function sqliteDataStore(db: Store, ledgerOptions: SqliteLedgerOptions = 
     usage: new SqliteUsageRecords(db),
     reports: new SqliteReports(db),
     limiter: new AccountLimiter(),
+    liveConfig: new SqliteLiveConfigRecords(db),
     closeNow,
     async ping() {
       db.query("SELECT 1").get();

@@ -9,6 +9,7 @@ import { limitFunctions } from "./004-limit-functions";
 import { responseRetention } from "./005-response-retention";
 import { keyControls } from "./006-key-controls";
 import { requestLog } from "./007-request-log";
+import { liveCatalog } from "./008-live-catalog";
 
 export interface PgMigration {
   version: number;
@@ -16,4 +17,4 @@ export interface PgMigration {
   sql: string;
 }
 
-export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog];
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog];
