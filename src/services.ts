@@ -29,7 +29,7 @@ import { AuthThrottle } from "./limits/auth-throttle";
 import { RequestOutcomes } from "./generations/outcomes";
 import { GenerationRecords } from "./generations/records";
 import { ResponseStore } from "./store/responses";
-import { TokenCounter } from "./chat/token-counter";
+import { TokenCounter } from "./tokens/token-counter";
 
 export interface Services {
   config: Config;

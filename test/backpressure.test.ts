@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnServer, type ServerProcess } from "./support/server-process";
 import { startPullUpstream, type PullUpstream } from "./support/pull-upstream";
-import { countTextTokens } from "../src/chat/tokens";
+import { countTextTokens } from "../src/tokens/tokens";
 
 const ADMIN = "backpressure-admin-token-0123456789";
 const MB = 1024 * 1024;

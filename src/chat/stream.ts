@@ -14,10 +14,10 @@ import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
 import type { TokenBudget } from "./request";
-import { OutputMeter, relayCap } from "./output-cap";
+import { OutputMeter, relayCap } from "../tokens/output-cap";
 import { timeEngine } from "../metrics/engine-time";
-import { completionId, countUsage, type ChatCall } from "./pipeline";
-import { TokenTally } from "./token-tally";
+import { completionId, countUsage, type ChatCall } from "./call";
+import { TokenTally } from "../tokens/token-tally";
 
 type ChatObject = Record<string, unknown>;
 

@@ -12,7 +12,7 @@ import { authenticate, identify } from "../auth";
 import { DomainError, invalidField } from "../../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
-import { type ChatCall } from "../../chat/pipeline";
+import { type ChatCall } from "../../chat/call";
 import { SSE_DONE, sseEvents } from "../../protocols/sse";
 import { completeForRoute, streamForRoute } from "../chat-relay";
 import type { StoredResponseRecord } from "../../billing/ledger-store";

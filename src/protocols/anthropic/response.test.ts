@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { parseToolInput, stopReasonOf, toAnthropicMessage } from "./response";
 
 const result: ChatResult = { inputTokens: 25, outputTokens: 12, charged: 19_800, serviceTier: "default" };

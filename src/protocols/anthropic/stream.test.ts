@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { AnthropicStreamTranslator, type AnthropicEvent } from "./stream";
 
 const result: ChatResult = { inputTokens: 30, outputTokens: 9, charged: 1_000, serviceTier: "default" };

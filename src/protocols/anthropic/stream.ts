@@ -20,7 +20,7 @@
  * ../stop-sequences); after a match nothing more is sent. With `thinking.display: "omitted"`
  * no thinking blocks are sent.
  */
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { isCompleteJsonObject } from "../tool-arguments";
 import { StopScanner } from "../stop-sequences";
 import { anthropicUsage, matchedStopOf, reasoningOf, stopReasonOf } from "./response";

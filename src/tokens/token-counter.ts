@@ -48,7 +48,7 @@ interface Job {
  */
 function workerSpecs(): string[] {
   return import.meta.url.includes("$bunfs")
-    ? ["./chat/token-worker.ts", "./src/chat/token-worker.ts"]
+    ? ["./tokens/token-worker.ts", "./src/tokens/token-worker.ts"]
     : [new URL("./token-worker.ts", import.meta.url).href];
 }
 
