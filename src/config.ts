@@ -42,6 +42,12 @@ export interface Config {
   dashboard: boolean;
   /** How long a dashboard sign-in lasts, in seconds. */
   dashboardSessionSeconds: number;
+  /** Characters one account may have queued for token counting before its requests get 429. */
+  tokenQueueChars: number;
+  /** Bytes of text one account's count_tokens requests may have in flight together. */
+  countTokensBytes: number;
+  /** Share of a local model's queue (speech, embeddings) one account may hold, in per cent. */
+  engineQueueAccountPercent: number;
 }
 
 export class ConfigError extends Error {
@@ -141,5 +147,8 @@ export function loadConfig(env: Env = process.env): Config {
     instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
     dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
+    tokenQueueChars: int(env, "SWITCHYARD_TOKEN_QUEUE_CHARS", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    countTokensBytes: int(env, "SWITCHYARD_COUNT_TOKENS_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    engineQueueAccountPercent: int(env, "SWITCHYARD_ENGINE_QUEUE_ACCOUNT_PERCENT", 50, 1, 100),
   };
 }

@@ -30,6 +30,7 @@ import { RequestOutcomes } from "./generations/outcomes";
 import { GenerationRecords } from "./generations/records";
 import { ResponseStore } from "./store/responses";
 import { TokenCounter } from "./tokens/token-counter";
+import { AccountBudget } from "./limits/account-budget";
 
 export interface Services {
   config: Config;
@@ -54,8 +55,10 @@ export interface Services {
   outcomes: RequestOutcomes;
   /** Generation records: ledger charge + outcome, per account (GET /v1/generation, dashboard). */
   generations: GenerationRecords;
-  /** Chat token counting, in worker threads (never on the event loop). */
+  /** Chat token counting, in worker threads (never on the event loop), the accounts taking turns. */
   tokens: TokenCounter;
+  /** Bytes of text each account's count_tokens requests have in flight (SWITCHYARD_COUNT_TOKENS_BYTES). */
+  countTokensBytes: AccountBudget;
   log: Log;
   isLive(entry: ModelEntry): boolean;
   /** Writes what is queued and closes the store (SQLite: done before it returns). */
@@ -171,7 +174,8 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     metrics: new MetricsRegistry(),
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
-    tokens: new TokenCounter((msg) => s.log.warn(msg)),
+    tokens: new TokenCounter((msg) => s.log.warn(msg), { maxQueuedChars: config.tokenQueueChars }),
+    countTokensBytes: new AccountBudget(config.countTokensBytes),
     outcomes,
     generations: new GenerationRecords(store.usage, outcomes),
     log,

@@ -37,18 +37,28 @@ export function completionId(requestId: string): string {
 }
 
 const inputEstimates = new WeakMap<ChatRequest, Promise<number>>();
+/** Estimates counted already, by request. */
+const knownInputs = new WeakMap<ChatRequest, number>();
+
+/** The prompt's estimate if it has been counted already (a context check did), else undefined: never waits. */
+export function knownInput(call: Pick<ChatCall, "request">): number | undefined {
+  return knownInputs.get(call.request);
+}
 
 /**
  * The prompt's estimated tokens, counted once per request (the context check, a Messages stream's
  * message_start and a usage fallback all ask) and off the event loop when long. Counting stops
- * once past the context window: exact for every prompt that fits, "more" for the others.
+ * once past the context window: exact for every prompt that fits, "more" for the others. The count
+ * waits in the account's lane; `admission` (a check before the request is admitted) makes it
+ * refusable when the account has too much queued (see src/tokens/token-counter.ts).
  */
-export function estimateInput(s: Services, call: Pick<ChatCall, "request" | "resolved" | "signal">): Promise<number> {
+export function estimateInput(s: Services, call: Pick<ChatCall, "request" | "resolved" | "signal" | "accountId">, admission = false): Promise<number> {
   let estimate = inputEstimates.get(call.request);
   if (!estimate) {
     const req = call.request;
-    estimate = s.tokens.prompt(req.messages, promptExtras(req), { limit: call.resolved.entry.contextWindow, signal: call.signal });
+    estimate = s.tokens.prompt(req.messages, promptExtras(req), { limit: call.resolved.entry.contextWindow, signal: call.signal, account: call.accountId, admission });
     inputEstimates.set(req, estimate);
+    estimate.then((n) => knownInputs.set(req, n), () => {});
     // A count abandoned with its client is not remembered: a later caller counts afresh.
     estimate.catch(() => inputEstimates.delete(req));
   }

@@ -65,7 +65,7 @@ export function upstreamBody(req: ChatRequest, stream: boolean): Record<string, 
 async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
   let count: number;
   try {
-    count = await estimateInput(s, call);
+    count = await estimateInput(s, call, true);
   } catch (err) {
     if (err instanceof CountAborted) throw clientGone();
     throw err;
@@ -119,7 +119,7 @@ export async function completeChat<T>(
     // Checked before the charge: nothing after settle() may fail on the upstream's shape.
     if (!isWellFormedCompletion(json)) throw upstreamError();
     // A complete body cannot be cut any more: usage beyond the hold is clamped to it (and logged).
-    const usage: Consumption = readUsage(json) ?? (await countUsage(s, call, s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message)))));
+    const usage: Consumption = readUsage(json) ?? (await countUsage(s, call, s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message)), { account: call.accountId })));
     const result = chatResult(hold, usage, call.resolved.tier);
     rewriteChatObject(json, { id: completionId(call.requestId), model: call.resolved.requestedId, serviceTier: call.resolved.tier });
     json.usage = usageObject(json.usage, result);

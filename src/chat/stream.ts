@@ -49,8 +49,8 @@ export class ChatStream {
     readonly hold: Hold,
     budget: TokenBudget,
   ) {
-    this.meter = new OutputMeter(relayCap(budget.maxOutput), s.tokens);
-    this.delivered = new TokenTally(s.tokens);
+    this.meter = new OutputMeter(relayCap(budget.maxOutput), s.tokens, call.accountId);
+    this.delivered = new TokenTally(s.tokens, call.accountId);
   }
 
   /** The route's idle timeout: how long a relay waits for a client that stopped reading. */
