@@ -222,9 +222,9 @@ export class Scheduler<I, O> {
       this.served.set(job.account, this.batches);
       job.detach();
     }
-    // An account with nothing queued is forgotten (and comes first when it returns): the map
-    // stays as small as the set of accounts waiting.
-    for (const job of batch) if (this.queuedFor(job.account) === 0) this.served.delete(job.account);
+    // An account with nothing queued that was not in this batch is forgotten (it comes first when
+    // it returns): the map stays as small as the accounts waiting or just served.
+    for (const [account, at] of this.served) if (at < this.batches && this.queuedFor(account) === 0) this.served.delete(account);
     void this.execute(batch);
   }
 
