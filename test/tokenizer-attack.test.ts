@@ -105,7 +105,7 @@ test("another account's 40 KB count, streamed message and chat are answered whil
   //    the final message_delta carries the exact count.
   const res = await post(b.key, "/v1/messages", { model: MODEL, system, messages, max_tokens: 32, stream: true });
   expect(res.status).toBe(200);
-  const events: { event?: string; data: string }[] = [];
+  const events: { event: string | null; data: string }[] = [];
   const parser = new SseParser();
   for await (const chunk of res.body!) events.push(...parser.push(chunk));
   const start = JSON.parse(events.find((e) => e.event === "message_start")!.data);

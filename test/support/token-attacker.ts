@@ -5,9 +5,11 @@
  * ATTACK_CONCURRENCY requests in flight. Driven by lines on stdin: "go" starts a burst, "stop"
  * ends it (answered with `{"stopped":true}` once its requests in flight have been answered),
  * "quit" prints `{"sent":…, "statuses":{…}}` and exits. It prints `{"ready":true}` once its
- * bodies are built. ATTACK_MAX_REQUESTS bounds the whole run.
+ * bodies are built. ATTACK_MAX_REQUESTS bounds the whole run. With ATTACK_KIND=base64 it sends
+ * only count_tokens of random base64 (about twenty times slower to count per character than
+ * prose), ATTACK_BYTES each (8 MiB), ATTACK_BODIES distinct bodies (8).
  */
-export {};
+import { randomBytes } from "node:crypto";
 
 const base = process.env.ATTACK_BASE!;
 const key = process.env.ATTACK_KEY!;
@@ -15,9 +17,17 @@ const model = process.env.ATTACK_MODEL ?? "glm-4.6";
 const maxRequests = Number(process.env.ATTACK_MAX_REQUESTS ?? 400);
 const concurrency = Number(process.env.ATTACK_CONCURRENCY ?? 2);
 
-const texts = ["a".repeat(120_000), "a".repeat(8 * 1024 * 1024 - 200)];
+const kind = process.env.ATTACK_KIND ?? "mixed";
+const texts = kind === "base64" ? [] : ["a".repeat(120_000), "a".repeat(8 * 1024 * 1024 - 200)];
 const enc = new TextEncoder();
 const targets: { path: string; body: Uint8Array<ArrayBuffer> }[] = [];
+if (kind === "base64") {
+  const bytes = Number(process.env.ATTACK_BYTES ?? 8 * 1024 * 1024);
+  for (let i = 0; i < Number(process.env.ATTACK_BODIES ?? 8); i++) {
+    const text = randomBytes(Math.ceil((bytes * 3) / 4)).toString("base64").slice(0, bytes - 200);
+    targets.push({ path: "/v1/messages/count_tokens", body: enc.encode(JSON.stringify({ model, messages: [{ role: "user", content: text }] })) });
+  }
+}
 for (const text of texts) {
   const messages = [{ role: "user", content: text }];
   targets.push({ path: "/v1/messages/count_tokens", body: enc.encode(JSON.stringify({ model, messages })) });
