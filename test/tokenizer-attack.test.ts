@@ -141,6 +141,15 @@ test("count_tokens is limited per account by bytes of text in flight: 429 naming
   expect(err.error.type).toBe("rate_limit_error");
   expect(err.error.message).toContain(`limited to ${COUNT_BYTES} bytes of text in flight per account`);
   expect(refused.headers.get("retry-after")).toBe("1");
+  // Refused before its body is read when it declares its length; without one (chunked), once read.
+  const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "hello there" }] });
+  const chunked = await fetch(h.base + "/v1/messages/count_tokens", {
+    method: "POST",
+    headers: { "x-api-key": a.key, "content-type": "application/json" },
+    body: new Blob([body]).stream(),
+  });
+  expect(chunked.status).toBe(429);
+  expect(((await chunked.json()) as { error: { message: string } }).error.message).toContain(`limited to ${COUNT_BYTES} bytes of text in flight per account`);
   const other = await post(b.key, "/v1/messages/count_tokens", { model: MODEL, messages: [{ role: "user", content: "hello there" }] });
   expect(other.status).toBe(200);
   await attack.stop();

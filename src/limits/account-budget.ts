@@ -20,6 +20,12 @@ export class AccountBudget {
     return true;
   }
 
+  /** Whether take(account, n) would succeed now (nothing is reserved). */
+  fits(account: string, n: number): boolean {
+    const now = this.used.get(account) ?? 0;
+    return now === 0 || now + n <= this.cap;
+  }
+
   /** Returns what take() reserved. */
   give(account: string, n: number): void {
     const left = (this.used.get(account) ?? 0) - n;
