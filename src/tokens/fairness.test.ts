@@ -21,9 +21,10 @@ const newCounter = (maxQueuedChars?: number) => {
 
 /** Random base64: about twenty times slower to count per character than prose. */
 const base64 = (chars: number) => randomBytes(Math.ceil((chars * 3) / 4)).toString("base64").slice(0, chars);
-const PROSE_40K = "The quick brown fox jumps over the lazy dog, then naps in the sun. ".repeat(600); // 40 KB
+const PROSE_40K = "The quick brown fox jumps over the lazy dog, then naps in the sun. ".repeat(600); // 40 KB: the short lane
+const PROSE_100K = PROSE_40K.repeat(2) + PROSE_40K.slice(0, 20_000); // 100 KB: the long lane, with A's backlog
 
-test("another account's 40 KB count is served while one account's backlog of long counts waits", async () => {
+test("another account's 100 KB count is served while one account's backlog of long counts waits", async () => {
   const counter = newCounter();
   await counter.text(base64(20_000)); // both workers started, the tokenizer loaded
   const order: string[] = [];
@@ -38,10 +39,10 @@ test("another account's 40 KB count is served while one account's backlog of lon
     ),
   );
   expect(counter.queuedChars("A")).toBe(6 * 200_000);
-  // Account B comes after the whole backlog was queued.
-  const b = await counter.count([PROSE_40K], { account: "B" });
+  // Account B comes after the whole backlog was queued, in the same (long) lane.
+  const b = await counter.count([PROSE_100K], { account: "B" });
   order.push("B");
-  expect(b).toBe(countTexts([PROSE_40K]));
+  expect(b).toBe(countTexts([PROSE_100K]));
   // First-come-first-served would have counted all six of A's first.
   expect(order.indexOf("B")).toBeLessThanOrEqual(1);
   stop.abort();
@@ -59,9 +60,27 @@ test("an account's counts take turns with the service's own (usage, relayed outp
       () => {},
     ),
   );
-  await counter.count([PROSE_40K]); // no account: the service's own lane
+  await counter.count([PROSE_100K]); // no account: the service's own lane
   order.push("own");
   expect(order.indexOf("own")).toBeLessThanOrEqual(1);
+  stop.abort();
+  await Promise.all(backlog);
+});
+
+test("in the short lane too: a flood of 60 KB counts does not hold another account's 40 KB count", async () => {
+  const counter = newCounter();
+  const stop = new AbortController();
+  const order: string[] = [];
+  const backlog = Array.from({ length: 24 }, (_, i) =>
+    counter.count([base64(60_000)], { account: "A", signal: stop.signal }).then(
+      () => void order.push(`A${i}`),
+      () => {},
+    ),
+  );
+  await counter.count([PROSE_40K], { account: "B" });
+  order.push("B");
+  // First-come-first-served: all 24 of A's first.
+  expect(order.indexOf("B")).toBeLessThanOrEqual(2);
   stop.abort();
   await Promise.all(backlog);
 });

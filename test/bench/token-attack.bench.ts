@@ -8,6 +8,8 @@
  *
  *   BENCH_BLOCKS (4)  BENCH_SAMPLES (15 per kind and phase in each block)  BENCH_ATTACK_CONCURRENCY (32)
  *   BENCH_ATTACK_BYTES (8 MiB)  BENCH_RAMP_MS (1500: the attack's first bodies arrive before sampling)
+ *   BENCH_ATTACK_RETRY_AFTER (1: after a 429 the attacker waits its Retry-After, as the SDKs do;
+ *   0: it retries at once, a flood of uploads the server must take in whatever it answers)
  */
 import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
@@ -19,6 +21,8 @@ const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 15);
 const CONCURRENCY = Number(process.env.BENCH_ATTACK_CONCURRENCY ?? 32);
 const BYTES = Number(process.env.BENCH_ATTACK_BYTES ?? 8 * 1024 * 1024);
 const RAMP_MS = Number(process.env.BENCH_RAMP_MS ?? 1500);
+/** Whether the attacker waits a 429's Retry-After before its next request, as SDK clients do (1), or retries at once (0). */
+const RETRY_AFTER = (process.env.BENCH_ATTACK_RETRY_AFTER ?? "1") === "1";
 const MODEL = "glm-4.6";
 
 const upstream = await startUpstreamProcess({ omitUsage: true });
@@ -37,7 +41,7 @@ try {
     body: JSON.stringify({ rate_limit_rpm: 1_000_000 }),
   });
   const evil = Bun.spawn([BUN, join(ROOT, "test/support/token-attacker.ts")], {
-    env: { ...process.env, ATTACK_BASE: gateway.url, ATTACK_KEY: a.key, ATTACK_KIND: "base64", ATTACK_BYTES: String(BYTES), ATTACK_CONCURRENCY: String(CONCURRENCY), ATTACK_MAX_REQUESTS: "1000000" },
+    env: { ...process.env, ATTACK_BASE: gateway.url, ATTACK_KEY: a.key, ATTACK_KIND: "base64", ATTACK_BYTES: String(BYTES), ATTACK_CONCURRENCY: String(CONCURRENCY), ATTACK_MAX_REQUESTS: "1000000", ATTACK_ABORT_ON_STOP: "1", ATTACK_RETRY_AFTER: RETRY_AFTER ? "1" : "0" },
     stdin: "pipe",
     stdout: "pipe",
     stderr: "inherit",
@@ -92,6 +96,8 @@ try {
     await Bun.sleep(RAMP_MS);
     await sample(samples.attacked, SAMPLES);
     await command("stop");
+    const last = (xs: number[]) => fmt(xs[xs.length - 1]!);
+    console.error(`block ${block + 1}/${BLOCKS}: last samples unloaded ${last(samples.unloaded.stream)} / ${last(samples.unloaded.chat)} ms, attacked ${last(samples.attacked.stream)} / ${last(samples.attacked.chat)} ms (stream / chat)`);
   }
   const attack = (await command("quit")) as { sent: number; statuses: Record<string, number> };
 
@@ -99,7 +105,7 @@ try {
   console.log(`\n## token attack (${new Date().toISOString()})`);
   console.log(
     `setup: fake upstream (no usage), gateway (defaults) and two clients, each in its own process, on ${availableParallelism()} CPU(s), load average ${loadavg()[0]!.toFixed(2)}; ` +
-      `A: ${CONCURRENCY} count_tokens of ${fmt(BYTES / 1024 / 1024, 0)} MiB random base64 in flight; B: one request at a time; ` +
+      `A: ${CONCURRENCY} count_tokens of ${fmt(BYTES / 1024 / 1024, 0)} MiB random base64 in flight, ${RETRY_AFTER ? "waiting Retry-After after a 429" : "retrying at once after a 429"}; B: one request at a time; ` +
       `${BLOCKS} blocks of ${SAMPLES} samples per kind and phase.`,
   );
   console.log("");

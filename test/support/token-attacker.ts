@@ -40,6 +40,11 @@ const statuses: Record<string, number> = {};
 let sent = 0;
 let next = 0;
 let running = false;
+/** Aborted by "stop" when ATTACK_ABORT_ON_STOP=1: the requests in flight are dropped, not awaited. */
+let burst = new AbortController();
+const abortOnStop = process.env.ATTACK_ABORT_ON_STOP === "1";
+/** ATTACK_RETRY_AFTER=1: after a 429, wait its Retry-After before the next request (as SDK clients do). */
+const honourRetryAfter = process.env.ATTACK_RETRY_AFTER === "1";
 
 async function loop() {
   while (running && sent < maxRequests) {
@@ -47,9 +52,11 @@ async function loop() {
     sent++;
     let label: string;
     try {
-      const res = await fetch(base + t.path, { method: "POST", headers: { "x-api-key": key, authorization: `Bearer ${key}`, "content-type": "application/json" }, body: t.body });
+      const res = await fetch(base + t.path, { method: "POST", headers: { "x-api-key": key, authorization: `Bearer ${key}`, "content-type": "application/json" }, body: t.body, signal: burst.signal });
       await res.arrayBuffer();
       label = `${t.path} ${res.status}`;
+      const wait = Number(res.headers.get("retry-after"));
+      if (honourRetryAfter && res.status === 429 && wait > 0) await Promise.race([Bun.sleep(wait * 1000), new Promise((r) => burst.signal.addEventListener("abort", r))]);
     } catch (e) {
       label = `${t.path} ${(e as Error).name}`;
     }
@@ -64,9 +71,11 @@ for await (const line of console) {
   const command = line.trim();
   if (command === "go") {
     running = true;
+    burst = new AbortController();
     loops = Array.from({ length: concurrency }, () => loop());
   } else if (command === "stop") {
     running = false;
+    if (abortOnStop) burst.abort();
     await Promise.all(loops);
     say({ stopped: true, sent });
   } else if (command === "quit") {
