@@ -49,11 +49,12 @@ type Part = { type?: unknown; text?: unknown; image_url?: unknown };
 type Message = { role?: unknown; content?: unknown; name?: unknown; tool_calls?: unknown };
 
 /**
- * Jobs up to this many characters (a long chat turn, a 40 KB system prompt: a few milliseconds of
- * prose) go to the counter's short lane, a worker at the serving thread's priority; longer ones to
- * the long lane, in the background (see token-counter.ts).
+ * Jobs up to this many characters (a chat turn: well under a millisecond of prose) go to the
+ * counter's short lane, a worker at the serving thread's priority; longer ones to the long lane,
+ * in the background (see token-counter.ts). Not more: relayed output is tallied in parts of this
+ * size, and in the short lane its garbage grew that thread's heap too (test/backpressure.test.ts).
  */
-export const SHORT_JOB_CHARS = 64 * 1024;
+export const SHORT_JOB_CHARS = 16 * 1024;
 
 const LETTER = /\p{L}/u;
 const SPACE = /\s/u;
