@@ -45,6 +45,13 @@ export interface CounterOptions {
   maxQueuedChars?: number;
 }
 
+/**
+ * Prompts up to this many characters are counted in the short lane (a few milliseconds of prose,
+ * taken in 4 Ki steps in turn with other accounts). Relayed output keeps SHORT_JOB_CHARS: tallied
+ * there, its garbage grew the short worker's heap (test/backpressure.test.ts).
+ */
+export const SHORT_PROMPT_CHARS = 64 * 1024;
+
 /** The default of SWITCHYARD_TOKEN_QUEUE_CHARS. */
 export const DEFAULT_MAX_QUEUED_CHARS = 32 * 1024 * 1024;
 
@@ -95,11 +102,16 @@ export class TokenCounter {
 
   /** The sum of the texts' tokens. */
   count(texts: string[], opts: CountOptions = {}): Promise<number> {
+    return this.submit(texts, opts, SHORT_JOB_CHARS);
+  }
+
+  /** Queues a count; texts up to `shortChars` go to the short lane. */
+  private submit(texts: string[], opts: CountOptions, shortChars: number): Promise<number> {
     if (opts.signal?.aborted) return Promise.reject(new CountAborted());
     const account = opts.account ?? "";
     const chars = textLength(texts);
     if (!this.queued.take(account, chars, opts.admission !== true)) return Promise.reject(tokenQueueFull(this.queued.cap));
-    const counted = this.countQueued(account, texts, chars, opts);
+    const counted = this.countQueued(account, texts, chars, opts, shortChars);
     const done = () => this.queued.give(account, chars);
     counted.then(done, done);
     return counted;
@@ -110,10 +122,10 @@ export class TokenCounter {
     return this.queued.inUse(account);
   }
 
-  private countQueued(account: string, texts: string[], chars: number, opts: CountOptions): Promise<number> {
+  private countQueued(account: string, texts: string[], chars: number, opts: CountOptions, shortChars = SHORT_JOB_CHARS): Promise<number> {
     const limit = opts.limit ?? Infinity;
     if (this.inlineOnly || this.closed) return countInline(texts, limit);
-    const lane = chars <= SHORT_JOB_CHARS ? this.short : this.long;
+    const lane = chars <= shortChars ? this.short : this.long;
     return lane.count(account, texts, Number.isFinite(limit) ? limit : null, opts.signal);
   }
 
@@ -122,11 +134,15 @@ export class TokenCounter {
     return this.count([text], opts);
   }
 
-  /** A chat prompt's estimated tokens: its texts' BPE count plus template overhead and images. */
+  /**
+   * A chat prompt's estimated tokens: its texts' BPE count plus template overhead and images.
+   * A request waits on this count, so prompts up to SHORT_PROMPT_CHARS (a 40 KB system prompt)
+   * are counted in the short lane, at the serving thread's priority.
+   */
   async prompt(messages: Message[], extra: unknown[] = [], opts: CountOptions = {}): Promise<number> {
     const p = promptTexts(messages, extra);
     const overhead = promptOverhead(p);
-    return overhead + (await this.count(p.texts, { ...opts, limit: opts.limit === undefined ? undefined : opts.limit - overhead }));
+    return overhead + (await this.submit(p.texts, { ...opts, limit: opts.limit === undefined ? undefined : opts.limit - overhead }, SHORT_PROMPT_CHARS));
   }
 
   /** Stops the workers; counts in flight fail, later ones run on the calling thread. */

@@ -51,8 +51,7 @@ type Message = { role?: unknown; content?: unknown; name?: unknown; tool_calls?:
 /**
  * Jobs up to this many characters (a chat turn: well under a millisecond of prose) go to the
  * counter's short lane, a worker at the serving thread's priority; longer ones to the long lane,
- * in the background (see token-counter.ts). Not more: relayed output is tallied in parts of this
- * size, and in the short lane its garbage grew that thread's heap too (test/backpressure.test.ts).
+ * in the background (see token-counter.ts). Prompts have a higher bound (SHORT_PROMPT_CHARS).
  */
 export const SHORT_JOB_CHARS = 16 * 1024;
 
