@@ -141,6 +141,11 @@ test("count_tokens is limited per account by bytes of text in flight: 429 naming
   expect(err.error.type).toBe("rate_limit_error");
   expect(err.error.message).toContain(`limited to ${COUNT_BYTES} bytes of text in flight per account`);
   expect(refused.headers.get("retry-after")).toBe("1");
+  // A large body refused before it was read: the connection is closed, which stops its upload.
+  const large = await post(a.key, "/v1/messages/count_tokens", { model: MODEL, messages: [{ role: "user", content: base64(2_000_000) }] });
+  expect(large.status).toBe(429);
+  expect(large.headers.get("connection")).toBe("close");
+  await large.arrayBuffer();
   // Refused before its body is read when it declares its length; without one (chunked), once read.
   const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "hello there" }] });
   const chunked = await fetch(h.base + "/v1/messages/count_tokens", {

@@ -104,6 +104,9 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       set.status = statusOf(err);
       Object.assign(set.headers, errorHeaders(err));
       set.headers["content-type"] = "application/json";
+      // Refused before its large body was read (a limit, a bad key): closing the connection stops
+      // the upload, which the server would otherwise take in and drop, byte by byte.
+      if (!request.bodyUsed && Number(request.headers.get("content-length") ?? 0) > LARGE_BODY_BYTES) set.headers.connection = "close";
       // The error body is the whole response: the request ends here (slot, metrics, log line).
       endFailedRequest({ request, set, route, body }, set.status);
       return errorBody(err, dialectForPath(path));
