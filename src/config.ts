@@ -111,6 +111,12 @@ export interface Config {
   streamMaxSeconds: number;
   /** A hold still pending this long after it was taken is voided by the store (≥ streamMaxSeconds + 60). */
   holdExpirySeconds: number;
+  /** Characters one account may have queued for token counting before its requests get 429. */
+  tokenQueueChars: number;
+  /** Bytes of text one account's count_tokens requests may have in flight together. */
+  countTokensBytes: number;
+  /** Share of a local model's queue (speech, embeddings) one account may hold, in per cent. */
+  engineQueueAccountPercent: number;
 }
 
 export class ConfigError extends Error {
@@ -311,5 +317,8 @@ export function loadConfig(env: Env = process.env): Config {
     sseMaxEventChars: int(env, "SWITCHYARD_SSE_MAX_EVENT_CHARS", 1024 * 1024, 1024, 256 * 1024 * 1024),
     streamMaxSeconds,
     holdExpirySeconds,
+    tokenQueueChars: int(env, "SWITCHYARD_TOKEN_QUEUE_CHARS", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    countTokensBytes: int(env, "SWITCHYARD_COUNT_TOKENS_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    engineQueueAccountPercent: int(env, "SWITCHYARD_ENGINE_QUEUE_ACCOUNT_PERCENT", 50, 1, 100),
   };
 }

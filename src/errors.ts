@@ -156,6 +156,36 @@ export const midStreamFailure = (holdVoided: boolean) =>
     holdVoided ? "The model backend failed mid-stream. This request was not billed." : "The model backend failed mid-stream.",
   );
 
+/** An account has too much text queued for token counting (see src/tokens/queue.ts). */
+export const tokenQueueFull = (cap: number) =>
+  new DomainError(
+    "rate_limited",
+    "token_queue_full",
+    `Too much of this account's text is waiting to be counted: at most ${cap} characters may be queued for token counting per account. Retry once earlier requests have finished.`,
+    null,
+    1,
+  );
+
+/** An account's count_tokens requests in flight already carry the most bytes allowed. */
+export const countTokensBytesExceeded = (cap: number, bytes: number) =>
+  new DomainError(
+    "rate_limited",
+    "count_tokens_limit_exceeded",
+    `count_tokens is limited to ${cap} bytes of text in flight per account; this request's ${bytes} bytes would pass that limit. Retry once earlier count_tokens requests have finished.`,
+    null,
+    1,
+  );
+
+/** An account has as many jobs waiting for a local model as one account may queue. */
+export const engineQueueFullForAccount = (model: string, cap: number) =>
+  new DomainError(
+    "rate_limited",
+    "model_queue_limit_exceeded",
+    `This account already has ${cap} jobs waiting for the model '${model}', the most one account may queue. Retry once earlier requests have finished.`,
+    "model",
+    1,
+  );
+
 /** A domain invariant was broken; clients learn only that something failed, logs get the detail. */
 export class InternalError extends DomainError {
   constructor(readonly detail: string) {

@@ -35,7 +35,8 @@ import { Drain } from "./limits/drain";
 import { RequestOutcomes } from "./generations/outcomes";
 import { GenerationRecords } from "./generations/records";
 import { ResponseStore } from "./store/responses";
-import { TokenCounter } from "./chat/token-counter";
+import { TokenCounter } from "./tokens/token-counter";
+import { AccountBudget } from "./limits/account-budget";
 import { DecodeQueue } from "./images/decode-queue";
 import { RemoteMediaFetcher, type Lookup } from "./media/fetch";
 import { decideProvider, type ProviderDecision } from "./runtime/provider";
@@ -71,12 +72,14 @@ export interface Services {
   outcomes: RequestOutcomes;
   /** Generation records: ledger charge + outcome, per account (GET /v1/generation, dashboard). */
   generations: GenerationRecords;
-  /** Chat token counting, in worker threads (never on the event loop). */
+  /** Chat token counting, in worker threads (never on the event loop), the accounts taking turns. */
   tokens: TokenCounter;
   /** Image decodes: a fair queue between accounts, and each account's decode-time budget. */
   imageDecoder: DecodeQueue;
   /** Remote media URLs fetched by the gateway itself, with the SSRF guard (media/fetch.ts). */
   mediaFetcher: RemoteMediaFetcher;
+  /** Bytes of text each account's count_tokens requests have in flight (SWITCHYARD_COUNT_TOKENS_BYTES). */
+  countTokensBytes: AccountBudget;
   log: Log;
   /** The execution provider of the local models, decided on first use (README, "Running on a GPU"). */
   onnxProvider(): ProviderDecision;
@@ -259,7 +262,8 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
     drain: new Drain(),
-    tokens: new TokenCounter((msg) => s.log.warn(msg)),
+    tokens: new TokenCounter((msg) => s.log.warn(msg), { maxQueuedChars: config.tokenQueueChars }),
+    countTokensBytes: new AccountBudget(config.countTokensBytes),
     imageDecoder: new DecodeQueue(config.imageDecodeConcurrency, config.imageDecodeMsPerMinute),
     mediaFetcher: parts.mediaFetcher,
     outcomes,

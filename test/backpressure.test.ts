@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnServer, type ServerProcess } from "./support/server-process";
 import { startPullUpstream, type PullUpstream } from "./support/pull-upstream";
-import { countTextTokens } from "../src/chat/tokens";
+import { countTextTokens, SHORT_JOB_CHARS } from "../src/tokens/tokens";
 
 const ADMIN = "backpressure-admin-token-0123456789";
 const MB = 1024 * 1024;
@@ -243,7 +243,8 @@ test("40 clients that stop reading 14 MB streams raise the server's RSS by less 
     expect((await res.text()).endsWith("data: [DONE]\n\n")).toBe(true);
   };
   await Promise.all(Array.from({ length: 2 }, readAll));
-  for (const text of ["short", "long ".repeat(10_000)]) {
+  // One text for each lane: the long lane takes texts longer than SHORT_JOB_CHARS.
+  for (const text of ["short", "long ".repeat(Math.ceil(SHORT_JOB_CHARS / 5) + 1)]) {
     const res = await fetch(server.base + "/v1/messages/count_tokens", {
       method: "POST",
       headers: { "x-api-key": acct.key, "content-type": "application/json" },

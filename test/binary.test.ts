@@ -20,7 +20,7 @@ import { loadSharp } from "../src/images/sharp";
 import { buildOnnxModel } from "./support/onnx-builder";
 import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
 import { expectedChatCost } from "./support/expected-cost";
-import { countTextTokens } from "../src/chat/tokens";
+import { countTextTokens } from "../src/tokens/tokens";
 
 const SKIP = process.env.SWITCHYARD_SKIP_BINARY_TEST === "1";
 if (SKIP) console.warn("test/binary.test.ts: compiled-binary tests SKIPPED because SWITCHYARD_SKIP_BINARY_TEST=1");

@@ -11,7 +11,7 @@ import { startFakeStack, stopFakeStack } from "./support/fake-stack";
 import { errorOf } from "./support/sdk-error";
 import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
 import { ledgerState, settled } from "./support/ledger-state";
-import { countTextTokens, promptTokenCount } from "../src/chat/tokens";
+import { countTextTokens, promptTokenCount } from "../src/tokens/tokens";
 import catalog from "../src/catalog/catalog.json" with { type: "json" };
 
 const MODEL = "glm-4.6"; // turbo-capable

@@ -10,7 +10,7 @@ import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
 import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
 import { settled, storeState } from "./support/ledger-state";
 import { describeEachStore } from "./support/stores";
-import { promptTokenBound } from "../src/chat/tokens";
+import { promptTokenBound } from "../src/tokens/tokens";
 
 const MODEL = "glm-4.6";
 const MAX_TOKENS = 1000;

@@ -15,8 +15,8 @@ import { chat, contentChunks, post } from "./support/gateway-client";
 import { settled, storeState } from "./support/ledger-state";
 import { describeEachStore } from "./support/stores";
 import { unitsToUsd } from "./support/expected-cost";
-import { relayCap } from "../src/chat/output-cap";
-import { countTextTokens } from "../src/chat/tokens";
+import { relayCap } from "../src/tokens/output-cap";
+import { countTextTokens } from "../src/tokens/tokens";
 
 describeEachStore("a hold is a ceiling", (store) => {
   let fake: FakeUpstream;

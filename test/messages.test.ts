@@ -13,7 +13,7 @@ import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
 import { ledgerState, settled } from "./support/ledger-state";
 import { billingChecks } from "./support/billing-checks";
 import { SseParser } from "../src/protocols/sse";
-import { promptTokenCount } from "../src/chat/tokens";
+import { promptTokenCount } from "../src/tokens/tokens";
 
 const MODEL = "glm-4.6"; // turbo-capable
 const WORDS = ["Hello", " from", " the", " fake", " upstream", "."];

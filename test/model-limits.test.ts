@@ -1,7 +1,7 @@
 /**
  * Limits of the model, checked locally before anything is held or sent: the output ceiling
  * (32,768) on max_tokens / max_completion_tokens, and the context window, estimated with the
- * o200k tokenizer (src/chat/tokens.ts) → 400 context_length_exceeded.
+ * o200k tokenizer (src/tokens/tokens.ts) → 400 context_length_exceeded.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { startHarness, type Harness } from "./support/harness";

@@ -11,7 +11,7 @@ import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
 import { settled, storeState } from "./support/ledger-state";
 import { chat, messages, setLimits } from "./support/gateway-client";
 import { describeEachStore } from "./support/stores";
-import { promptTokenBound } from "../src/chat/tokens";
+import { promptTokenBound } from "../src/tokens/tokens";
 
 const MODEL = "glm-4.6";
 const WORDS = ["a", "b", "c", "d", "e", "f"];

@@ -22,7 +22,7 @@ import { spawnServer, type ServerProcess } from "./support/server-process";
 import { pgProbe, type StoreProbe } from "./support/store-probe";
 import { chat, messages, readUntil } from "./support/gateway-client";
 import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
-import { promptTokenBound } from "../src/chat/tokens";
+import { promptTokenBound } from "../src/tokens/tokens";
 import { SQL } from "bun";
 
 const ADMIN = "scale-out-admin-token-0123456789";

@@ -14,7 +14,7 @@ import { expectedChatCost, unitsToUsd } from "./support/expected-cost";
 import { settled, storeState } from "./support/ledger-state";
 import { describeEachStore } from "./support/stores";
 import { chat, contentChunks, messages, readUntil } from "./support/gateway-client";
-import { countTextTokens, promptTokenCount } from "../src/chat/tokens";
+import { countTextTokens, promptTokenCount } from "../src/tokens/tokens";
 
 const MODEL = "glm-4.6";
 const WORDS = Array.from({ length: 40 }, (_, i) => ` word${i}`);

@@ -4,54 +4,23 @@
  * /v1/chat/completions, /v1/messages and /v1/responses, which only translate around it.
  */
 import type { Services } from "../services";
-import type { ResolvedModel } from "../catalog/catalog";
 import { chatCost, priceNote } from "../billing/prices";
 import { formatUsd, usdNumber } from "../billing/money";
 import { clientGone, upstreamError } from "../errors";
 import type { Hold } from "../billing/hold";
 import type { Consumption, StoredResponseRecord } from "../billing/ledger-store";
-import { CountAborted } from "./token-counter";
+import { completionId, countUsage, estimateInput, type ChatCall, type ChatResult } from "./call";
+import { CountAborted } from "../tokens/token-counter";
 import { dispatchChat } from "../upstream/dispatch";
 import { abortWith, BodyTooLarge, readBoundedText } from "../upstream/timeouts";
-import { contextWindowExceeded, promptExtras, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
+import { contextWindowExceeded, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
-import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
+import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
 import { ChatStream } from "./stream";
-import type { HoldSpec } from "../billing/hold";
 import { timeEngine } from "../metrics/engine-time";
 import { prepareChatMedia } from "./media";
 
-export interface ChatCall {
-  requestId: string;
-  accountId: string;
-  /** The API path, recorded on the ledger entry ("/v1/chat/completions"). */
-  endpoint: string;
-  resolved: ResolvedModel;
-  /** The key the request was made with (its spend limit bounds the hold). */
-  key?: HoldSpec["key"];
-  request: ChatRequest;
-  /** Aborted when the client goes away. */
-  signal: AbortSignal;
-}
-
-export interface ChatResult {
-  inputTokens: number;
-  outputTokens: number;
-  /** Units actually charged. */
-  charged: number;
-  serviceTier: "default" | "priority";
-  /** Of inputTokens, served from the upstream's prompt cache (billed like any input token). */
-  cachedTokens?: number;
-  /** Of outputTokens, spent on reasoning (billed like any output token). */
-  reasoningTokens?: number;
-}
-
 type ChatObject = Record<string, unknown>;
-
-/** Public response id for a request id: "req_abc" → "chatcmpl-abc". */
-export function completionId(requestId: string): string {
-  return "chatcmpl-" + (requestId.startsWith("req_") ? requestId.slice(4) : requestId);
-}
 
 /**
  * Holds the most the request can cost (the prompt's bound and the output cap, × n) before any
@@ -93,36 +62,11 @@ export function upstreamBody(req: ChatRequest, stream: boolean): Record<string, 
   return body;
 }
 
-const inputEstimates = new WeakMap<ChatRequest, Promise<number>>();
-
-/**
- * The prompt's estimated tokens, counted once per request (the context check, a Messages stream's
- * message_start and a usage fallback all ask) and off the event loop when long. Counting stops
- * once past the context window: exact for every prompt that fits, "more" for the others.
- */
-export function estimateInput(s: Services, call: Pick<ChatCall, "request" | "resolved" | "signal">): Promise<number> {
-  let estimate = inputEstimates.get(call.request);
-  if (!estimate) {
-    const req = call.request;
-    estimate = s.tokens.prompt(req.messages, promptExtras(req), { limit: call.resolved.entry.contextWindow, signal: call.signal });
-    inputEstimates.set(req, estimate);
-    // A count abandoned with its client is not remembered: a later caller counts afresh.
-    estimate.catch(() => inputEstimates.delete(req));
-  }
-  return estimate;
-}
-
-/** Our own count of a request's usage, for an upstream that reported none: both counts at once. */
-export async function countUsage(s: Services, call: ChatCall, output: Promise<number>): Promise<ReportedUsage> {
-  const [inputTokens, outputTokens] = await Promise.all([estimateInput(s, { ...call, signal: new AbortController().signal }), output]);
-  return { inputTokens, outputTokens };
-}
-
 /** 400 context_length_exceeded when the prompt cannot fit (asked only when the cheap bound says it might not). */
 async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
   let count: number;
   try {
-    count = await estimateInput(s, call);
+    count = await estimateInput(s, call, true);
   } catch (err) {
     if (err instanceof CountAborted) throw clientGone();
     throw err;
@@ -179,7 +123,7 @@ export async function completeChat<T>(
     // Checked before the charge: nothing after settle() may fail on the upstream's shape.
     if (!isWellFormedCompletion(json)) throw upstreamError();
     // A complete body cannot be cut any more: usage beyond the hold is clamped to it (and logged).
-    const usage: Consumption = readUsage(json) ?? (await countUsage(s, call, s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message)))));
+    const usage: Consumption = readUsage(json) ?? (await countUsage(s, call, s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message)), { account: call.accountId })));
     const result = chatResult(hold, usage, call.resolved.tier);
     rewriteChatObject(json, { id: completionId(call.requestId), model: call.resolved.requestedId, serviceTier: call.resolved.tier });
     json.usage = usageObject(json.usage, result);

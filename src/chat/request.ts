@@ -6,7 +6,7 @@ import { Type, type Static } from "@sinclair/typebox";
 import { validate } from "../validate";
 import { DomainError, invalidField } from "../errors";
 import { OUTPUT_CEILING, type ModelEntry } from "../catalog/catalog";
-import { promptTokenBound } from "./tokens";
+import { promptTokenBound } from "../tokens/tokens";
 
 /** OpenAI's own bound on `n`. */
 export const MAX_CHOICES = 128;

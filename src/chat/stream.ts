@@ -18,11 +18,11 @@ import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
 import type { TokenBudget } from "./request";
-import { OutputMeter, relayCap } from "./output-cap";
+import { OutputMeter, relayCap } from "../tokens/output-cap";
 import { secondsSinceArrival, timeEngine } from "../metrics/engine-time";
 import { requestMetrics } from "../metrics/request-metrics";
-import { completionId, countUsage, type ChatCall } from "./pipeline";
-import { TokenTally } from "./token-tally";
+import { completionId, countUsage, type ChatCall } from "./call";
+import { TokenTally } from "../tokens/token-tally";
 
 type ChatObject = Record<string, unknown>;
 
@@ -58,8 +58,8 @@ export class ChatStream {
     readonly hold: Hold,
     budget: TokenBudget,
   ) {
-    this.meter = new OutputMeter(relayCap(budget.maxOutput), s.tokens);
-    this.delivered = new TokenTally(s.tokens);
+    this.meter = new OutputMeter(relayCap(budget.maxOutput), s.tokens, call.accountId);
+    this.delivered = new TokenTally(s.tokens, call.accountId);
     // The clock runs from the moment the upstream accepted the stream; reaching it stops the upstream.
     this.deadline = new StreamDeadline(s.config.streamMaxSeconds * 1000, () => upstream.abort());
   }

@@ -5,7 +5,7 @@
 import { Elysia } from "elysia";
 import { bearer } from "@elysiajs/bearer";
 import type { Services } from "../services";
-import { DomainError, InternalError, clientGone } from "../errors";
+import { DomainError, InternalError, clientGone, countTokensBytesExceeded } from "../errors";
 import { TakeTurns } from "../limits/turns";
 import { serverStopping } from "../limits/drain";
 import { dialectForPath, errorBody, errorHeaders, publicError, statusOf } from "./errors";
@@ -80,6 +80,11 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       // An account's large bodies are read and parsed one after another (see limits/turns.ts).
       const account = contextOf(request)?.caller?.accountId;
       const declared = request.headers.get("content-length");
+      // count_tokens past the account's bytes in flight is refused before its body is read (the
+      // route checks the text's own bytes again): a flood of large bodies costs no parsing.
+      if (account && declared !== null && !s.countTokensBytes.fits(account, Number(declared)) && pathOf(request.url) === "/v1/messages/count_tokens") {
+        throw countTokensBytesExceeded(s.countTokensBytes.cap, Number(declared));
+      }
       const release = account && (declared === null || Number(declared) > LARGE_BODY_BYTES)
         ? await bodyTurns.take(account, request.signal).catch(() => {
             throw clientGone();
@@ -115,6 +120,9 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       set.status = statusOf(err);
       Object.assign(set.headers, errorHeaders(err));
       set.headers["content-type"] = "application/json";
+      // Refused before its large body was read (a limit, a bad key): closing the connection stops
+      // the upload, which the server would otherwise take in and drop, byte by byte.
+      if (!request.bodyUsed && Number(request.headers.get("content-length") ?? 0) > LARGE_BODY_BYTES) set.headers.connection = "close";
       // The error body is the whole response: the request ends here (slot, metrics, log line).
       endFailedRequest({ request, set, route, body }, set.status);
       return errorBody(err, dialectForPath(path));

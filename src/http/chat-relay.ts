@@ -12,7 +12,8 @@
  * unobserved.
  */
 import type { Services } from "../services";
-import { chatResult, completeChat, openChatStream, type ChatCall, type ChatResult } from "../chat/pipeline";
+import { chatResult, completeChat, openChatStream } from "../chat/pipeline";
+import type { ChatCall, ChatResult } from "../chat/call";
 import { StreamFailure, type ChatStream } from "../chat/stream";
 import type { StoredResponseRecord } from "../billing/ledger-store";
 import { formatUsd } from "../billing/money";

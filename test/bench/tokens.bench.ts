@@ -1,5 +1,5 @@
 /**
- * Token counting throughput (src/chat/tokens.ts) on normal text and on the texts that were
+ * Token counting throughput (src/tokens/tokens.ts) on normal text and on the texts that were
  * quadratic before (one pre-token of 120,000 or 8,000,000 identical characters: 42 s and no
  * answer in 300 s), plus hostile runs of random characters (counted cold: every part is new to
  * the tokenizer's cache, which a second run would hit). Pure CPU on this thread; the server runs
@@ -8,7 +8,7 @@
  *   ./node_modules/.bin/bun test/bench/tokens.bench.ts
  */
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
-import { countTextTokens } from "../../src/chat/tokens";
+import { countTextTokens } from "../../src/tokens/tokens";
 
 let seed = 7;
 const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);

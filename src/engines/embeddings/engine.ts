@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { LocalEngine } from "../registry";
 import type { MetricsRegistry } from "../../metrics/registry";
 import { Scheduler, QueueFullError } from "../scheduler/index";
+import { engineQueueFullForAccount } from "../../errors";
 import { EmbeddingTokenizer } from "./tokenizer";
 import { EmbeddingModel, type EmbeddingModelInfo } from "./model";
 import type { SessionTuning } from "../onnx-session";
@@ -33,6 +34,8 @@ export interface BatchingOptions {
   maxWaitMs: number;
   /** Sequences (not requests) waiting; a request that does not fit is refused whole (503). */
   maxQueue: number;
+  /** Sequences one account may have waiting (maxQueue unless told); past it a request is refused whole (429). */
+  maxQueuePerAccount?: number;
 }
 
 /**
@@ -44,6 +47,8 @@ export const DEFAULT_BATCHING: BatchingOptions = { maxBatchSize: 32, maxBatchTok
 export interface EmbedOptions {
   priority?: boolean;
   signal?: AbortSignal;
+  /** Whose request it is (see SubmitOptions.account). */
+  account?: string;
 }
 
 /** The model's tokenizer.json, plus tokenizer_config.json when present. */
@@ -101,10 +106,13 @@ export class EmbeddingEngine implements LocalEngine {
    */
   async embed(sequences: number[][], opts: EmbedOptions = {}): Promise<Float32Array[]> {
     if (this.scheduler.queued + sequences.length > this.batching.maxQueue) throw new QueueFullError(EMBEDDING_MODEL_ID, this.batching.maxQueue);
+    const account = opts.account ?? "";
+    const perAccount = this.scheduler.maxQueuePerAccount;
+    if (this.scheduler.queuedFor(account) + sequences.length > perAccount) throw engineQueueFullForAccount(EMBEDDING_MODEL_ID, perAccount);
     const local = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, local.signal]) : local.signal;
     try {
-      return await Promise.all(sequences.map((seq) => this.scheduler.submit(seq, { cost: seq.length, priority: opts.priority, signal })));
+      return await Promise.all(sequences.map((seq) => this.scheduler.submit(seq, { cost: seq.length, priority: opts.priority, signal, account })));
     } catch (e) {
       local.abort();
       throw e;

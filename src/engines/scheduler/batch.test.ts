@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { batchIsFull, selectBatch, type Candidate } from "./batch";
+import { batchIsFull, fairOrder, selectBatch, type Candidate } from "./batch";
 
 const jobs = (...costs: number[]): Candidate[] => costs.map((cost, seq) => ({ cost, seq }));
 const seqs = (c: Candidate[]) => c.map((x) => x.seq);
@@ -38,4 +38,15 @@ describe("batchIsFull", () => {
   ] as [number[], number, number, boolean][])("%p size %d budget %d → %p", (costs, size, tokens, want) => {
     expect(batchIsFull(jobs(...costs), { maxBatchSize: size, maxBatchTokens: tokens })).toBe(want);
   });
+});
+
+describe("fairOrder", () => {
+  const job = (account: string, seq: number): Candidate => ({ cost: 1, seq, account });
+  const cases: { name: string; lane: Candidate[]; served: [string, number][]; want: number[] }[] = [
+    { name: "nobody served yet: arrival order", lane: [job("A", 0), job("B", 1), job("A", 2)], served: [], want: [0, 1, 2] },
+    { name: "the account served last goes last", lane: [job("A", 0), job("A", 1), job("B", 2)], served: [["A", 1]], want: [2, 0, 1] },
+    { name: "least recently served first, oldest first within it", lane: [job("A", 0), job("B", 1), job("C", 2), job("B", 3)], served: [["A", 3], ["B", 2], ["C", 1]], want: [2, 1, 3, 0] },
+    { name: "an account never served comes before every served one", lane: [job("A", 0), job("B", 1), job("D", 5)], served: [["A", 1], ["B", 2]], want: [5, 0, 1] },
+  ];
+  for (const c of cases) test(c.name, () => expect(seqs(fairOrder(c.lane, new Map(c.served)))).toEqual(c.want));
 });

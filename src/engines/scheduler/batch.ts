@@ -7,6 +7,20 @@ export interface Candidate {
   cost: number;
   /** Arrival order; lower is older. */
   seq: number;
+  /** Whose job it is ("" when nobody's in particular). */
+  account?: string;
+}
+
+/**
+ * A lane in the order accounts take their turns: the jobs of the account served least recently
+ * first (`served`: account → the batch number it last had a job in; never served counts as
+ * oldest), oldest first within an account, ties between accounts broken by their oldest job. The
+ * next batch is anchored on the first of them, so an account with a backlog cannot keep another
+ * account's job waiting for more than one batch per account with work.
+ */
+export function fairOrder<C extends Candidate>(lane: readonly C[], served: ReadonlyMap<string, number>): C[] {
+  const turn = (c: C) => served.get(c.account ?? "") ?? -1;
+  return [...lane].sort((a, b) => turn(a) - turn(b) || a.seq - b.seq);
 }
 
 export interface BatchLimits {

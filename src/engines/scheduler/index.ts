@@ -9,13 +9,27 @@
  * expected to be asynchronous (the engines run ONNX Runtime in a worker thread, see
  * ../onnx-worker.ts), so the event loop stays free to accept and queue requests meanwhile. A job whose AbortSignal fires
  * while queued leaves the queue at once.
+ *
+ * Accounts take turns (batch.ts fairOrder): each batch is anchored on the oldest job of the
+ * account served least recently, so one account's backlog delays another's job by about one batch,
+ * not by the backlog; and one account may hold at most maxQueuePerAccount of the queued jobs (a
+ * 429 past that, engineQueueFullForAccount).
  */
 import type { MetricsRegistry } from "../../metrics/registry";
-import { batchIsFull, selectBatch } from "./batch";
+import { batchIsFull, fairOrder, selectBatch } from "./batch";
+import { engineQueueFullForAccount } from "../../errors";
 import { JobAbortedError, QueueFullError, SchedulerClosedError } from "./errors";
 import { SchedulerMetrics } from "./metrics";
 
 export { QueueFullError, JobAbortedError, SchedulerClosedError } from "./errors";
+
+/** The default of SWITCHYARD_ENGINE_QUEUE_ACCOUNT_PERCENT. */
+export const DEFAULT_ACCOUNT_QUEUE_PERCENT = 50;
+
+/** Jobs one account may queue: `percent` of the model's queue, at least one. */
+export function accountShare(maxQueue: number, percent: number): number {
+  return Math.max(1, Math.floor((maxQueue * percent) / 100));
+}
 
 export interface SchedulerOptions<I, O> {
   /** Label in metrics and errors, e.g. the model id. */
@@ -24,6 +38,8 @@ export interface SchedulerOptions<I, O> {
   maxBatchTokens: number;
   maxWaitMs: number;
   maxQueue: number;
+  /** Jobs one account may have queued (maxQueue unless told); admitted jobs are not refused. */
+  maxQueuePerAccount?: number;
   /** Runs one batch; must resolve to one output per input, in the same order. */
   run(batch: I[]): Promise<O[]>;
   metrics?: MetricsRegistry;
@@ -35,6 +51,8 @@ export interface SubmitOptions {
   /** Turbo: served before the normal lane and dispatched without waiting for company. */
   priority?: boolean;
   signal?: AbortSignal;
+  /** Whose job it is: accounts take turns, and each may queue at most maxQueuePerAccount jobs. */
+  account?: string;
   /**
    * A later part of work already admitted (the next sentence of a speech stream that is sending
    * audio): never refused for a full queue, so a stream the client is already receiving is not
@@ -45,6 +63,7 @@ export interface SubmitOptions {
 
 interface Job<I, O> {
   input: I;
+  account: string;
   cost: number;
   seq: number;
   priority: boolean;
@@ -69,6 +88,11 @@ export class Scheduler<I, O> {
    */
   private waitForCompany = true;
   private readonly metrics: SchedulerMetrics | null;
+  /** Jobs queued per account. */
+  private readonly perAccount = new Map<string, number>();
+  /** Account → the number of the batch it last had a job in (see fairOrder). */
+  private readonly served = new Map<string, number>();
+  private batches = 0;
 
   constructor(private readonly o: SchedulerOptions<I, O>) {
     if (!(o.maxBatchSize >= 1) || !(o.maxBatchTokens >= 1) || !(o.maxQueue >= 1) || !(o.maxWaitMs >= 0)) {
@@ -82,12 +106,27 @@ export class Scheduler<I, O> {
     return this.priorityLane.length + this.normalLane.length;
   }
 
+  /** Jobs the account has waiting. */
+  queuedFor(account: string): number {
+    return this.perAccount.get(account) ?? 0;
+  }
+
+  /** Jobs one account may have queued. */
+  get maxQueuePerAccount(): number {
+    return this.o.maxQueuePerAccount ?? this.o.maxQueue;
+  }
+
   submit(input: I, opts: SubmitOptions): Promise<O> {
     if (this.closed) return Promise.reject(new SchedulerClosedError(this.o.name));
     if (opts.signal?.aborted) return Promise.reject(new JobAbortedError(this.o.name));
     if (!opts.admitted && this.queued >= this.o.maxQueue) {
       this.metrics?.rejected("queue_full");
       return Promise.reject(new QueueFullError(this.o.name, this.o.maxQueue));
+    }
+    const account = opts.account ?? "";
+    if (!opts.admitted && this.queuedFor(account) >= this.maxQueuePerAccount) {
+      this.metrics?.rejected("account_queue_full");
+      return Promise.reject(engineQueueFullForAccount(this.o.name, this.maxQueuePerAccount));
     }
     return new Promise<O>((resolve, reject) => {
       const signal = opts.signal;
@@ -99,6 +138,7 @@ export class Scheduler<I, O> {
       };
       const job: Job<I, O> = {
         input,
+        account,
         cost: Math.max(0, opts.cost),
         seq: this.seq++,
         priority: opts.priority === true,
@@ -109,6 +149,7 @@ export class Scheduler<I, O> {
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       (job.priority ? this.priorityLane : this.normalLane).push(job);
+      this.perAccount.set(account, this.queuedFor(account) + 1);
       this.metrics?.depth(this.queued);
       this.pump();
     });
@@ -124,6 +165,7 @@ export class Scheduler<I, O> {
     }
     this.priorityLane.length = 0;
     this.normalLane.length = 0;
+    this.perAccount.clear();
     this.metrics?.depth(0);
   }
 
@@ -132,10 +174,18 @@ export class Scheduler<I, O> {
     const i = lane.indexOf(job);
     if (i < 0) return false;
     lane.splice(i, 1);
+    this.dequeued(job);
     job.detach();
     this.metrics?.depth(this.queued);
     if (this.queued === 0) this.clearTimer();
     return true;
+  }
+
+  /** A job left the queue (to run, or withdrawn). */
+  private dequeued(job: Job<I, O>): void {
+    const left = this.queuedFor(job.account) - 1;
+    if (left > 0) this.perAccount.set(job.account, left);
+    else this.perAccount.delete(job.account);
   }
 
   private clearTimer(): void {
@@ -162,13 +212,19 @@ export class Scheduler<I, O> {
       return;
     }
     this.clearTimer();
-    const batch = selectBatch(this.priorityLane, this.normalLane, limits);
+    const batch = selectBatch(fairOrder(this.priorityLane, this.served), fairOrder(this.normalLane, this.served), limits);
     this.waitForCompany = batch.length > 1;
+    this.batches++;
     for (const job of batch) {
       const lane = job.priority ? this.priorityLane : this.normalLane;
       lane.splice(lane.indexOf(job), 1);
+      this.dequeued(job);
+      this.served.set(job.account, this.batches);
       job.detach();
     }
+    // An account with nothing queued that was not in this batch is forgotten (it comes first when
+    // it returns): the map stays as small as the accounts waiting or just served.
+    for (const [account, at] of this.served) if (at < this.batches && this.queuedFor(account) === 0) this.served.delete(account);
     void this.execute(batch);
   }
 

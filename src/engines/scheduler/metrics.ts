@@ -41,7 +41,7 @@ export class SchedulerMetrics {
   batchFinished(seconds: number): void {
     this.runSeconds.observe(seconds, this.labels);
   }
-  rejected(reason: "queue_full" | "aborted"): void {
+  rejected(reason: "queue_full" | "account_queue_full" | "aborted"): void {
     this.rejects.inc({ ...this.labels, reason });
   }
 }

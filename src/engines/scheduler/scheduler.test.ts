@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { MetricsRegistry } from "../../metrics/registry";
 import { JobAbortedError, QueueFullError, Scheduler, SchedulerClosedError, type SchedulerOptions } from "./index";
+import { DomainError } from "../../errors";
 
 /** A run() that records its batches; with hold, each batch waits until release() is called. */
 function recorder(opts: { hold?: boolean } = {}) {
@@ -237,6 +238,68 @@ describe("Scheduler", () => {
     expect(text).toContain('switchyard_scheduler_queue_wait_seconds_count{scheduler="emb"} 3');
     expect(text).toContain('switchyard_scheduler_queue_depth{scheduler="emb"} 0');
     expect(text).toContain('switchyard_scheduler_rejected_total{reason="queue_full",scheduler="emb"} 1');
+  });
+
+  test("accounts take turns: one account's backlog does not hold another's job until it drains", async () => {
+    const r = recorder({ hold: true });
+    const s = make(r.run, { maxBatchSize: 1, maxWaitMs: 0 });
+    const done: string[] = [];
+    const submit = (account: string, x: number) => s.submit(x, { cost: 1, account }).then(() => void done.push(`${account}${x}`));
+    // A floods first (its first job starts at once); then B and C send one job each, B a second later.
+    const all = [1, 2, 3, 4, 5, 6].map((x) => submit("A", x));
+    await tick();
+    all.push(submit("B", 1), submit("C", 1));
+    for (let i = 0; i < 4; i++) {
+      if (i === 1) all.push(submit("B", 2));
+      r.release();
+      await tick();
+    }
+    for (let i = 0; i < 8; i++) {
+      r.release();
+      await tick();
+    }
+    await Promise.all(all);
+    // First-come-first-served would have run A1..A6 before B1 and C1.
+    expect(done).toEqual(["A1", "B1", "C1", "A2", "B2", "A3", "A4", "A5", "A6"]);
+  });
+
+  test("in batches, the anchor rotates between accounts: another account's job is in the next batch", async () => {
+    const r = recorder({ hold: true });
+    const s = make(r.run, { maxBatchSize: 2, maxWaitMs: 0 });
+    const all = [1, 2, 3, 4, 5, 6].map((x) => s.submit(x, { cost: 1, account: "A" }));
+    await tick();
+    all.push(s.submit(100, { cost: 1, account: "B" }));
+    r.release();
+    await tick();
+    expect(r.batches[1]).toContain(100);
+    for (let i = 0; i < 6; i++) {
+      r.release();
+      await tick();
+    }
+    await Promise.all(all);
+  });
+
+  test("one account may hold at most maxQueuePerAccount queued jobs: 429 naming the limit; others and admitted work still queue", async () => {
+    const r = recorder({ hold: true });
+    const s = make(r.run, { maxBatchSize: 1, maxWaitMs: 0, maxQueuePerAccount: 2 });
+    const running = s.submit(0, { cost: 1, account: "A" });
+    await tick();
+    const queued = [1, 2].map((x) => s.submit(x, { cost: 1, account: "A" }));
+    expect(s.queuedFor("A")).toBe(2);
+    const refused = await s.submit(3, { cost: 1, account: "A" }).catch((e) => e);
+    expect(refused).toBeInstanceOf(DomainError);
+    expect(refused.kind).toBe("rate_limited");
+    expect(refused.message).toContain("already has 2 jobs waiting for the model 't'");
+    const later = s.submit(4, { cost: 1, account: "A", admitted: true });
+    const other = s.submit(5, { cost: 1, account: "B" });
+    expect(s.queuedFor("A")).toBe(3);
+    expect(s.queued).toBe(4);
+    for (let i = 0; i < 5; i++) {
+      r.release();
+      await tick();
+    }
+    expect(await Promise.all([running, ...queued, later, other])).toEqual(["out:0", "out:1", "out:2", "out:4", "out:5"]);
+    expect(s.queuedFor("A")).toBe(0);
   });
 
   test("rejects nonsensical options", () => {

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LocalEngine } from "../registry";
 import type { MetricsRegistry } from "../../metrics/registry";
-import { Scheduler } from "../scheduler/index";
+import { accountShare, DEFAULT_ACCOUNT_QUEUE_PERCENT, Scheduler } from "../scheduler/index";
 import { KOKORO_VOCAB } from "../../text/kokoro-vocab";
 import type { Vocab } from "../../text/frontend";
 import { VoiceBank } from "./voices";
@@ -29,6 +29,8 @@ export interface SynthesisOptions {
   signal?: AbortSignal;
   /** A later chunk of a stream already under way (see SubmitOptions.admitted). */
   admitted?: boolean;
+  /** Whose request it is (see SubmitOptions.account). */
+  account?: string;
 }
 
 export interface SpeechLoadOptions {
@@ -36,7 +38,12 @@ export interface SpeechLoadOptions {
   onSkip?: (file: string, why: string) => void;
   /** "worker" (default) falls back to "inline" when no worker thread can be started. */
   thread?: "worker" | "inline";
+  /** Share of the model's queue one account may hold, in per cent (SWITCHYARD_ENGINE_QUEUE_ACCOUNT_PERCENT). */
+  accountQueuePercent?: number;
 }
+
+/** Chunks waiting for the model; each request keeps at most two queued (see stream.ts), so ~128 requests. */
+const MAX_QUEUE = 256;
 
 /** The phoneme vocabulary: config.json "vocab", else tokenizer.json model.vocab, else the v1.0 table. */
 export function loadVocab(dir: string): { vocab: Vocab; source: string } {
@@ -73,14 +80,15 @@ export class SpeechEngine implements LocalEngine {
     readonly vocab: Vocab,
     private readonly info: Record<string, unknown>,
     metrics?: MetricsRegistry,
+    accountQueuePercent = DEFAULT_ACCOUNT_QUEUE_PERCENT,
   ) {
     this.scheduler = new Scheduler<SynthesisJob, Float32Array>({
       name: SPEECH_MODEL_ID,
       maxBatchSize: 1,
       maxBatchTokens: MAX_TOKENS + 2,
       maxWaitMs: 0,
-      // Each request keeps at most two chunks queued (see stream.ts), so this is ~128 requests.
-      maxQueue: 256,
+      maxQueue: MAX_QUEUE,
+      maxQueuePerAccount: accountShare(MAX_QUEUE, accountQueuePercent),
       run: async (batch) => {
         const out = await Promise.all(batch.map((job) => this.runner.run(job)));
         this.chunksSynthesised += out.length;
@@ -103,7 +111,7 @@ export class SpeechEngine implements LocalEngine {
       voices: voices.size,
       vocabulary: source,
     };
-    return new SpeechEngine(dir, runner, voices, vocab, info, opts.metrics);
+    return new SpeechEngine(dir, runner, voices, vocab, info, opts.metrics, opts.accountQueuePercent);
   }
 
   static filesPresent(dir: string): { ok: boolean; missing: string[] } {
@@ -124,7 +132,7 @@ export class SpeechEngine implements LocalEngine {
 
   /** Queues one chunk; resolves to its waveform (float32, 24 kHz, mono). */
   synthesize(job: SynthesisJob, opts: SynthesisOptions = {}): Promise<Float32Array> {
-    return this.scheduler.submit(job, { cost: job.ids.length + 2, priority: opts.priority, signal: opts.signal, admitted: opts.admitted });
+    return this.scheduler.submit(job, { cost: job.ids.length + 2, priority: opts.priority, signal: opts.signal, admitted: opts.admitted, account: opts.account });
   }
 
   async close(): Promise<void> {

@@ -18,6 +18,8 @@ export interface SpeechPlan {
   voices: string[];
   speed: number;
   priority: boolean;
+  /** Whose request it is: accounts take turns at the model (see ../scheduler). */
+  account?: string;
   encoder: AudioEncoder;
   /** Wraps each wait on the engine (the request's engine-time accounting). */
   timed?: <T>(work: Promise<T>) => Promise<T>;
@@ -70,7 +72,7 @@ export async function openSpeechStream(
     const style = plan.engine.voices.style(plan.voices, chunk.ids.length);
     // Only the first chunk can be refused for a full queue (503 before any audio); the rest
     // belong to a stream the client is already receiving.
-    const p = plan.engine.synthesize({ ids: chunk.ids, style, speed: plan.speed }, { priority: plan.priority, signal: abort.signal, admitted: i > 0 });
+    const p = plan.engine.synthesize({ ids: chunk.ids, style, speed: plan.speed }, { priority: plan.priority, signal: abort.signal, admitted: i > 0, account: plan.account });
     p.catch(() => {}); // observed below; this keeps an abandoned prefetch from being "unhandled"
     return p;
   };

@@ -82,7 +82,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
     try {
       let vectors: Float32Array[];
       try {
-        vectors = await timeEngine(requestId, engine.embed(parsed.sequences, { priority: resolved.tier === "priority", signal: request.signal }));
+        vectors = await timeEngine(requestId, engine.embed(parsed.sequences, { priority: resolved.tier === "priority", signal: request.signal, account: caller.accountId }));
       } catch (err) {
         throw mapEngineError(err, req.model);
       }

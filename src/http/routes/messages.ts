@@ -12,9 +12,11 @@ import type { RouteDocs } from "../route-docs";
 import { authenticate, holdKey } from "../auth";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
-import { estimateInput, type ChatCall } from "../../chat/pipeline";
-import { CountAborted } from "../../chat/token-counter";
-import { clientGone } from "../../errors";
+import { knownInput, type ChatCall } from "../../chat/call";
+import { tokenBudget } from "../../chat/request";
+import { promptTextBytes } from "../../tokens/tokens";
+import { CountAborted } from "../../tokens/token-counter";
+import { clientGone, countTokensBytesExceeded } from "../../errors";
 import { sseEvent, sseEvents } from "../../protocols/sse";
 import { completeForRoute, streamForRoute } from "../chat-relay";
 import { errorBody } from "../errors";
@@ -41,10 +43,17 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     const req = parseCountTokensRequest(body);
     const messages = toChatMessages(req);
     assertModelAllowed(s, caller.key.models, req.model, resolveModel(s, req.model, "chat"));
+    // Free, so bounded per account by the bytes it may have counted at once, besides the queue's own cap.
+    const extras = countExtras(req);
+    const bytes = promptTextBytes(messages, extras);
+    const account = caller.accountId;
+    if (!s.countTokensBytes.take(account, bytes)) throw countTokensBytesExceeded(s.countTokensBytes.cap, bytes);
     try {
-      return { input_tokens: await s.tokens.prompt(messages, countExtras(req), { signal: request.signal }) };
+      return { input_tokens: await s.tokens.prompt(messages, extras, { signal: request.signal, account, admission: true }) };
     } catch (err) {
       throw err instanceof CountAborted ? clientGone() : err;
+    } finally {
+      s.countTokensBytes.give(account, bytes);
     }
   });
 
@@ -77,12 +86,13 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
         toAnthropicMessage(chat, { id, model: resolved.requestedId, result, stopSequences, omitThinking, cacheAccounting, toolId }));
     }
 
-    const inputTokens = await estimateInput(s, call).catch((err) => {
-      throw err instanceof CountAborted ? clientGone() : err;
-    });
-    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens, stopSequences, omitThinking, cacheAccounting, toolId });
+    // message_start never waits for a count: it announces the count when a context check made
+    // one already, else the prompt's upper bound (UTF-8 bytes); message_delta carries the exact
+    // count, which the Anthropic SDK takes over the first (see README, Messages).
+    const inputBound = tokenBudget(chatRequest, resolved.entry).inputBound;
+    const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: inputBound, stopSequences, omitThinking, cacheAccounting, toolId });
     return streamForRoute(s, call, { request, server, set }, {
-      start: () => sseEvents(translator.start()),
+      start: () => sseEvents(translator.start(knownInput(call) ?? inputBound)),
       push: (chunk) => sseEvents(translator.push(chunk)),
       failed: (error) => sseEvent("error", errorBody(error, "anthropic")),
       finish: (result) => ({ frames: sseEvents(translator.finish(result)) }),

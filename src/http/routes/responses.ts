@@ -13,7 +13,7 @@ import { authenticate, holdKey, identify } from "../auth";
 import { DomainError, invalidField } from "../../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
-import { type ChatCall } from "../../chat/pipeline";
+import { type ChatCall } from "../../chat/call";
 import { completeForRoute, streamForRoute } from "../chat-relay";
 import type { StoredResponseRecord } from "../../billing/ledger-store";
 import { newId } from "../../accounts/ids";

@@ -115,7 +115,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
     try {
       const encoder = await createEncoder(format, SAMPLE_RATE);
       contentType = encoder.contentType;
-      const plan = { engine, chunks, voices, speed: req.speed ?? 1, priority: resolved.tier === "priority", encoder, timed: <T>(w: Promise<T>) => timeEngine(requestId, w) };
+      const plan = { engine, chunks, voices, speed: req.speed ?? 1, priority: resolved.tier === "priority", account: caller.accountId, encoder, timed: <T>(w: Promise<T>) => timeEngine(requestId, w) };
       stream = await openSpeechStream(plan, request.signal, finish);
     } catch (err) {
       await hold.release();

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { parseToolInput, stopReasonOf, toAnthropicMessage } from "./response";
 
 /** What a client receives: money is written as plain decimals (JSON.rawJSON), so compare the serialised form. */

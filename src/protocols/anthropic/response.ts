@@ -3,7 +3,7 @@
  * can fix them; the upstream's own ids never reach the client.
  */
 import { usdNumber } from "../../billing/money";
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { findStop } from "../stop-sequences";
 
 type Json = Record<string, unknown>;

@@ -20,7 +20,7 @@
  * ../stop-sequences); after a match nothing more is sent. With `thinking.display: "omitted"`
  * no thinking blocks are sent.
  */
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { isCompleteJsonObject } from "../tool-arguments";
 import { StopScanner } from "../stop-sequences";
 import { anthropicUsage, matchedStopOf, reasoningOf, stopReasonOf } from "./response";
@@ -35,7 +35,7 @@ export interface AnthropicEvent {
 export interface StreamOptions {
   id: string;
   model: string;
-  /** Our prompt estimate: Anthropic announces input tokens up front; the final count follows. */
+  /** Our prompt estimate (or bound): Anthropic announces input tokens up front; the final count follows. */
   inputTokens: number;
   stopSequences?: readonly string[];
   /** The client asked for thinking to be omitted (`thinking.display: "omitted"`). */
@@ -74,13 +74,14 @@ export class AnthropicStreamTranslator {
     this.stops = new StopScanner(o.stopSequences ?? []);
   }
 
-  start(): AnthropicEvent[] {
+  /** message_start, announcing `inputTokens` (the estimate given at construction unless told). */
+  start(inputTokens = this.o.inputTokens): AnthropicEvent[] {
     // Cache reads are known only at the end (message_delta); null where none were asked for.
     const cache = this.o.cacheAccounting ?? true ? 0 : null;
     const message = {
       id: this.o.id, type: "message", role: "assistant", model: this.o.model, content: [],
       stop_reason: null, stop_sequence: null,
-      usage: { input_tokens: this.o.inputTokens, cache_creation_input_tokens: cache, cache_read_input_tokens: cache, output_tokens: 1 },
+      usage: { input_tokens: inputTokens, cache_creation_input_tokens: cache, cache_read_input_tokens: cache, output_tokens: 1 },
     };
     return [{ event: "message_start", data: { type: "message_start", message } }, { event: "ping", data: { type: "ping" } }];
   }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { parseResponsesRequest } from "./request";
 import { baseResponse, statusOf, toResponseObject, type ResponseShell } from "./response";
 

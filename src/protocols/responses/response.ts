@@ -8,7 +8,7 @@
  * settings, prompt-cache diagnostics, hosted-tool usage) are left out rather than invented.
  */
 import { usdNumber } from "../../billing/money";
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { reasoningOf } from "../anthropic/response";
 import type { ResponsesRequest } from "./request";
 import type { ToolName } from "./tools";

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { accumulateResponse } from "openai/lib/responses/ResponseAccumulator";
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { parseResponsesRequest } from "./request";
 import { ResponsesStreamTranslator, responsesFrames, type ResponsesEvent } from "./stream";
 import { SseParser } from "../sse";

@@ -27,7 +27,7 @@
  * JSON object and a later call is waiting, or when the turn ends. Sequential calls (each call's
  * arguments finished before the next opens, the common case) still stream every delta live.
  */
-import type { ChatResult } from "../../chat/pipeline";
+import type { ChatResult } from "../../chat/call";
 import { reasoningOf } from "../anthropic/response";
 import { isCompleteJsonObject } from "../tool-arguments";
 import { sseEvents } from "../sse";

@@ -53,7 +53,7 @@ export const STAGE_RULES: Rule[] = [
   ["auth (key → account, cached)", under("src/http/auth.ts", "src/accounts/")],
   ["limits (rate + concurrency, rate headers)", under("src/limits/", "src/http/limits-hook.ts")],
   // TypeBox's compiled checkers are functions named "check" without a file.
-  ["validation + token budget", (p, f) => under("src/validate.ts", "src/chat/request.ts", "src/chat/tokens.ts", "node_modules/@sinclair/typebox/")(p) || (f.url === "" && f.functionName === "check")],
+  ["validation + token budget", (p, f) => under("src/validate.ts", "src/chat/request.ts", "src/tokens/tokens.ts", "node_modules/@sinclair/typebox/")(p) || (f.url === "" && f.functionName === "check")],
   ["catalog + routing", under("src/catalog/", "src/upstream/registry.ts", "src/upstream/select.ts", "src/upstream/breaker.ts")],
   ["ledger: hold, settle (billing/)", under("src/billing/")],
   // The SQLite statements run inside the group commit's batch; the fsync is on the thread pool.

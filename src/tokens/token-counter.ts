@@ -4,14 +4,18 @@
  * second), and the tokenizer's tables would make every full garbage collection of the serving
  * thread slower. So all counting happens in worker threads, started on first use, in two lanes:
  * short texts (a chat turn) in one, long ones in another, so that neither a long count nor the
- * garbage collections its megabytes of text cause in that thread can delay a short count. The long
- * lane counts in steps, one job after another (see token-worker.ts). A job whose caller has gone
+ * garbage collections its megabytes of text cause in that thread can delay a short count. Each
+ * worker counts in steps, the accounts taking turns (see token-worker.ts and queue.ts), and an
+ * account may have at most maxQueuedChars characters queued for counts it waits on before its
+ * request is admitted (a 429 past that, see CountOptions.admission). A job whose caller has gone
  * (its signal aborted) is dropped.
  *
  * If no worker can start, counting falls back to the calling thread, with a warning.
  */
 import { countTexts, isLetterAt, promptOverhead, promptTexts, SHORT_JOB_CHARS, textLength } from "./tokens";
 import type { TokenJob, TokenReply } from "./token-worker";
+import { AccountBudget } from "../limits/account-budget";
+import { tokenQueueFull } from "../errors";
 
 type Message = Parameters<typeof promptTexts>[0][number];
 
@@ -26,7 +30,30 @@ export interface CountOptions {
   limit?: number;
   /** The caller no longer needs the count: the job is dropped and the promise rejects. */
   signal?: AbortSignal;
+  /** Whose lane the job waits in (the accounts take turns); the service's own when absent. */
+  account?: string;
+  /**
+   * A count a request waits on before it is admitted (count_tokens, a context check): refused
+   * with a 429 when the account already has maxQueuedChars characters queued. Counts of work
+   * already done (usage an upstream omitted, relayed output) are queued without that check.
+   */
+  admission?: boolean;
 }
+
+export interface CounterOptions {
+  /** Most characters one account may have queued for counting (SWITCHYARD_TOKEN_QUEUE_CHARS). */
+  maxQueuedChars?: number;
+}
+
+/**
+ * Prompts up to this many characters are counted in the short lane (a few milliseconds of prose,
+ * taken in 4 Ki steps in turn with other accounts). Relayed output keeps SHORT_JOB_CHARS: tallied
+ * there, its garbage grew the short worker's heap (test/backpressure.test.ts).
+ */
+export const SHORT_PROMPT_CHARS = 64 * 1024;
+
+/** The default of SWITCHYARD_TOKEN_QUEUE_CHARS. */
+export const DEFAULT_MAX_QUEUED_CHARS = 32 * 1024 * 1024;
 
 /** The count was not needed any more (its signal aborted first). */
 export class CountAborted extends Error {
@@ -36,6 +63,7 @@ export class CountAborted extends Error {
 }
 
 interface Job {
+  account: string;
   texts: string[];
   limit: number | null;
   resolve(n: number): void;
@@ -48,7 +76,7 @@ interface Job {
  */
 function workerSpecs(): string[] {
   return import.meta.url.includes("$bunfs")
-    ? ["./chat/token-worker.ts", "./src/chat/token-worker.ts"]
+    ? ["./tokens/token-worker.ts", "./src/tokens/token-worker.ts"]
     : [new URL("./token-worker.ts", import.meta.url).href];
 }
 
@@ -62,15 +90,43 @@ export class TokenCounter {
   /** Set when no worker could be started: counting then stays on the calling thread. */
   private inlineOnly = false;
 
-  constructor(private readonly onWarning: (message: string) => void = () => {}) {}
+  /** Characters queued per account. */
+  private readonly queued: AccountBudget;
+
+  constructor(
+    private readonly onWarning: (message: string) => void = () => {},
+    opts: CounterOptions = {},
+  ) {
+    this.queued = new AccountBudget(opts.maxQueuedChars ?? DEFAULT_MAX_QUEUED_CHARS);
+  }
 
   /** The sum of the texts' tokens. */
   count(texts: string[], opts: CountOptions = {}): Promise<number> {
+    return this.submit(texts, opts, SHORT_JOB_CHARS);
+  }
+
+  /** Queues a count; texts up to `shortChars` go to the short lane. */
+  private submit(texts: string[], opts: CountOptions, shortChars: number): Promise<number> {
     if (opts.signal?.aborted) return Promise.reject(new CountAborted());
+    const account = opts.account ?? "";
+    const chars = textLength(texts);
+    if (!this.queued.take(account, chars, opts.admission !== true)) return Promise.reject(tokenQueueFull(this.queued.cap));
+    const counted = this.countQueued(account, texts, chars, opts, shortChars);
+    const done = () => this.queued.give(account, chars);
+    counted.then(done, done);
+    return counted;
+  }
+
+  /** Characters the account has queued for counting now. */
+  queuedChars(account: string): number {
+    return this.queued.inUse(account);
+  }
+
+  private countQueued(account: string, texts: string[], chars: number, opts: CountOptions, shortChars = SHORT_JOB_CHARS): Promise<number> {
     const limit = opts.limit ?? Infinity;
     if (this.inlineOnly || this.closed) return countInline(texts, limit);
-    const lane = textLength(texts) <= SHORT_JOB_CHARS ? this.short : this.long;
-    return lane.count(texts, Number.isFinite(limit) ? limit : null, opts.signal);
+    const lane = chars <= shortChars ? this.short : this.long;
+    return lane.count(account, texts, Number.isFinite(limit) ? limit : null, opts.signal);
   }
 
   /** The tokens of one text. */
@@ -78,11 +134,15 @@ export class TokenCounter {
     return this.count([text], opts);
   }
 
-  /** A chat prompt's estimated tokens: its texts' BPE count plus template overhead and images. */
+  /**
+   * A chat prompt's estimated tokens: its texts' BPE count plus template overhead and images.
+   * A request waits on this count, so prompts up to SHORT_PROMPT_CHARS (a 40 KB system prompt)
+   * are counted in the short lane, at the serving thread's priority.
+   */
   async prompt(messages: Message[], extra: unknown[] = [], opts: CountOptions = {}): Promise<number> {
     const p = promptTexts(messages, extra);
     const overhead = promptOverhead(p);
-    return overhead + (await this.count(p.texts, { ...opts, limit: opts.limit === undefined ? undefined : opts.limit - overhead }));
+    return overhead + (await this.submit(p.texts, { ...opts, limit: opts.limit === undefined ? undefined : opts.limit - overhead }, SHORT_PROMPT_CHARS));
   }
 
   /** Stops the workers; counts in flight fail, later ones run on the calling thread. */
@@ -113,7 +173,7 @@ export class TokenCounter {
 
   /** @internal Jobs of a worker that never started: counted again, elsewhere. */
   retry(job: Job): void {
-    this.count(job.texts, { limit: job.limit ?? undefined }).then(job.resolve, job.reject);
+    this.countQueued(job.account, job.texts, textLength(job.texts), { limit: job.limit ?? undefined }).then(job.resolve, job.reject);
   }
 }
 
@@ -129,7 +189,7 @@ class Lane {
     private readonly background: boolean,
   ) {}
 
-  count(texts: string[], limit: number | null, signal?: AbortSignal): Promise<number> {
+  count(account: string, texts: string[], limit: number | null, signal?: AbortSignal): Promise<number> {
     const worker = this.worker ?? (this.worker = this.counter.startWorker(this));
     if (!worker) return countInline(texts, limit ?? Infinity);
     const id = this.nextId++;
@@ -141,24 +201,24 @@ class Lane {
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       const done = () => signal?.removeEventListener("abort", onAbort);
-      this.pending.set(id, { texts, limit, resolve: (n) => (done(), resolve(n)), reject: (e) => (done(), reject(e)) });
-      if (textLength(texts) <= PART_CHARS * 2) worker.postMessage({ id, texts, limit } satisfies TokenJob);
-      else void this.sendInParts(worker, id, texts, limit);
+      this.pending.set(id, { account, texts, limit, resolve: (n) => (done(), resolve(n)), reject: (e) => (done(), reject(e)) });
+      if (textLength(texts) <= PART_CHARS * 2) worker.postMessage({ id, account, texts, limit } satisfies TokenJob);
+      else void this.sendInParts(worker, id, account, texts, limit);
     });
   }
 
-  private async sendInParts(worker: Worker, id: number, texts: string[], limit: number | null): Promise<void> {
+  private async sendInParts(worker: Worker, id: number, account: string, texts: string[], limit: number | null): Promise<void> {
     let last: string | null = null;
     for (const part of parts(texts)) {
       if (last !== null) {
-        worker.postMessage({ id, part: last, more: true, limit } satisfies TokenJob);
+        worker.postMessage({ id, account, part: last, more: true, limit } satisfies TokenJob);
         await new Promise<void>((resolve) => setImmediate(resolve));
         // Dropped meanwhile (its caller left, the worker died): the worker forgets the parts.
         if (!this.pending.has(id) || this.worker !== worker) return;
       }
       last = part;
     }
-    worker.postMessage({ id, part: last ?? "", more: false, limit } satisfies TokenJob);
+    worker.postMessage({ id, account, part: last ?? "", more: false, limit } satisfies TokenJob);
   }
 
   attach(worker: Worker): void {

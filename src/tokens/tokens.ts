@@ -49,12 +49,21 @@ type Part = { type?: unknown; text?: unknown; image_url?: unknown };
 type Message = { role?: unknown; content?: unknown; name?: unknown; tool_calls?: unknown };
 
 /**
- * Jobs up to this many characters are counted at once (well under a millisecond): the counter
- * sends them to its short lane, and the worker answers them ahead of long ones.
+ * Jobs up to this many characters (a chat turn: well under a millisecond of prose) go to the
+ * counter's short lane, a worker at the serving thread's priority; longer ones to the long lane,
+ * in the background (see token-counter.ts). Prompts have a higher bound (SHORT_PROMPT_CHARS).
  */
 export const SHORT_JOB_CHARS = 16 * 1024;
 
 const LETTER = /\p{L}/u;
+const SPACE = /\s/u;
+
+/** Whether text[i] is whitespace (as the pre-tokenizer's \s sees it). */
+function isSpaceAt(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 128) return c === 32 || (c >= 9 && c <= 13);
+  return SPACE.test(text[i]!);
+}
 
 /** Whether text[i] is a letter (o200k's pre-tokenizer starts a new piece at a space before one). */
 export function isLetterAt(text: string, i: number): boolean {
@@ -78,13 +87,13 @@ export function countTexts(texts: string[], limit = Infinity): number {
 }
 
 /**
- * countTexts in steps: yields after each stretch of about STEP_CHARS characters, so a caller
- * (the worker) can answer other requests between them. Returns the count.
+ * countTexts in steps: yields after each stretch of about `stepChars` characters (STEP_CHARS
+ * unless told), so a caller (the worker) can serve other jobs between them. Returns the count.
  */
-export function* countTextsSteps(texts: string[], limit = Infinity): Generator<void, number> {
+export function* countTextsSteps(texts: string[], limit = Infinity, stepChars = STEP_CHARS): Generator<void, number> {
   let n = 0;
   for (const t of texts) {
-    n += yield* countTextSteps(t, limit - n);
+    n += yield* countTextSteps(t, limit - n, stepChars);
     if (n > limit) break;
   }
   return n;
@@ -93,7 +102,11 @@ export function* countTextsSteps(texts: string[], limit = Infinity): Generator<v
 /** About this many characters are counted between two yields of countTextsSteps. */
 export const STEP_CHARS = 64 * 1024;
 
-function* countTextSteps(text: string, limit: number): Generator<void, number> {
+function* countTextSteps(text: string, limit: number, stepChars = STEP_CHARS): Generator<void, number> {
+  // Segments no longer than a step, so that a step ends where it should. Cutting at a pre-token
+  // boundary changes no count, except after whitespace: alone at a segment's end, " \t" is one
+  // pre-token where, followed by ",", it is two. So a segment never ends in whitespace.
+  const segment = Math.min(SEGMENT, stepChars);
   if (!text) return 0;
   if (text.length <= LONG_PIECE) return bpe(text);
   // Text built by concatenation (a relayed stream's output) is a rope: reading one character
@@ -108,16 +121,16 @@ function* countTextSteps(text: string, limit: number): Generator<void, number> {
     const start = match.index;
     if (piece.length <= LONG_PIECE) {
       const end = start + piece.length;
-      if (end - segmentStart < SEGMENT) continue;
+      if (end - segmentStart < segment || isSpaceAt(text, end - 1)) continue;
       count += bpe(text.slice(segmentStart, end));
       segmentStart = end;
     } else {
       if (start > segmentStart) count += bpe(text.slice(segmentStart, start));
-      count += yield* countLongPiece(piece, (memo ??= new Map()), limit - count);
+      count += yield* countLongPiece(piece, (memo ??= new Map()), limit - count, stepChars);
       segmentStart = start + piece.length;
     }
     if (count > limit) return count;
-    if (segmentStart - stepStart >= STEP_CHARS) {
+    if (segmentStart - stepStart >= stepChars) {
       stepStart = segmentStart;
       yield;
     }
@@ -139,12 +152,12 @@ function finish(steps: Generator<void, number>): number {
  * PART characters. A surrogate pair is never cut. Runs repeat their part, so the memo makes them
  * nearly free; mixed parts cost O(PART²) each, which keeps hostile text at a few MB/s.
  */
-function* countLongPiece(piece: string, memo: Map<string, number>, limit: number): Generator<void, number> {
+function* countLongPiece(piece: string, memo: Map<string, number>, limit: number, stepChars: number): Generator<void, number> {
   piece.charCodeAt(0); // a long match is a substring view: flatten it once, as above
   let count = 0;
   let stepStart = 0;
   for (let i = 0; i < piece.length; ) {
-    if (i - stepStart >= STEP_CHARS) {
+    if (i - stepStart >= stepChars) {
       if (count > limit) return count;
       stepStart = i;
       yield;
@@ -206,6 +219,13 @@ export function textLength(texts: string[]): number {
 /** What a prompt adds besides its texts: template overhead per message, an estimate per image. */
 export function promptOverhead(p: PromptTexts): number {
   return p.messages * PER_MESSAGE_OVERHEAD + p.images * (IMAGE_TOKEN_BOUND / 2);
+}
+
+/** UTF-8 bytes of the text a prompt's count reads (what count_tokens is limited by). */
+export function promptTextBytes(messages: Message[], extra: unknown[] = []): number {
+  let n = 0;
+  for (const t of promptTexts(messages, extra).texts) n += Buffer.byteLength(t, "utf8");
+  return n;
 }
 
 /** An upper bound of the prompt's tokens, without tokenizing (O(bytes)). */

@@ -40,7 +40,12 @@ export class OutputMeter {
   private uncountedBytes = 0;
   private chunks = 0;
 
-  constructor(readonly cap: number, private readonly counter: TokenCounter) {}
+  constructor(
+    readonly cap: number,
+    private readonly counter: TokenCounter,
+    /** Whose lane the counts wait in (see queue.ts). */
+    private readonly account = "",
+  ) {}
 
   /**
    * Whether a chunk delivering `text` still fits under the cap; it is then counted as delivered.
@@ -63,7 +68,7 @@ export class OutputMeter {
   private async admitCounted(text: string): Promise<boolean> {
     try {
       while (this.counting) await this.counting;
-      const more = await this.counter.count([this.uncounted, text]);
+      const more = await this.counter.count([this.uncounted, text], { account: this.account });
       if (this.tokens + more > this.cap) return false;
       this.tokens += more;
       this.uncounted = "";
@@ -82,7 +87,7 @@ export class OutputMeter {
     this.uncounted = "";
     this.uncountedBytes = 0;
     this.countingBytes = partBytes;
-    this.counting = this.counter.text(part).then(
+    this.counting = this.counter.text(part, { account: this.account }).then(
       (n) => {
         this.tokens += n;
       },

@@ -46,7 +46,11 @@ export class TokenTally {
   private inFlight: Promise<void> | null = null;
   private failure: unknown = null;
 
-  constructor(private readonly counter: TokenCounter) {}
+  constructor(
+    private readonly counter: TokenCounter,
+    /** Whose lane the counts wait in (see queue.ts). */
+    private readonly account = "",
+  ) {}
 
   /** Characters added so far. */
   get length(): number {
@@ -89,7 +93,7 @@ export class TokenTally {
   async total(dropLast = 0): Promise<number> {
     while (this.inFlight) await this.inFlight;
     const end = Math.max(0, this.tailLength - dropLast);
-    const rest = end > 0 ? await this.counter.text(this.pieces.join("").slice(0, end)) : 0;
+    const rest = end > 0 ? await this.counter.text(this.pieces.join("").slice(0, end), { account: this.account }) : 0;
     if (this.failure) throw this.failure;
     return this.done + rest;
   }
@@ -135,7 +139,7 @@ export class TokenTally {
     const part = this.takeFirst(cut);
     this.safe = this.safe.filter((p) => p > cut).map((p) => p - cut);
     this.spaceAt = this.spaceAt >= cut ? this.spaceAt - cut : -1;
-    this.inFlight = this.counter.text(part).then(
+    this.inFlight = this.counter.text(part, { account: this.account }).then(
       (n) => {
         this.done += n;
       },

@@ -1,15 +1,18 @@
 /**
- * The token-counting worker thread (see token-counter.ts). Short jobs are answered as soon as
- * they arrive; long ones are counted in steps, one after another, and between steps the thread
- * takes in new messages, so a short job never waits behind a long one for more than a step
- * (a few milliseconds). A cancelled job is dropped, even half-counted.
+ * The token-counting worker thread (see token-counter.ts). Every job is queued in its account's
+ * lane and counted in steps of about STEP_CHARS characters, the accounts taking turns (see
+ * queue.ts): one account's backlog of long counts delays another account's count by a step per
+ * turn (a few milliseconds), never by the backlog. Between steps the thread takes in new
+ * messages; a cancelled job is dropped, even half-counted. With nothing else queued a job is
+ * counted at once, on arrival.
  */
-import { countTexts, countTextsSteps, SHORT_JOB_CHARS, textLength } from "./tokens";
+import { countTexts, countTextsSteps } from "./tokens";
+import { FairQueue } from "./queue";
 
 export type TokenJob =
-  | { id: number; texts: string[]; limit: number | null }
+  | { id: number; account: string; texts: string[]; limit: number | null }
   /** A long job sent in parts (each cut where counting it apart changes nothing): `more` until the last. */
-  | { id: number; part: string; more: boolean; limit: number | null }
+  | { id: number; account: string; part: string; more: boolean; limit: number | null }
   | { cancel: number }
   | { background: true };
 export type TokenReply = { ready: true } | { id: number; count: number } | { id: number; error: string };
@@ -18,12 +21,23 @@ declare const self: Worker;
 
 /** The long lane's niceness: about a tenth of the CPU a busy serving thread gets, when both want it. */
 const BACKGROUND_NICE = 10;
-/** A long job gives way to messages after this much counting. */
-const SLICE_MS = 4;
+/**
+ * Characters counted in one turn: a few milliseconds even of text that is slow to count (random
+ * base64, about 1 MB/s), so another account's job waits that long per turn of a backlog.
+ */
+const STEP_CHARS = 4 * 1024;
+
+interface Queued {
+  id: number;
+  account: string;
+  texts: string[];
+  limit: number;
+  steps: Generator<void, number> | null;
+}
 
 const reply = (r: TokenReply) => self.postMessage(r);
-const waiting: { id: number; texts: string[]; limit: number }[] = [];
-const cancelled = new Set<number>();
+const queue = new FairQueue<Queued>();
+const queued = new Map<number, Queued>();
 /** The parts so far of jobs sent in parts. */
 const partial = new Map<number, string[]>();
 let running = false;
@@ -31,7 +45,12 @@ let running = false;
 self.onmessage = (e: MessageEvent<TokenJob>) => {
   const job = e.data;
   if ("cancel" in job) {
-    if (!partial.delete(job.cancel)) cancelled.add(job.cancel);
+    if (partial.delete(job.cancel)) return;
+    const q = queued.get(job.cancel);
+    if (q) {
+      queued.delete(q.id);
+      queue.remove(q.account, q);
+    }
     return;
   }
   if ("background" in job) return lowerPriority();
@@ -41,23 +60,18 @@ self.onmessage = (e: MessageEvent<TokenJob>) => {
     if (job.more) partial.set(job.id, texts);
     else {
       partial.delete(job.id);
-      waiting.push({ id: job.id, texts, limit: job.limit ?? Infinity });
-      if (!running) void countLongJobs();
+      enqueue({ id: job.id, account: job.account, texts, limit: job.limit ?? Infinity, steps: null });
     }
     return;
   }
-  const limit = job.limit ?? Infinity;
-  if (textLength(job.texts) <= SHORT_JOB_CHARS) {
-    try {
-      reply({ id: job.id, count: countTexts(job.texts, limit) });
-    } catch (err) {
-      reply({ id: job.id, error: String((err as Error)?.message ?? err) });
-    }
-    return;
-  }
-  waiting.push({ id: job.id, texts: job.texts, limit });
-  if (!running) void countLongJobs();
+  enqueue({ id: job.id, account: job.account, texts: job.texts, limit: job.limit ?? Infinity, steps: null });
 };
+
+function enqueue(job: Queued): void {
+  queued.set(job.id, job);
+  queue.push(job.account, job);
+  if (!running) void countQueued();
+}
 
 /**
  * Makes this thread yield the CPU to the serving thread when both want it (Linux: setpriority on
@@ -78,27 +92,23 @@ function lowerPriority(): void {
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-async function countLongJobs(): Promise<void> {
+/** One step of the job whose turn it is, then the next account's; messages are taken in between. */
+async function countQueued(): Promise<void> {
   running = true;
-  let job: (typeof waiting)[number] | undefined;
-  while ((job = waiting.shift())) {
-    if (cancelled.delete(job.id)) continue;
+  let job: Queued | undefined;
+  while ((job = queue.peek())) {
+    let done = true;
     try {
-      const steps = countTextsSteps(job.texts, job.limit);
-      let sliceStart = performance.now();
-      let r = steps.next();
-      while (!r.done) {
-        if (performance.now() - sliceStart >= SLICE_MS) {
-          await nextTurn();
-          if (cancelled.delete(job.id)) break;
-          sliceStart = performance.now();
-        }
-        r = steps.next();
-      }
+      job.steps ??= countTextsSteps(job.texts, job.limit, STEP_CHARS);
+      const r = job.steps.next();
       if (r.done) reply({ id: job.id, count: r.value });
+      else done = false;
     } catch (err) {
       reply({ id: job.id, error: String((err as Error)?.message ?? err) });
     }
+    if (done) queued.delete(job.id);
+    queue.turn(done);
+    if (queue.size > 0) await nextTurn();
   }
   running = false;
 }
