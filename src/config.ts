@@ -1,5 +1,5 @@
 /**
- * Typed configuration, read once from the environment (contract §2).
+ * Typed configuration, read once from the environment (README, "Configuration").
  * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
  * Secrets (keys, tokens) are kept in the object but never printed: see describeConfig().
  */

@@ -5,7 +5,7 @@
  *
  * The store is the embedded SQLite database in SWITCHYARD_DATA_DIR, or PostgreSQL when
  * SWITCHYARD_DATABASE_URL is set (then every instance pointed at it shares accounts, keys, money
- * and limits: README, "Scaling out"). The rest of the services are the same either way.
+ * and limits: docs/scale-out.md). The rest of the services are the same either way.
  */
 import { ConfigError, type Config } from "./config";
 import { mkdirSync } from "node:fs";

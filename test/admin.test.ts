@@ -1,4 +1,4 @@
-/** The admin API over real HTTP, exactly as contract §5 lists it, with exact USD money. On both stores. */
+/** The admin API over real HTTP, as README "Accounts, keys and credits" lists it, with exact USD money. On both stores. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ADMIN_TOKEN, startHarness, type Harness } from "./support/harness";
 import { storeState } from "./support/ledger-state";

@@ -223,7 +223,7 @@ test("a client that stops reading stalls its upstream, is cut off after the idle
 }, 60_000);
 
 /**
- * The bound the README promises (Money: slow clients). A stalled stream holds its relay's queue
+ * The bound docs/money.md promises ("Slow clients"). A stalled stream holds its relay's queue
  * (32 KiB), the unsent rest of one upstream read, a window of text for billing, and 64 KiB in its
  * upstream connection, whose socket is then paused (src/upstream/http1.ts); the rest waits in the kernel's socket buffers,
  * which RSS does not count. Measured +40 to +53 MB settled (on Bun's fetch, which keeps ~1.6 MB of

@@ -1,5 +1,5 @@
 /**
- * Concurrency and money (contract §7): 50 parallel requests against a balance that covers exactly
+ * Concurrency and money (docs/money.md): 50 parallel requests against a balance that covers exactly
  * 10 holds. Holds are taken atomically, so exactly 10 are admitted, 40 get 402, the available
  * balance never dips below zero, and the ledger's entries add up to the balance change exactly.
  * On both stores.

@@ -1,5 +1,5 @@
 /**
- * Crash safety (contract §7): the real server runs as a child process; after a first wave of load
+ * Crash safety (docs/money.md): the real server runs as a child process; after a first wave of load
  * that completes, a second wave of slow streams is cut by SIGKILL mid-stream. On restart over the
  * same data directory: no hold is left open, every request that returned success is charged
  * exactly once, and no other request is charged.

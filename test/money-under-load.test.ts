@@ -1,5 +1,5 @@
 /**
- * 200 concurrent requests from one account whose balance covers exactly 37 of them (contract §7).
+ * 200 concurrent requests from one account whose balance covers exactly 37 of them (docs/money.md).
  * Each request's hold equals its charge (the fake upstream reports exactly the reserved tokens),
  * so whatever the interleaving exactly 37 succeed, 163 get 402, the balance ends at zero without
  * ever going below it, and the ledger's entries add up to the balance to the unit. On both stores.

@@ -1,5 +1,5 @@
 /**
- * Money in JSON is a plain decimal number everywhere (README "Money"): a cost of 8e-8 USD is
+ * Money in JSON is a plain decimal number everywhere (docs/money.md): a cost of 8e-8 USD is
  * written 0.00000008, never in exponent form — in chat, Messages and Responses bodies and their
  * final stream events, a stored response read back, /v1/usage, /v1/key, /v1/credits,
  * /v1/generation, the admin account and ledger JSON and the dashboard API.

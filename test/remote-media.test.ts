@@ -1,5 +1,5 @@
 /**
- * Remote media URLs (README "Remote media"): by default the gateway fetches them itself and hands
+ * Remote media URLs (docs/chat.md, "Remote media"): by default the gateway fetches them itself and hands
  * the engine a data: URL, so the engine never fetches from inside the operator's network. Refused
  * before any connection: loopback, link-local (cloud metadata), private, IPv6 loopback,
  * IPv4-mapped IPv6, and names resolving to any of them. Fetches go to exactly the address

@@ -139,7 +139,7 @@ describe("a charge that cannot be written", () => {
     // The departure is charged (input plus the output delivered) only once that output is counted,
     // which is asynchronous and may take seconds on a loaded machine. The disk stays full until the
     // charge was tried and failed and its void was queued: restoring it after a fixed wait (as
-    // this test once did) let a late charge land on a disk with space again, billed as the README
+    // this test once did) let a late charge land on a disk with space again, billed as docs/money.md
     // says a departure is (once 18,600 nano-USD). Waited for by state, never by time.
     const ledger = h.server.services.ledger;
     for (let i = 0; i < 3_000 && ledger.queuedVoids() === 0; i++) await Bun.sleep(10);

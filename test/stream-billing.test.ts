@@ -1,5 +1,5 @@
 /**
- * Stream billing (contract §7) over real HTTP:
+ * Stream billing (docs/money.md) over real HTTP:
  *   upstream error mid-stream              → free, hold voided, error event;
  *   client disconnect after some chunks    → input + the output delivered before the disconnect;
  *   client disconnect before any output    → free;

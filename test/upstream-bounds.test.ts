@@ -2,8 +2,8 @@
  * What an upstream may not do to the gateway: a non-streamed reply larger than
  * SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES is read only up to the limit (its connection closed
  * there) and ends in a 502, unbilled, the hold released; and an upstream key holding a control
- * byte never reaches the wire, and the client is not blamed for it (README, "Pointing it at an
- * inference engine").
+ * byte never reaches the wire, and the client is not blamed for it (docs/upstream-client.md,
+ * "Behaviour operators see").
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import type { Socket } from "bun";

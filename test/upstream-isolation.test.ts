@@ -1,7 +1,7 @@
 /**
  * An upstream that sends a late second reply after a complete keep-alive one: the late bytes must
- * never reach another account. Upstream connections are pooled per account (README, "Pointing it
- * at an inference engine"), so a pooled connection one account used never carries another's request.
+ * never reach another account. Upstream connections are pooled per account (docs/upstream-client.md,
+ * "Behaviour operators see"), so a pooled connection one account used never carries another's request.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startHarness, type Harness } from "./support/harness";

@@ -116,7 +116,7 @@ export interface CostLine {
 
 /**
  * Cost of several metered quantities under one multiplier, rounded up once to the unit.
- * Rounding up means the ledger never under-charges by a fraction; the rule is documented in README.
+ * Rounding up means the ledger never under-charges by a fraction; the rule is documented in docs/money.md.
  */
 export function cost(lines: CostLine[], multiplier: Multiplier = STANDARD): number {
   let numerator = 0n;

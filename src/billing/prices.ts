@@ -1,5 +1,5 @@
 /**
- * What each kind of request costs, in units, from catalog prices (contract §7, spec §8).
+ * What each kind of request costs, in units, from catalog prices (docs/money.md).
  * Holds use the most a request can reach; charges use what was actually metered.
  */
 import { cost, formatUsd, type Multiplier } from "./money";

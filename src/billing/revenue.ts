@@ -1,5 +1,5 @@
 /**
- * The operator's overview (README "Dashboard"): revenue is the sum of charge entries across
+ * The operator's overview (docs/dashboard.md): revenue is the sum of charge entries across
  * accounts over UTC days (today, the last 7 and 30 days, today included), top models and top
  * accounts by spend over a period, and each account's spend. Exact integer sums from the ledger;
  * converted to USD only for the answer.

@@ -1,5 +1,5 @@
 /**
- * The model catalog (contract §3): public ids, labs, context windows, prices and turbo flags.
+ * The model catalog (README, "The model catalog"): public ids, labs, context windows, prices and turbo flags.
  * The default catalog is embedded in the binary (a JSON import); SWITCHYARD_CATALOG may replace
  * or extend it, and is re-read when the file changes so new models go live without a restart.
  * Entries written through the admin API or the CLI lie over both (live-config.ts; README,

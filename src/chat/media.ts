@@ -1,5 +1,5 @@
 /**
- * Media parts of a chat request, before anything is held or sent (README "Images" and "Remote
+ * Media parts of a chat request, before anything is held or sent (docs/chat.md, "Images" and "Remote
  * media"). /v1/messages and /v1/responses images arrive here as `image_url` parts.
  *
  * - Counted first: more than SWITCHYARD_MEDIA_MAX_PARTS image, audio and video parts is a 400

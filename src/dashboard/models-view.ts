@@ -1,5 +1,5 @@
 /**
- * The operator's models page (README "Dashboard"): every catalog model with its prices (as GET
+ * The operator's models page (docs/dashboard.md): every catalog model with its prices (as GET
  * /v1/models writes them), context window, whether it is live now, and for chat models each route
  * with its circuit breaker. Routes show the upstream's configured name, never its address.
  */

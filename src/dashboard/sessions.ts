@@ -29,7 +29,7 @@ export const COOKIE_PATH = "/dashboard";
 
 const token = () => randomBytes(32).toString("base64url");
 
-/** How many sessions live at once (README "Dashboard"). */
+/** How many sessions live at once (docs/dashboard.md). */
 export interface SessionCaps {
   /** Per account: a further sign-in ends that account's own oldest session. */
   perAccount: number;

@@ -1,7 +1,7 @@
 /**
  * Loading a local engine whenever its files are present: try at start-up, and while files are
  * missing or fail to load, look again every few seconds, so weights copied in later make the
- * model live without a restart (contract §3). Each distinct problem is logged once, not every poll.
+ * model live without a restart (docs/local-models.md). Each distinct problem is logged once, not every poll.
  */
 import { join } from "node:path";
 import type { Services } from "../services";

@@ -1,6 +1,6 @@
 /**
  * What `switchyard models pull` downloads: one manifest per local model, listing the files of its
- * public ONNX export and where they go under SWITCHYARD_MODELS_DIR (contract §11). Each engine
+ * public ONNX export and where they go under SWITCHYARD_MODELS_DIR (models/README.md). Each engine
  * keeps its own list beside it (engines/<name>/files.ts); add it to MODEL_MANIFESTS below.
  */
 import { readdirSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * The operator's request log (README "Dashboard"): every recorded request across accounts, newest
+ * The operator's request log (docs/dashboard.md): every recorded request across accounts, newest
  * first, filtered by account, key, model, status and time, paged by a cursor (the last request id
  * of the previous page: ids sort by arrival), and exported as CSV. A row is the request's outcome
  * joined with its charge entry (no charge: cost 0). Money stays integer units until shown.

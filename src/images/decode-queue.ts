@@ -1,5 +1,5 @@
 /**
- * Image decoding counted against the account that asked for it (README "Images"):
+ * Image decoding counted against the account that asked for it (docs/chat.md, "Images"):
  *
  * - A fair queue: at most `concurrency` decodes run at once, and when a slot frees the next job is
  *   taken from the waiting account with the fewest decodes running, then the one served least

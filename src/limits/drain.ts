@@ -2,7 +2,7 @@
  * Graceful stop (README, "Stopping and readiness"): once stopping, new requests are refused with
  * 503 (the listener stays open, so probes and load balancers see it), the requests in flight are
  * counted down, and when the grace period runs out the streams still open are cut: each ends with
- * its protocol's error event and is not billed (README, "Money": a stream ending in an error is
+ * its protocol's error event and is not billed (docs/money.md: a stream ending in an error is
  * never charged).
  */
 import { DomainError } from "../errors";

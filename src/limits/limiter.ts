@@ -1,5 +1,5 @@
 /**
- * Per-account request limits (contract §8): one in-flight counter and one request-rate meter per
+ * Per-account request limits (README, "Limits, usage and metrics"): one in-flight counter and one request-rate meter per
  * account, shared by every model endpoint. In memory when one process serves an account (the
  * SQLite store); in PostgreSQL, behind the same interface, when several instances share it.
  *

@@ -1,5 +1,5 @@
 /**
- * Rate of dashboard sign-ins, successful ones included (README "Dashboard"): per client address,
+ * Rate of dashboard sign-ins, successful ones included (docs/dashboard.md): per client address,
  * counted before the key or token is checked, and per key (the admin token counting as one key),
  * counted once it is known to be right. A key holder cannot mint sessions faster than its own
  * per-key rate, and one address cannot sign in with many keys faster than its per-address rate.

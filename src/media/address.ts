@@ -1,5 +1,5 @@
 /**
- * IP addresses for the remote-media fetcher's guard (README "Remote media"): parsing, the
+ * IP addresses for the remote-media fetcher's guard (docs/chat.md, "Remote media"): parsing, the
  * special-use ranges that are never fetched from (private, loopback, link-local, unique-local,
  * multicast, unspecified, documentation, reserved, ...), and the operator's allow-list of CIDRs.
  * IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the IPv4 address they carry.

@@ -1,5 +1,5 @@
 /**
- * Fetches a client's remote media URL for the gateway itself (README "Remote media"), so an engine
+ * Fetches a client's remote media URL for the gateway itself (docs/chat.md, "Remote media"), so an engine
  * never fetches URLs from inside the operator's network. The host is resolved once; every address
  * it resolves to must be public (or in SWITCHYARD_REMOTE_MEDIA_ALLOW_HOSTS), and the connection
  * goes to exactly the checked address (no second lookup, so no DNS rebinding). Redirects are not

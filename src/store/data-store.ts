@@ -3,7 +3,7 @@
  * implementations: the embedded SQLite database in SWITCHYARD_DATA_DIR (one process; the
  * default) and PostgreSQL (SWITCHYARD_DATABASE_URL; any number of instances share it). Each part
  * is a port defined beside the domain code that uses it; a store is the set of them plus close().
- * What lives where, and how each behaves when its database fails: README, "Scaling out".
+ * What lives where, and how each behaves when its database fails: docs/scale-out.md.
  */
 import type { LedgerStore } from "../billing/ledger-store";
 import type { AccountRecords } from "../accounts/accounts";

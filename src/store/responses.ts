@@ -5,7 +5,7 @@
  * the turn, nor stored uncharged); the rows live in the store (ResponseRecords:
  * store/sqlite/responses.ts, store/postgres/responses.ts).
  *
- * Retention (README, "Anthropic Messages and OpenAI Responses"): a turn older than the retention
+ * Retention (docs/protocols.md, "Anthropic Messages and OpenAI Responses"): a turn older than the retention
  * period is gone at once for every read (GET is 404, previous_response_id and item_reference no
  * longer find it) and a periodic sweep deletes its rows. Quota: each write deletes the account's
  * oldest turns until its stored bytes are within the quota (StoredResponseRecord.quotaBytes).

@@ -8,7 +8,7 @@
  * the request's own content (a prompt that crashes the engine), so such failures open the breaker
  * only when they come from at least MIN_ACCOUNTS distinct accounts in the run of failures.
  * Failures no request's content explains — no connection, a timeout, a stream that stalls or
- * breaks, 429 and the like — open it on their own. (README, "Chat routing".)
+ * breaks, 429 and the like — open it on their own. (docs/chat.md, "Chat routing".)
  */
 export type BreakerState = "closed" | "open" | "half-open";
 

@@ -1,7 +1,7 @@
 /** How figures are shown. Money arrives as exact USD numbers (at most 9 decimals) and stays exact. */
 
 /**
- * Money as shown (README "Dashboard"): amounts of a dollar or more to the cent (4.9999802 →
+ * Money as shown (docs/dashboard.md): amounts of a dollar or more to the cent (4.9999802 →
  * "$5.00", 1234.5 → "$1,234.50"); smaller ones to 6 significant digits, at least 2 decimals
  * and at most 9, trailing zeros dropped (0.0000198 → "$0.0000198", 0.123456789 → "$0.123457",
  * 0.5 → "$0.50", 0.00000008 → "$0.00000008"). No Intl: the same text in every locale.

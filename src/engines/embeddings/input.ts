@@ -1,6 +1,6 @@
 /**
  * The `input` field of POST /v1/embeddings, checked and turned into the token sequences the model
- * will see (contract §12): a string, an array of strings, one token array or an array of token
+ * will see (docs/local-models.md): a string, an array of strings, one token array or an array of token
  * arrays; 1–2,048 entries; no empty entry; every sequence (task prompt, BOS and EOS included) at
  * most 2,048 tokens. Each rule breaks with a 400 naming the entry ("input[3]"); nothing is
  * truncated silently.

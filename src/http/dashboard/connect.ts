@@ -1,5 +1,5 @@
 /**
- * The connect panel's facts (README "Dashboard"): the base URL clients use. SWITCHYARD_PUBLIC_URL
+ * The connect panel's facts (docs/dashboard.md): the base URL clients use. SWITCHYARD_PUBLIC_URL
  * when set; otherwise what the browser reached the dashboard at (its Host, and https when the
  * request came over TLS or with X-Forwarded-Proto: https). Never a key.
  */

@@ -1,5 +1,5 @@
 /**
- * The operator view's reports (README "Dashboard"): the revenue overview, the request log (JSON
+ * The operator view's reports (docs/dashboard.md): the revenue overview, the request log (JSON
  * pages and a streamed CSV export), the models page, and "test this route". All read-only but
  * the route test, which sends one unbilled request to the route's upstream.
  */

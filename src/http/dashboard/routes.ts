@@ -1,5 +1,5 @@
 /**
- * GET /dashboard: the web dashboard, served from assets inside the binary (README "Dashboard").
+ * GET /dashboard: the web dashboard, served from assets inside the binary (docs/dashboard.md).
  * This file serves the page and its assets and runs sign-in and sign-out; the account view's and
  * the operator view's API routes live beside it. Everything is under /dashboard, which is also
  * the only path the session cookie is sent to.

@@ -1,5 +1,5 @@
 /**
- * POST /v1/embeddings (contract §12): validate, tokenise (exact counts), reserve the exact cost,
+ * POST /v1/embeddings (docs/local-models.md): validate, tokenise (exact counts), reserve the exact cost,
  * queue every input on the embedding engine's micro-batching scheduler, settle, answer in the
  * OpenAI list shape. Nothing is billed when the request fails or the client goes away first.
  */

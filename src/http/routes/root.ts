@@ -1,4 +1,4 @@
-/** The root status document (contract §4) at / and /v1. */
+/** The root status document at / and /v1. */
 import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";

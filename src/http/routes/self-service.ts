@@ -3,7 +3,7 @@
  * spend dashboards) work with the base address set to ours: GET /v1/key, GET /v1/credits and
  * GET /v1/generation?id=. Key auth, free, no rate consumed (like /v1/usage). Every figure is a
  * sum of the caller's ledger entries; how the prepaid balance maps to OpenRouter's `limit`
- * fields is in the README ("Self-service endpoints").
+ * fields is in docs/protocols.md ("Self-service endpoints").
  */
 import type { App } from "../app";
 import type { Services } from "../../services";

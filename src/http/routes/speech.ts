@@ -41,7 +41,7 @@ export const SpeechRequest = Type.Object(
     stream_format: Type.Optional(Type.Union([Type.Literal("audio")])),
     /** Kokoro-FastAPI's field: the text's language code ("a", "b"), overriding the voice's own. */
     lang_code: Type.Optional(Type.String({ minLength: 1, maxLength: 1 })),
-    /** "priority" on voice-82m is the same as voice-82m-turbo (contract §7). */
+    /** "priority" on voice-82m is the same as voice-82m-turbo (docs/local-models.md). */
     service_tier: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   },
   { additionalProperties: true },

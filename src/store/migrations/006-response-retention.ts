@@ -1,7 +1,7 @@
 import type { Migration } from "./index";
 
 /**
- * Retention and per-account quota of stored responses (README, "Anthropic Messages and OpenAI
+ * Retention and per-account quota of stored responses (docs/protocols.md, "Anthropic Messages and OpenAI
  * Responses"): each turn records its size in bytes (its input items' and response's JSON text),
  * so an account's total is one index-only sum, and the expiry sweep finds old turns by created_at.
  */

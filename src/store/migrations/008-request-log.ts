@@ -1,7 +1,7 @@
 import type { Migration } from "./index";
 
 /**
- * The operator's request log and revenue overview (README "Dashboard"): the key each request was
+ * The operator's request log and revenue overview (docs/dashboard.md): the key each request was
  * made with, and indexes for the log's filters (account, key; time is the request id's range)
  * and for sums of charges across accounts over a time range.
  */

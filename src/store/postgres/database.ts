@@ -20,7 +20,7 @@
  * `SELECT 1` on a connection of its own gets `stallMs` more. Unanswered, the database is marked
  * down: every statement in flight fails at once as OutcomeUnknown (it may still run later), and
  * every new one fails before it is sent (503 store_unavailable, no waiting), until a probe —
- * one each `stallMs / 2` — is answered again. See README, "Scaling out (PostgreSQL)".
+ * one each `stallMs / 2` — is answered again. See docs/scale-out.md.
  */
 import { SQL } from "bun";
 import { StoreUnavailable } from "../../billing/ledger-store";

@@ -14,7 +14,7 @@
  *
  * Admission and the hold are two round trips, not one: admission happens at authentication,
  * before the request body is read (so a client over its limits never makes us read a large body),
- * while the hold's amount is known only once the body is validated (README, "Scaling out").
+ * while the hold's amount is known only once the body is validated (docs/scale-out.md).
  *
  * A dead instance's slots are given back by a survivor with its holds (instances.ts).
  */

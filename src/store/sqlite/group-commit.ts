@@ -20,7 +20,7 @@
  * lacks. So the writes waiting for that fsync are rejected (never acknowledged: they may or may
  * not be on disk), every queued and later write is refused, the descriptor is closed and never
  * synced again, and `onFatal` is told: the server logs one line and stops, and a restart reads
- * the database afresh from what really is on disk (see README, "Money"). A commit that fails with
+ * the database afresh from what really is on disk (see docs/money.md). A commit that fails with
  * an I/O error (SQLITE_IOERR, e.g. the in-line fsync of a blocking flush) is final the same way.
  *
  * Waiting for the write lock never blocks the event loop: the serving connection has

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# aider against Switchyard, non-interactive, as the README writes it. The engine stack's "model"
+# aider against Switchyard, non-interactive, as docs/protocols.md writes it. The engine stack's "model"
 # echoes the user text, so the message carries a whole-file listing for aider to apply: the check
 # is that aider's request, streamed reply, usage line and edit all go through.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python client recipes of the README's "Clients" section, run by hand against a live
+# The Python client recipes of docs/protocols.md ("Clients tested"), run by hand against a live
 # Switchyard over the deterministic engine stack (test/support/engine-stack.ts). Not part of
 # `npm test`: CI installs only npm packages. Give each client's venv (any may be left out):
 #   SDK_PY=/tmp/cvenv/bin/python      pip install openai anthropic langchain-openai

@@ -1,7 +1,7 @@
 import type { PgMigration } from "./index";
 
 /**
- * Retention and per-account quota of stored responses (README, "Anthropic Messages and OpenAI
+ * Retention and per-account quota of stored responses (docs/protocols.md, "Anthropic Messages and OpenAI
  * Responses"), the counterpart of SQLite's migration 006. Each turn records its size in bytes
  * (octet length of its input items' and response's JSON text, as the SQLite store counts them);
  * a trigger fills it, so switchyard_post writes turns unchanged.
