@@ -4,7 +4,7 @@
  * replayed as printed; SIGTERM stops everything with exit 0 and removes the temporary folder.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { replay, spawnDemo, type DemoProcess } from "./support/demo-process";
@@ -102,6 +102,20 @@ describe("switchyard demo options", () => {
     } finally {
       demo.proc.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a port in use exits 2 saying to pass --port, and leaves no temporary folder", () => {
+    const busy = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const tmp = mkdtempSync(join(tmpdir(), "switchyard-demo-tmp-"));
+    try {
+      const r = Bun.spawnSync(cmd("--port", String(busy.port)), { cwd: tmp, env: { PATH: process.env.PATH ?? "", TMPDIR: tmp }, stderr: "pipe" });
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr.toString()).toContain(`port ${busy.port} is in use on 127.0.0.1: pass --port N`);
+      expect(readdirSync(tmp)).toEqual([]);
+    } finally {
+      busy.stop(true);
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 

@@ -81,6 +81,8 @@ export async function runDemo(flags: DemoFlags): Promise<number> {
       SWITCHYARD_UPSTREAM_URL: echo.url,
       SWITCHYARD_DEFAULT_PRICE: DEMO_PRICE,
       SWITCHYARD_ONNX_PROVIDER: "cpu",
+      // Ctrl-C gives requests in flight a moment, not the 30 s a production server waits.
+      SWITCHYARD_SHUTDOWN_GRACE_SECONDS: "2",
       SWITCHYARD_LOG_LEVEL: process.env.SWITCHYARD_LOG_LEVEL ?? "warn",
     });
     server = await startServer(config);
