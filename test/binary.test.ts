@@ -4,7 +4,8 @@
  * another directory with nothing of the repository around it. It must answer --version and
  * --help, open an ONNX Runtime session on a tiny model and decode a PNG with sharp (`doctor`),
  * which means it extracted and pre-loaded its embedded native libraries, and serve the API
- * against a fake upstream: models list and one billed chat completion.
+ * against a fake upstream: models list and one billed chat completion. `demo` serves its three
+ * printed requests from the models embedded in the binary.
  *
  * Building takes a few seconds. Skip only deliberately: SWITCHYARD_SKIP_BINARY_TEST=1.
  */
@@ -21,6 +22,7 @@ import { buildOnnxModel } from "./support/onnx-builder";
 import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
 import { expectedChatCost } from "./support/expected-cost";
 import { countTextTokens } from "../src/tokens/tokens";
+import { replay, spawnDemo } from "./support/demo-process";
 
 const SKIP = process.env.SWITCHYARD_SKIP_BINARY_TEST === "1";
 if (SKIP) console.warn("test/binary.test.ts: compiled-binary tests SKIPPED because SWITCHYARD_SKIP_BINARY_TEST=1");
@@ -178,6 +180,27 @@ describe.skipIf(SKIP)("compiled binary", () => {
     expect(typeof report.onnxruntime.error).toBe("string");
     expect(report.sharp.ok).toBe(true);
     expect(run(["doctor", "--image"]).code).toBe(2);
+  });
+
+  test("demo serves chat, speech and embeddings from its embedded models, and SIGTERM ends it", async () => {
+    const demo = await spawnDemo([bin, "demo", "--port", "0"], cwd, env);
+    try {
+      const chat = await replay(demo, "chat");
+      expect(chat.status).toBe(200);
+      expect(((await chat.json()) as any).choices[0].message.content).toBe("Hello, Switchyard!");
+      const speech = await replay(demo, "speech");
+      expect(speech.status).toBe(200);
+      expect(speech.headers.get("content-type")).toBe("audio/mpeg");
+      expect((await speech.arrayBuffer()).byteLength).toBeGreaterThan(0);
+      const embeddings = await replay(demo, "embeddings");
+      expect(embeddings.status).toBe(200);
+      expect(((await embeddings.json()) as any).data[0].embedding.length).toBeGreaterThan(0);
+      demo.proc.kill("SIGTERM");
+      expect(await demo.proc.exited).toBe(0);
+      expect(existsSync(demo.folder)).toBe(false);
+    } finally {
+      demo.proc.kill("SIGKILL");
+    }
   });
 
   describe("serving", () => {

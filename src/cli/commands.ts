@@ -11,6 +11,7 @@ export interface CommandSpec {
 
 export const COMMANDS: CommandSpec[] = [
   { words: ["serve"], args: [] },
+  { words: ["demo"], args: [] },
   { words: ["version"], args: [] },
   { words: ["doctor"], args: [] },
   { words: ["healthcheck"], args: [] },

@@ -18,6 +18,8 @@ export const HELP = `${SERVICE_NAME} ${VERSION} — OpenAI-compatible inference 
 
 Usage:
   switchyard [serve]                          start the server (configured by environment variables)
+  switchyard demo [--port N] [--dir DIR]      a working demo on 127.0.0.1 (echo engine, tiny models,
+                                              a key with credits; prints curl commands); Ctrl-C stops
   switchyard accounts create <name> [--credits USD]
   switchyard accounts list [--json]
   switchyard accounts show <account-id>
@@ -101,6 +103,8 @@ export async function runCli(argv: string[]): Promise<number> {
   const command = resolved.name;
   // Before loading configuration: the self-check must work even when the configuration is wrong.
   if (command === "doctor") return (await import("./doctor")).runDoctor(flags);
+  // The demo builds its own configuration and ignores the environment's (README "Demo").
+  if (command === "demo") return (await import("../demo/run")).runDemo(flags);
   let config: Config;
   try {
     config = loadConfig();
