@@ -10,7 +10,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
 import { ErrorLine } from "./app";
 import { count } from "./format";
-import { checked, decimalText, Field, FormErrorLine, useFormError, value, whole } from "./field-form";
+import { checked, decimalText, Field, FormErrorLine, useFormError, value, whole, useShownOnOpen } from "./field-form";
 
 const FIELDS = ["id", "owned_by", "kind", "context_window", "max_output_tokens", "pricing", "input_modalities", "turbo"];
 const price = (v: number | undefined) => (v === undefined ? "—" : "$" + decimalText(v));
@@ -56,13 +56,13 @@ export function CatalogModels(props: { version: number; onChanged: () => void })
         <td class="num">${m.context_window ? count(m.context_window) : "—"}</td><td class="num">${m.max_output_tokens ? count(m.max_output_tokens) : "—"}</td>
         <td class="num">${price(m.pricing.input_per_million)}</td><td class="num">${price(m.pricing.output_per_million)}</td>
         <td class="num">${price(m.pricing.characters_per_million)}</td><td>${m.turbo ? "yes" : "—"}</td>
-        <td class="actions">
+        <td><div class="row-actions">
           <button class="secondary model-edit" onClick=${() => (setDone(""), setEditing(m))}>Edit</button>
           <button class=${m.enabled ? "danger model-toggle" : "secondary model-toggle"}
             onClick=${() => act(m.enabled ? `${m.id} disabled.` : `${m.id} enabled.`, "PATCH", modelPath(m.id), { enabled: !m.enabled })}>${m.enabled ? "Disable" : "Enable"}</button>
           ${m.source === "admin" ? html`<button class="secondary model-remove" title="Remove the entry written here: the file's or embedded entry, if any, serves again"
             onClick=${() => act(`${m.id}: the entry written here was removed.`, "DELETE", modelPath(m.id))}>Remove</button>` : null}
-        </td></tr>`)}
+        </div></td></tr>`)}
       </tbody></table></div>
   </section>`;
 }
@@ -72,6 +72,7 @@ function ModelEditor(props: { model: any; onSaved: (what: string) => void; onCan
   const m = props.model;
   const adding = m.id === undefined;
   const { error, setError, fail } = useFormError();
+  const ref = useShownOnOpen();
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -106,7 +107,7 @@ function ModelEditor(props: { model: any; onSaved: (what: string) => void; onCan
   };
 
   const p = m.pricing ?? {};
-  return html`<form class="editor" id="model-form" onSubmit=${submit} autocomplete="off">
+  return html`<form class="editor" id="model-form" ref=${ref} onSubmit=${submit} autocomplete="off">
     <h3>${adding ? "Add a chat model" : html`Edit <span class="mono">${m.id}</span> <span class="muted small">(${m.source})</span>`}</h3>
     <${FormErrorLine} error=${error} names=${FIELDS} />
     <div class="grid">

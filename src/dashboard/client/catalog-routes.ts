@@ -8,7 +8,7 @@ import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
 import { ErrorLine } from "./app";
-import { checked, Field, FormErrorLine, useFormError, value } from "./field-form";
+import { checked, Field, FormErrorLine, useFormError, value, useShownOnOpen } from "./field-form";
 
 interface RouteRow {
   /** A stable key, so the inputs of a row stay with it when another row is removed. */
@@ -62,6 +62,7 @@ export function RouteSettings(props: { version: number; onChanged: () => void })
 function RoutesEditor(props: { initial: { model: string; rows: RouteRow[] }; upstreams: string[]; models: string[]; onSaved: (what: string) => void; onCancel: () => void }) {
   const [rows, setRows] = useState<RouteRow[]>(props.initial.rows);
   const { error, setError, fail } = useFormError();
+  const ref = useShownOnOpen();
   const names = ["model", "routes", ...rows.map((_, i) => `routes[${i}]`)];
 
   /** The rows as typed (kept in state, so adding or removing a row keeps what was typed in the others). */
@@ -90,7 +91,7 @@ function RoutesEditor(props: { initial: { model: string; rows: RouteRow[] }; ups
   };
   const form = (e: Event) => (e.target as HTMLElement).closest("form") as HTMLFormElement;
 
-  return html`<form class="editor" id="routes-form" autocomplete="off" onSubmit=${(e: Event) => (e.preventDefault(), send(e.target as HTMLFormElement, "PUT", read(e.target as HTMLFormElement), "Routes of {model} saved."))}>
+  return html`<form class="editor" id="routes-form" ref=${ref} autocomplete="off" onSubmit=${(e: Event) => (e.preventDefault(), send(e.target as HTMLFormElement, "PUT", read(e.target as HTMLFormElement), "Routes of {model} saved."))}>
     <h3>Routes of a model</h3>
     <${FormErrorLine} error=${error} names=${names} />
     <datalist id="route-models">${props.models.map((m) => html`<option value=${m} />`)}</datalist>

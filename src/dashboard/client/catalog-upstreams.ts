@@ -8,7 +8,7 @@ import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
 import { ErrorLine } from "./app";
-import { checked, Field, FormErrorLine, useFormError, value, whole } from "./field-form";
+import { checked, Field, FormErrorLine, useFormError, value, whole, useShownOnOpen } from "./field-form";
 
 const FIELDS = ["name", "base_url", "key", "timeouts", "keep_alive"];
 const TIMEOUTS = [["connect_ms", "Connect timeout, ms"], ["first_byte_ms", "First byte timeout, ms"], ["idle_ms", "Idle timeout, ms"]] as const;
@@ -46,9 +46,9 @@ export function Upstreams(props: { version: number; onChanged: () => void }) {
         <td>${u.name}</td><td>${u.source}</td><td class="mono small">${u.base_url ?? "—"}</td><td>${u.has_key ? "set" : "—"}</td>
         ${TIMEOUTS.map(([k]) => html`<td class="num">${u.timeouts ? `${u.timeouts[k]} ms` : "—"}</td>`)}
         <td>${u.keep_alive === null ? "—" : u.keep_alive ? "yes" : "no"}</td>
-        <td class="actions">${u.source === "env" ? html`<span class="muted small">SWITCHYARD_UPSTREAM_URL</span>` : html`
+        <td><div class="row-actions">${u.source === "env" ? html`<span class="muted small">SWITCHYARD_UPSTREAM_URL</span>` : html`
           <button class="secondary upstream-edit" onClick=${() => (setDone(""), setEditing(u))}>Edit</button>
-          ${u.source === "admin" ? html`<button class="secondary upstream-remove" onClick=${() => remove(u.name)}>Remove</button>` : null}`}</td></tr>`)}
+          ${u.source === "admin" ? html`<button class="secondary upstream-remove" onClick=${() => remove(u.name)}>Remove</button>` : null}`}</div></td></tr>`)}
       </tbody></table></div>
   </section>`;
 }
@@ -57,6 +57,7 @@ function UpstreamEditor(props: { upstream: any; onSaved: (what: string) => void;
   const u = props.upstream;
   const adding = u.name === undefined;
   const { error, setError, fail } = useFormError();
+  const ref = useShownOnOpen();
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -88,7 +89,7 @@ function UpstreamEditor(props: { upstream: any; onSaved: (what: string) => void;
     }
   };
 
-  return html`<form class="editor" id="upstream-form" onSubmit=${submit} autocomplete="off">
+  return html`<form class="editor" id="upstream-form" ref=${ref} onSubmit=${submit} autocomplete="off">
     <h3>${adding ? "Add an upstream" : html`Edit upstream <span class="mono">${u.name}</span>`}</h3>
     ${!adding && u.source === "file" ? html`<p class="muted small">Saving writes a live copy that replaces the routes file's entry; give its key again.</p>` : null}
     <${FormErrorLine} error=${error} names=${FIELDS} />

@@ -4,7 +4,7 @@
  * no input on the form is shown above it.
  */
 import { html } from "htm/preact";
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure } from "./api";
 
 export interface FormError {
@@ -53,4 +53,13 @@ export function checked(form: HTMLFormElement, name: string): boolean {
 /** A whole number typed into a field: sent as a number, or the text as typed (the API names the rule). */
 export function whole(text: string): number | string {
   return /^\d+$/.test(text) ? Number(text) : text;
+}
+
+/** A ref for an editor that scrolls it into view when it opens (the Edit button may be far below it). */
+export function useShownOnOpen() {
+  const ref = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    ref.current?.scrollIntoView?.({ block: "nearest" });
+  }, []);
+  return ref;
 }
