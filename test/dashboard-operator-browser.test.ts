@@ -111,6 +111,7 @@ describe("operator pages in a browser", () => {
     await page.waitForSelector('#models tr[data-model="glm-4.6"]');
     expect(await textOf(page, '#models tr[data-model="glm-4.6"] td:nth-child(3)')).toBe("live");
     const before = fake.requests.length;
+    await page.waitForSelector('#model-routes tr[data-route="glm-4.6#0"] .route-test'); // the routes load beside the catalog
     await page.click('#model-routes tr[data-route="glm-4.6#0"] .route-test');
     await page.waitForFunction(() => /^ok · HTTP 200 · \d+ ms$/.test(document.querySelector('#model-routes tr[data-route="glm-4.6#0"] .route-result')?.textContent?.trim() ?? ""));
     expect(fake.requests.length).toBe(before + 1);

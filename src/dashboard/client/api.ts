@@ -6,7 +6,8 @@
  */
 
 export class ApiFailure extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  /** The request field the server names as at fault ("pricing.input_per_million"), or null. */
+  constructor(readonly status: number, readonly code: string, message: string, readonly param: string | null = null) {
     super(message);
   }
 }
@@ -33,14 +34,16 @@ export function whenSignedOut(handler: (message: string) => void): void {
 async function failure(res: Response): Promise<ApiFailure> {
   let code = "error";
   let message = `The server answered ${res.status}.`;
+  let param: string | null = null;
   try {
-    const body = (await res.json()) as { error?: { code?: string; message?: string } };
+    const body = (await res.json()) as { error?: { code?: string; message?: string; param?: string | null } };
     if (body.error?.message) message = body.error.message;
     if (body.error?.code) code = body.error.code;
+    if (typeof body.error?.param === "string") param = body.error.param;
   } catch {
     // not JSON: keep the generic message
   }
-  return new ApiFailure(res.status, code, message);
+  return new ApiFailure(res.status, code, message, param);
 }
 
 /** A raw call (the playground reads streams and audio from it). Throws ApiFailure on an error status. */

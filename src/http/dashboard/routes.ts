@@ -19,6 +19,7 @@ import { SignInLimit } from "../../limits/sign-in-limit";
 import { registerAccountApi } from "./account-api";
 import { registerOperatorApi } from "./operator-api";
 import { registerOperatorReports } from "./operator-reports";
+import { registerOperatorCatalog } from "./operator-catalog";
 import { registerConnect } from "./connect";
 
 const SignInBody = Type.Object({
@@ -135,5 +136,6 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
   registerAccountApi(app, s, guard);
   registerOperatorApi(app, s, guard);
   registerOperatorReports(app, s, guard);
+  registerOperatorCatalog(app, s, guard);
   registerConnect(app, s, guard);
 }
