@@ -59,6 +59,8 @@ export interface Config {
   onnxProvider: "auto" | "cpu" | "cuda";
   /** Where `switchyard runtime pull cuda` puts the CUDA provider's libraries. */
   runtimeDir: string;
+  /** Keep each local model's optimised graph beside it (made on first load) and load that. */
+  optimisedGraph: boolean;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /**
    * PostgreSQL connection URL (postgres:// or postgresql://): the store every instance pointed at
@@ -236,6 +238,7 @@ export function loadConfig(env: Env = process.env): Config {
     remoteMediaMaxBytes: int(env, "SWITCHYARD_REMOTE_MEDIA_MAX_BYTES", 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     remoteMediaTimeoutMs: int(env, "SWITCHYARD_REMOTE_MEDIA_TIMEOUT_MS", 10_000, 100, 600_000),
     onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["auto", "cpu", "cuda"] as const, "auto"),
+    optimisedGraph: oneOf(env, "SWITCHYARD_OPTIMISED_GRAPH", ["on", "off"] as const, "on") === "on",
     runtimeDir: resolve(str(env, "SWITCHYARD_RUNTIME_DIR") ?? join(str(env, "SWITCHYARD_DATA_DIR") ?? "./data", "runtime")),
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
     databaseUrl: postgresUrl(env, "SWITCHYARD_DATABASE_URL"),

@@ -26,7 +26,8 @@ Usage:
   switchyard credits add <account-id> <USD> [--reason TEXT]
   switchyard credits deduct <account-id> <USD> [--reason TEXT]
   switchyard ledger <account-id>
-  switchyard models pull [model-id ...]       download model files into SWITCHYARD_MODELS_DIR
+  switchyard models pull [--provider cpu|cuda] [model-id ...]
+                                              download model files (those for the provider) into SWITCHYARD_MODELS_DIR
   switchyard models list                      which model files are expected and present
   switchyard runtime list                     the GPU, the ONNX provider chosen, the CUDA libraries found
   switchyard runtime pull cuda [--all]        download ONNX Runtime's CUDA provider and what the system lacks

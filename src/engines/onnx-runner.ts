@@ -9,6 +9,7 @@
 import type * as Ort from "onnxruntime-node";
 import { createSession, type CreatedSession, type SessionTuning } from "./onnx-session";
 import { ModelLoadError, WorkerSession } from "./onnx-worker-client";
+import { encodeEmbedding, type RowEncoding } from "./embeddings/vectors";
 
 export { ModelLoadError } from "./onnx-worker-client";
 
@@ -27,10 +28,34 @@ export interface SessionMeta {
   provider: "cpu" | "cuda";
   /** Set when cuda was asked for but could not be used. */
   fallback?: string;
+  /** The optimised graph's fate when one was asked for ("made", "reused", or why not). */
+  graph?: string;
   inputNames: readonly string[];
   outputNames: readonly string[];
   inputMetadata: readonly Ort.InferenceSession.ValueMetadata[];
   outputMetadata: readonly Ort.InferenceSession.ValueMetadata[];
+}
+
+/** Rows of a [batch, width] float output to hand back as JSON text (see onnx-worker.ts). */
+export interface EncodeSpec {
+  output: string;
+  /** One per row: how to encode it, or null to leave it as floats. */
+  rows: readonly (RowEncoding | null)[];
+}
+
+/** The JSON text of each row that asked for it (null for the others). */
+export function encodeRows(outputs: Record<string, TensorData>, spec: EncodeSpec): (string | null)[] {
+  const t = outputs[spec.output];
+  if (!t || t.type !== "float32" || t.dims.length !== 2) throw new Error(`output ${spec.output} is not a [batch, width] float tensor`);
+  const width = t.dims[1]!;
+  const data = t.data as Float32Array;
+  return spec.rows.map((r, i) => (r ? encodeEmbedding(data.subarray(i * width, (i + 1) * width), r) : null));
+}
+
+/** A run's outputs, plus each encoded row's JSON text when the run asked for it. */
+export interface EncodedRun {
+  outputs: Record<string, TensorData>;
+  encoded: (string | null)[];
 }
 
 export interface OnnxRunner {
@@ -44,6 +69,12 @@ export interface OnnxRunner {
    * only) are moved to the worker instead of copied; the caller must not touch them afterwards.
    */
   run(feeds: Record<string, TensorData>, outputs: readonly string[], transfer?: ArrayBuffer[]): Promise<Record<string, TensorData>>;
+  /**
+   * Runs the session and encodes the rows of `encode.output` that ask for it where the session
+   * lives (the worker), so that work stays off the event loop. `outputs` then holds the tensors
+   * only when some row asked for none.
+   */
+  runEncoded(feeds: Record<string, TensorData>, outputs: readonly string[], encode: EncodeSpec, transfer?: ArrayBuffer[]): Promise<EncodedRun>;
   release(): Promise<void>;
 }
 
@@ -57,6 +88,7 @@ export function sessionMeta(created: CreatedSession): SessionMeta {
   return {
     provider: created.provider,
     ...(created.fallback ? { fallback: created.fallback } : {}),
+    ...(created.graph ? { graph: created.graph } : {}),
     inputNames: [...s.inputNames],
     outputNames: [...s.outputNames],
     inputMetadata: plainMeta(s.inputMetadata),
@@ -92,6 +124,11 @@ export class InlineSession implements OnnxRunner {
 
   run(feeds: Record<string, TensorData>, outputs: readonly string[]): Promise<Record<string, TensorData>> {
     return runSession(this.created, feeds, outputs);
+  }
+
+  async runEncoded(feeds: Record<string, TensorData>, outputs: readonly string[], encode: EncodeSpec): Promise<EncodedRun> {
+    const out = await runSession(this.created, feeds, outputs);
+    return { outputs: out, encoded: encodeRows(out, encode) };
   }
 
   release(): Promise<void> {

@@ -10,13 +10,15 @@ import type { LocalEngine } from "../registry";
 import type { MetricsRegistry } from "../../metrics/registry";
 import { Scheduler, QueueFullError } from "../scheduler/index";
 import { EmbeddingTokenizer } from "./tokenizer";
-import { EmbeddingModel, type EmbeddingModelInfo } from "./model";
+import { EmbeddingModel, type EmbedJob, type EmbedResult, type EmbeddingModelInfo } from "./model";
+import type { RowEncoding } from "./vectors";
 import type { SessionTuning } from "../onnx-session";
+import { batchLimitsFor } from "../scheduler/provider-batching";
 
 /** What the engine needs from a loaded model: EmbeddingModel, or a wrapper around one. */
 export interface EmbeddingRunner {
   readonly info: EmbeddingModelInfo;
-  embed(batch: readonly (readonly number[])[]): Promise<Float32Array[]>;
+  embed(batch: readonly EmbedJob[]): Promise<EmbedResult[]>;
   close(): Promise<void>;
 }
 
@@ -37,7 +39,8 @@ export interface BatchingOptions {
 
 /**
  * Defaults sized for CPU inference of a 300M model: batches of up to 32 sequences / 8,192 tokens
- * keep one run well under a second, and 2 ms of waiting costs little next to a run.
+ * keep one run well under a second, and 2 ms of waiting costs little next to a run. A model that
+ * runs on CUDA gets larger batches (scheduler/provider-batching.ts).
  */
 export const DEFAULT_BATCHING: BatchingOptions = { maxBatchSize: 32, maxBatchTokens: 8192, maxWaitMs: 2, maxQueue: 8192 };
 
@@ -60,7 +63,7 @@ export function loadTokenizer(dir: string): EmbeddingTokenizer {
 
 export class EmbeddingEngine implements LocalEngine {
   readonly modelId = EMBEDDING_MODEL_ID;
-  private readonly scheduler: Scheduler<number[], Float32Array>;
+  private readonly scheduler: Scheduler<EmbedJob, EmbedResult>;
 
   constructor(
     readonly dir: string,
@@ -69,7 +72,7 @@ export class EmbeddingEngine implements LocalEngine {
     private readonly batching: BatchingOptions = DEFAULT_BATCHING,
     metrics?: MetricsRegistry,
   ) {
-    this.scheduler = new Scheduler<number[], Float32Array>({
+    this.scheduler = new Scheduler<EmbedJob, EmbedResult>({
       name: EMBEDDING_MODEL_ID,
       ...batching,
       run: (batch) => this.model.embed(batch),
@@ -80,10 +83,11 @@ export class EmbeddingEngine implements LocalEngine {
   /** Loads tokenizer.json (+ tokenizer_config.json if present) and onnx/model.onnx from `dir`. */
   /** `thread`: "worker" (default; falls back to the main thread when no worker can start) or "inline". */
   /** `tuning` overrides the session's thread settings (benchmarks compare them). */
+  /** Batch limits follow the provider the session really runs on (after any fallback), unless `batching` sets them. */
   static async load(dir: string, provider: "cpu" | "cuda", metrics?: MetricsRegistry, batching: Partial<BatchingOptions> = {}, thread: "worker" | "inline" = "worker", tuning?: SessionTuning): Promise<EmbeddingEngine> {
     const tokenizer = loadTokenizer(dir);
     const model = await EmbeddingModel.load(join(dir, "onnx", "model.onnx"), provider, tokenizer.padId, thread, tuning);
-    return new EmbeddingEngine(dir, tokenizer, model, { ...DEFAULT_BATCHING, ...batching }, metrics);
+    return new EmbeddingEngine(dir, tokenizer, model, { ...DEFAULT_BATCHING, ...batchLimitsFor(model.info.provider), ...batching }, metrics);
   }
 
   get dimensions(): number {
@@ -100,11 +104,23 @@ export class EmbeddingEngine implements LocalEngine {
    * or the signal fires, the request's other queued sequences are withdrawn.
    */
   async embed(sequences: number[][], opts: EmbedOptions = {}): Promise<Float32Array[]> {
-    if (this.scheduler.queued + sequences.length > this.batching.maxQueue) throw new QueueFullError(EMBEDDING_MODEL_ID, this.batching.maxQueue);
+    return (await this.submit(sequences.map((ids) => ({ ids })), opts)) as Float32Array[];
+  }
+
+  /**
+   * As embed, but each vector comes back as the JSON text of its `embedding` value (truncated to
+   * `encoding.dims`, renormalised, floats or base64), made in the inference worker.
+   */
+  async embedEncoded(sequences: number[][], encoding: RowEncoding, opts: EmbedOptions = {}): Promise<string[]> {
+    return (await this.submit(sequences.map((ids) => ({ ids, encode: encoding })), opts)) as string[];
+  }
+
+  private async submit(jobs: EmbedJob[], opts: EmbedOptions): Promise<EmbedResult[]> {
+    if (this.scheduler.queued + jobs.length > this.batching.maxQueue) throw new QueueFullError(EMBEDDING_MODEL_ID, this.batching.maxQueue);
     const local = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, local.signal]) : local.signal;
     try {
-      return await Promise.all(sequences.map((seq) => this.scheduler.submit(seq, { cost: seq.length, priority: opts.priority, signal })));
+      return await Promise.all(jobs.map((job) => this.scheduler.submit(job, { cost: job.ids.length, priority: opts.priority, signal })));
     } catch (e) {
       local.abort();
       throw e;
@@ -126,6 +142,7 @@ export class EmbeddingEngine implements LocalEngine {
       vocab_size: this.tokenizer.vocabSize,
       max_batch_size: this.batching.maxBatchSize,
       max_batch_tokens: this.batching.maxBatchTokens,
+      ...(i.graph ? { graph: i.graph } : {}),
     };
   }
 

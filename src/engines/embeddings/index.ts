@@ -6,13 +6,14 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Services } from "../../services";
 import { EmbeddingEngine, EMBEDDING_MODEL_ID, REQUIRED_FILES } from "./engine";
+import { EMBEDDING_SESSION_TUNING } from "./model";
 import { POLL_INTERVAL_MS, providerFor, startWhenPresent, type EngineLoader } from "../loader";
 
 export const embeddingLoader: EngineLoader<EmbeddingEngine> = {
   modelId: EMBEDDING_MODEL_ID,
   label: "embedding",
   missingFiles: (dir) => REQUIRED_FILES.filter((f) => !existsSync(join(dir, f))),
-  load: (dir, s) => EmbeddingEngine.load(dir, providerFor(s), s.metrics),
+  load: (dir, s) => EmbeddingEngine.load(dir, providerFor(s), s.metrics, {}, "worker", { ...EMBEDDING_SESSION_TUNING, optimisedGraph: s.config.optimisedGraph }),
 };
 
 export function startEmbeddingEngine(s: Services, pollMs = POLL_INTERVAL_MS): Promise<void> {

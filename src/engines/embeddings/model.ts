@@ -8,6 +8,16 @@
 import type * as Ort from "onnxruntime-node";
 import { describeIo, type SessionTuning } from "../onnx-session";
 import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runner";
+import type { RowEncoding } from "./vectors";
+
+/** One sequence to embed; with `encode`, its vector comes back as JSON text (vectors.ts). */
+export interface EmbedJob {
+  ids: readonly number[];
+  encode?: RowEncoding;
+}
+
+/** A job's vector, or its JSON text when the job asked for an encoding. */
+export type EmbedResult = Float32Array | string;
 
 export class ModelSignatureError extends Error {}
 
@@ -20,6 +30,8 @@ export const EMBEDDING_SESSION_TUNING: SessionTuning = { spinning: true };
 export interface EmbeddingModelInfo {
   provider: "cpu" | "cuda";
   fallback?: string;
+  /** The optimised graph's fate when one was asked for ("made", "reused", or why not). */
+  graph?: string;
   inputs: ReturnType<typeof describeIo>;
   outputs: ReturnType<typeof describeIo>;
   output: string;
@@ -45,7 +57,7 @@ export class EmbeddingModel {
 
   static async load(modelPath: string, provider: "cpu" | "cuda", padId: number, thread: "worker" | "inline" = "worker", tuning: SessionTuning = EMBEDDING_SESSION_TUNING): Promise<EmbeddingModel> {
     const session = await openOnnxSession(modelPath, provider, thread, tuning);
-    const { provider: used, fallback } = session.meta;
+    const { provider: used, fallback, graph } = session.meta;
     try {
       const ids = tensorMeta(session.meta.inputMetadata, "input_ids");
       const mask = tensorMeta(session.meta.inputMetadata, "attention_mask");
@@ -65,6 +77,7 @@ export class EmbeddingModel {
       const info: EmbeddingModelInfo = {
         provider: used,
         ...(fallback ? { fallback } : {}),
+        ...(graph ? { graph } : {}),
         inputs: describeIo(session.meta.inputMetadata),
         outputs: describeIo(session.meta.outputMetadata),
         output: out.name,
@@ -82,10 +95,12 @@ export class EmbeddingModel {
   /**
    * Runs one batch. Sequences are right-padded with the pad id to the longest one; the attention
    * mask keeps padding out of the pooling. The feed buffers are built for this run only, so they
-   * are moved to the worker rather than copied.
+   * are moved to the worker rather than copied. Jobs that ask for an encoding get their vector's
+   * JSON text, made in the worker; the others get the vector.
    */
-  async embed(batch: readonly (readonly number[])[]): Promise<Float32Array[]> {
-    if (batch.length === 0) return [];
+  async embed(jobs: readonly EmbedJob[]): Promise<EmbedResult[]> {
+    if (jobs.length === 0) return [];
+    const batch = jobs.map((j) => j.ids);
     const rows = batch.length;
     const cols = Math.max(...batch.map((s) => s.length));
     const big = this.idType === "int64";
@@ -114,12 +129,13 @@ export class EmbeddingModel {
       feeds.token_type_ids = { type: this.idType, data: types, dims };
       transfer.push(types.buffer as ArrayBuffer);
     }
-    const result = await this.session.run(feeds, [this.info.output], transfer);
-    const data = result[this.info.output]!.data as Float32Array;
+    const encode = jobs.some((j) => j.encode) ? { output: this.info.output, rows: jobs.map((j) => j.encode ?? null) } : null;
+    const result = encode ? await this.session.runEncoded(feeds, [this.info.output], encode, transfer) : { outputs: await this.session.run(feeds, [this.info.output], transfer), encoded: [] };
+    const data = result.outputs[this.info.output]?.data as Float32Array | undefined;
     const d = this.info.dimensions;
-    const vectors: Float32Array[] = [];
-    for (let r = 0; r < rows; r++) vectors.push(data.slice(r * d, (r + 1) * d));
-    return vectors;
+    const out: EmbedResult[] = [];
+    for (let r = 0; r < rows; r++) out.push(result.encoded[r] ?? data!.slice(r * d, (r + 1) * d));
+    return out;
   }
 
   async close(): Promise<void> {

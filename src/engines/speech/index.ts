@@ -14,6 +14,7 @@ export const speechLoader: EngineLoader<SpeechEngine> = {
   load: (dir, s) =>
     SpeechEngine.load(dir, providerFor(s), {
       metrics: s.metrics,
+      optimisedGraph: s.config.optimisedGraph,
       onSkip: (file, why) => s.log.warn("voice pack skipped", { model: SPEECH_MODEL_ID, file, reason: why }),
     }),
 };
