@@ -9,6 +9,12 @@
  * the front end's and the encoders' cost. When SWITCHYARD_MODELS_DIR holds the real voice-82m
  * files, the same table is printed for the real Kokoro-82M, whose real-time factor is the
  * number that matters.
+ *
+ * Then, per model, concurrency 1 and 16 (BENCH_SECONDS each, default 5): clients ask for a
+ * 400-character text as PCM again and again; the table gives the median time to first audio,
+ * the median real-time factor per request (request time / audio seconds) and the audio seconds
+ * served per wall-clock second. The graph each model loaded (int8 on CPU, fp32 on CUDA when both
+ * are there) is printed with it. test/gpu-check/ runs the same measurement on a GPU.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,8 +24,10 @@ import { writeTinyKokoro } from "../support/tiny-kokoro";
 import { decodeAudio } from "../support/audio-decode";
 import { HARBOUR_PASSAGE } from "./lib/passage";
 import { timedSpeech } from "./lib/timed-speech";
+import type { SpeechEngine } from "../../src/engines/speech/engine";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const FORMATS = ["pcm", "wav", "mp3", "opus", "flac"];
 
 const TEXT = HARBOUR_PASSAGE.slice(0, 1000);
@@ -40,6 +48,26 @@ async function measure(h: Harness, key: string, format: string): Promise<Row> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** Closed loop at `concurrency`: first audio and real-time factor per request, audio served per second. */
+async function underLoad(h: Harness, key: string, concurrency: number): Promise<string> {
+  const input = HARBOUR_PASSAGE.slice(0, 400);
+  const rows: { ttfb: number; rtf: number; audio: number }[] = [];
+  const end = performance.now() + SECONDS * 1000;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const r = await timedSpeech(h.base, key, { model: "voice-82m", voice: "af_heart", input, response_format: "pcm" });
+        const audio = r.bytes.length / 2 / 24_000;
+        rows.push({ ttfb: r.ttfbMs, rtf: r.totalMs / 1000 / audio, audio });
+      }
+    }),
+  );
+  const wall = (performance.now() - t0) / 1000;
+  const served = rows.reduce((n, r) => n + r.audio, 0) / wall;
+  return `| ${concurrency} | ${rows.length} | ${median(rows.map((r) => r.ttfb)).toFixed(1)} | ${median(rows.map((r) => r.rtf)).toFixed(4)} | ${served.toFixed(2)} |`;
+}
+
 async function table(label: string, modelsDir: string): Promise<void> {
   const h = await startHarness({ SWITCHYARD_MODELS_DIR: modelsDir });
   try {
@@ -56,6 +84,10 @@ async function table(label: string, modelsDir: string): Promise<void> {
         `${format.padEnd(6)}  ${r.ttfb.toFixed(1).padStart(13)}  ${r.total.toFixed(1).padStart(8)}  ${r.audio.toFixed(2).padStart(7)}  ${(r.total / 1000 / r.audio).toFixed(4).padStart(16)}  ${String(r.bytes).padStart(7)}`,
       );
     }
+    const d = h.server.services.engines.get<SpeechEngine>("voice-82m")?.describe() ?? {};
+    console.log(`\nunder load: 400-character text as PCM, ${SECONDS} s per row; graph ${String(d.file)} on ${String(d.provider)}`);
+    console.log("| concurrency | requests | first audio p50 ms | real-time factor p50 | audio s served per s |\n|---:|---:|---:|---:|---:|");
+    for (const c of [1, 16]) console.log(await underLoad(h, key, c));
   } finally {
     await h.stop();
   }
