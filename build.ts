@@ -168,8 +168,14 @@ async function main(argv: string[]): Promise<number> {
     // nothing inside the binary: onnx-worker.ts runs the ONNX sessions (embeddings, speech) off the
     // event loop, addressed as "./engines/onnx-worker.ts" from the bundle root src/ (see
     // src/engines/onnx-worker-client.ts); token-worker.ts counts long chat texts, addressed as
-    // "./chat/token-worker.ts" (src/chat/token-counter.ts).
-    entrypoints: [join(ROOT, "src", "main.ts"), join(ROOT, "src", "engines", "onnx-worker.ts"), join(ROOT, "src", "chat", "token-worker.ts")],
+    // "./chat/token-worker.ts" (src/chat/token-counter.ts); tokenizer-worker.ts tokenises
+    // embeddings input, "./engines/embeddings/tokenizer-worker.ts" (tokenizer-pool.ts).
+    entrypoints: [
+      join(ROOT, "src", "main.ts"),
+      join(ROOT, "src", "engines", "onnx-worker.ts"),
+      join(ROOT, "src", "chat", "token-worker.ts"),
+      join(ROOT, "src", "engines", "embeddings", "tokenizer-worker.ts"),
+    ],
     compile: {
       target: target as Bun.Build.CompileTarget,
       outfile,

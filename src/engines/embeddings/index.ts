@@ -13,7 +13,7 @@ export const embeddingLoader: EngineLoader<EmbeddingEngine> = {
   modelId: EMBEDDING_MODEL_ID,
   label: "embedding",
   missingFiles: (dir) => REQUIRED_FILES.filter((f) => !existsSync(join(dir, f))),
-  load: (dir, s) => EmbeddingEngine.load(dir, providerFor(s), s.metrics, {}, "worker", { ...EMBEDDING_SESSION_TUNING, optimisedGraph: s.config.optimisedGraph }),
+  load: (dir, s) => EmbeddingEngine.load(dir, providerFor(s), s.metrics, {}, "worker", { ...EMBEDDING_SESSION_TUNING, optimisedGraph: s.config.optimisedGraph }, s.config.embeddingTokenizerThreads),
 };
 
 export function startEmbeddingEngine(s: Services, pollMs = POLL_INTERVAL_MS): Promise<void> {

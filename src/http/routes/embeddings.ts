@@ -66,7 +66,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
       throw invalidField("dimensions", `must be at most ${engine.dimensions}`);
     }
     const inputType = req.input_type as Parameters<typeof parseEmbeddingInput>[3];
-    const parsed = await parseEmbeddingInput(req.input, engine.tokenizer, MAX_SEQUENCE_TOKENS, inputType);
+    const parsed = await parseEmbeddingInput(req.input, engine.encoder, MAX_SEQUENCE_TOKENS, inputType);
 
     const requestId = requestIdOf(set);
     const hold = await s.ledger.reserve({
