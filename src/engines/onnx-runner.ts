@@ -9,7 +9,6 @@
 import type * as Ort from "onnxruntime-node";
 import { createSession, type CreatedSession, type SessionTuning } from "./onnx-session";
 import { ModelLoadError, WorkerSession } from "./onnx-worker-client";
-import { encodeEmbedding, type RowEncoding } from "./embeddings/vectors";
 
 export { ModelLoadError } from "./onnx-worker-client";
 
@@ -36,28 +35,6 @@ export interface SessionMeta {
   outputMetadata: readonly Ort.InferenceSession.ValueMetadata[];
 }
 
-/** Rows of a [batch, width] float output to hand back as JSON text (see onnx-worker.ts). */
-export interface EncodeSpec {
-  output: string;
-  /** One per row: how to encode it, or null to leave it as floats. */
-  rows: readonly (RowEncoding | null)[];
-}
-
-/** The JSON text of each row that asked for it (null for the others). */
-export function encodeRows(outputs: Record<string, TensorData>, spec: EncodeSpec): (string | null)[] {
-  const t = outputs[spec.output];
-  if (!t || t.type !== "float32" || t.dims.length !== 2) throw new Error(`output ${spec.output} is not a [batch, width] float tensor`);
-  const width = t.dims[1]!;
-  const data = t.data as Float32Array;
-  return spec.rows.map((r, i) => (r ? encodeEmbedding(data.subarray(i * width, (i + 1) * width), r) : null));
-}
-
-/** A run's outputs, plus each encoded row's JSON text when the run asked for it. */
-export interface EncodedRun {
-  outputs: Record<string, TensorData>;
-  encoded: (string | null)[];
-}
-
 export interface OnnxRunner {
   readonly meta: SessionMeta;
   /** "worker" when runs happen off the event loop. */
@@ -69,12 +46,6 @@ export interface OnnxRunner {
    * only) are moved to the worker instead of copied; the caller must not touch them afterwards.
    */
   run(feeds: Record<string, TensorData>, outputs: readonly string[], transfer?: ArrayBuffer[]): Promise<Record<string, TensorData>>;
-  /**
-   * Runs the session and encodes the rows of `encode.output` that ask for it where the session
-   * lives (the worker), so that work stays off the event loop. `outputs` then holds the tensors
-   * only when some row asked for none.
-   */
-  runEncoded(feeds: Record<string, TensorData>, outputs: readonly string[], encode: EncodeSpec, transfer?: ArrayBuffer[]): Promise<EncodedRun>;
   release(): Promise<void>;
 }
 
@@ -124,11 +95,6 @@ export class InlineSession implements OnnxRunner {
 
   run(feeds: Record<string, TensorData>, outputs: readonly string[]): Promise<Record<string, TensorData>> {
     return runSession(this.created, feeds, outputs);
-  }
-
-  async runEncoded(feeds: Record<string, TensorData>, outputs: readonly string[], encode: EncodeSpec): Promise<EncodedRun> {
-    const out = await runSession(this.created, feeds, outputs);
-    return { outputs: out, encoded: encodeRows(out, encode) };
   }
 
   release(): Promise<void> {

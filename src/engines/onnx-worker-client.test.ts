@@ -41,28 +41,3 @@ test("a run in flight when the worker dies is rejected instead of hanging", asyn
     await session.release();
   }
 });
-
-test("the worker hands back each embedding as ready-to-send JSON text, and the tensor only for rows that asked for none", async () => {
-  const { encodeEmbedding } = await import("./embeddings/vectors");
-  const path = join(modelsDir, "embedding-300m", "onnx", "model.onnx");
-  const session = await WorkerSession.load(path, "cpu");
-  try {
-    const plain = (await session.run(feeds(), ["sentence_embedding"])).sentence_embedding!;
-    const vector = plain.data as Float32Array;
-    const b64 = { dims: 4, format: "base64" as const };
-    const floats = { dims: vector.length, format: "float" as const };
-    for (const row of [b64, floats]) {
-      const r = await session.runEncoded(feeds(), ["sentence_embedding"], { output: "sentence_embedding", rows: [row] });
-      // Made in the worker: no tensor crosses back, only the text the response splices in.
-      expect(r.outputs).toEqual({});
-      expect(r.encoded).toEqual([encodeEmbedding(vector, row)]);
-      expect(typeof r.encoded[0]).toBe("string");
-    }
-    expect(JSON.parse((await session.runEncoded(feeds(), ["sentence_embedding"], { output: "sentence_embedding", rows: [floats] })).encoded[0]!)).toEqual([...vector]);
-    const raw = await session.runEncoded(feeds(), ["sentence_embedding"], { output: "sentence_embedding", rows: [null] });
-    expect(raw.encoded).toEqual([null]);
-    expect([...(raw.outputs.sentence_embedding!.data as Float32Array)]).toEqual([...vector]);
-  } finally {
-    await session.release();
-  }
-});

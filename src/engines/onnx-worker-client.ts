@@ -3,7 +3,7 @@
  * free while a model runs. Runs are matched to their replies by id. If the worker dies, every
  * pending and later run fails (the request answers 5xx, unbilled).
  */
-import type { EncodedRun, EncodeSpec, OnnxRunner, SessionMeta, TensorData } from "./onnx-runner";
+import type { OnnxRunner, SessionMeta, TensorData } from "./onnx-runner";
 import type { SessionTuning } from "./onnx-session";
 
 /** The worker started but the model did not load in it. */
@@ -12,7 +12,7 @@ export class ModelLoadError extends Error {}
 type Reply =
   | { type: "loaded"; meta: SessionMeta }
   | { type: "failed"; message: string }
-  | { type: "result"; id: number; outputs: Record<string, TensorData>; encoded?: (string | null)[] }
+  | { type: "result"; id: number; outputs: Record<string, TensorData> }
   | { type: "error"; id: number; message: string }
   | { type: "closed" };
 
@@ -30,7 +30,7 @@ export function workerCandidates(): string[] {
 export class WorkerSession implements OnnxRunner {
   readonly thread = "worker" as const;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve(o: EncodedRun): void; reject(e: Error): void }>();
+  private readonly pending = new Map<number, { resolve(o: Record<string, TensorData>): void; reject(e: Error): void }>();
   private dead: Error | null = null;
   private closing = false;
   private restarting: Promise<void> | null = null;
@@ -111,7 +111,7 @@ export class WorkerSession implements OnnxRunner {
     const p = this.pending.get(r.id);
     if (!p) return;
     this.pending.delete(r.id);
-    if (r.type === "result") p.resolve({ outputs: r.outputs, encoded: r.encoded ?? [] });
+    if (r.type === "result") p.resolve(r.outputs);
     else p.reject(new Error(r.message));
   }
 
@@ -122,20 +122,12 @@ export class WorkerSession implements OnnxRunner {
   }
 
   async run(feeds: Record<string, TensorData>, outputs: readonly string[], transfer: ArrayBuffer[] = []): Promise<Record<string, TensorData>> {
-    return (await this.post(feeds, outputs, undefined, transfer)).outputs;
-  }
-
-  runEncoded(feeds: Record<string, TensorData>, outputs: readonly string[], encode: EncodeSpec, transfer: ArrayBuffer[] = []): Promise<EncodedRun> {
-    return this.post(feeds, outputs, encode, transfer);
-  }
-
-  private async post(feeds: Record<string, TensorData>, outputs: readonly string[], encode: EncodeSpec | undefined, transfer: ArrayBuffer[]): Promise<EncodedRun> {
     if (this.closing) throw new Error("model closed");
     if (this.dead) await this.restart();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ type: "run", id, feeds, outputs: [...outputs], ...(encode ? { encode } : {}) }, transfer);
+      this.worker.postMessage({ type: "run", id, feeds, outputs: [...outputs] }, transfer);
     });
   }
 

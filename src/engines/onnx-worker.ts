@@ -3,16 +3,12 @@
  * synchronously on the calling thread) blocks only this thread, never the HTTP server's event
  * loop. Used by every in-process engine through onnx-worker-client.ts. Protocol:
  *   → { type: "load", modelPath, provider, tuning }   ← { type: "loaded", meta } | { type: "failed", message }
- *   → { type: "run", id, feeds, outputs, encode? } ← { type: "result", id, outputs, encoded? } | { type: "error", id, message }
+ *   → { type: "run", id, feeds, outputs }       ← { type: "result", id, outputs } | { type: "error", id, message }
  *   → { type: "close" }                         ← { type: "closed" }
- * Output buffers are transferred back, not copied. With `encode` ({ output, rows }), each row r of
- * that [batch, width] output for which rows[r] is set comes back as the JSON text of its
- * embedding (embeddings/vectors.ts: truncated, renormalised, base64 or floats), so per-request
- * output work is done here and not on the event loop; the tensor itself then comes back only when
- * some row asked for no encoding.
+ * Output buffers are transferred back, not copied.
  */
 import { createSession, type CreatedSession, type SessionTuning } from "./onnx-session";
-import { encodeRows, runSession, sessionMeta, type EncodeSpec, type TensorData } from "./onnx-runner";
+import { runSession, sessionMeta, type TensorData } from "./onnx-runner";
 
 declare const self: Worker;
 
@@ -29,18 +25,14 @@ function transferable(outputs: Record<string, TensorData>): ArrayBuffer[] {
 }
 
 self.onmessage = async (event: MessageEvent) => {
-  const m = event.data as { type: string; id?: number; modelPath?: string; provider?: "cpu" | "cuda"; tuning?: SessionTuning; feeds?: Record<string, TensorData>; outputs?: string[]; encode?: EncodeSpec };
+  const m = event.data as { type: string; id?: number; modelPath?: string; provider?: "cpu" | "cuda"; tuning?: SessionTuning; feeds?: Record<string, TensorData>; outputs?: string[] };
   try {
     if (m.type === "load") {
       created = await createSession(m.modelPath!, m.provider ?? "cpu", m.tuning ?? {});
       self.postMessage({ type: "loaded", meta: sessionMeta(created) });
     } else if (m.type === "run") {
-      let outputs = await runSession(created!, m.feeds!, m.outputs!);
-      if (m.encode) {
-        const encoded = encodeRows(outputs, m.encode);
-        if (m.encode.rows.every((r) => r !== null)) outputs = {};
-        self.postMessage({ type: "result", id: m.id, outputs, encoded }, transferable(outputs));
-      } else self.postMessage({ type: "result", id: m.id, outputs }, transferable(outputs));
+      const outputs = await runSession(created!, m.feeds!, m.outputs!);
+      self.postMessage({ type: "result", id: m.id, outputs }, transferable(outputs));
     } else if (m.type === "close") {
       await created?.session.release();
       created = null;

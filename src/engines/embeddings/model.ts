@@ -8,16 +8,6 @@
 import type * as Ort from "onnxruntime-node";
 import { describeIo, type SessionTuning } from "../onnx-session";
 import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runner";
-import type { RowEncoding } from "./vectors";
-
-/** One sequence to embed; with `encode`, its vector comes back as JSON text (vectors.ts). */
-export interface EmbedJob {
-  ids: readonly number[];
-  encode?: RowEncoding;
-}
-
-/** A job's vector, or its JSON text when the job asked for an encoding. */
-export type EmbedResult = Float32Array | string;
 
 export class ModelSignatureError extends Error {}
 
@@ -95,12 +85,11 @@ export class EmbeddingModel {
   /**
    * Runs one batch. Sequences are right-padded with the pad id to the longest one; the attention
    * mask keeps padding out of the pooling. The feed buffers are built for this run only, so they
-   * are moved to the worker rather than copied. Jobs that ask for an encoding get their vector's
-   * JSON text, made in the worker; the others get the vector.
+   * are moved to the worker rather than copied; each vector comes back in a buffer of its own,
+   * so it can be moved on in turn (to a tokenizer thread that writes its JSON text).
    */
-  async embed(jobs: readonly EmbedJob[]): Promise<EmbedResult[]> {
-    if (jobs.length === 0) return [];
-    const batch = jobs.map((j) => j.ids);
+  async embed(batch: readonly (readonly number[])[]): Promise<Float32Array[]> {
+    if (batch.length === 0) return [];
     const rows = batch.length;
     const cols = Math.max(...batch.map((s) => s.length));
     const big = this.idType === "int64";
@@ -129,13 +118,12 @@ export class EmbeddingModel {
       feeds.token_type_ids = { type: this.idType, data: types, dims };
       transfer.push(types.buffer as ArrayBuffer);
     }
-    const encode = jobs.some((j) => j.encode) ? { output: this.info.output, rows: jobs.map((j) => j.encode ?? null) } : null;
-    const result = encode ? await this.session.runEncoded(feeds, [this.info.output], encode, transfer) : { outputs: await this.session.run(feeds, [this.info.output], transfer), encoded: [] };
-    const data = result.outputs[this.info.output]?.data as Float32Array | undefined;
+    const result = await this.session.run(feeds, [this.info.output], transfer);
+    const data = result[this.info.output]!.data as Float32Array;
     const d = this.info.dimensions;
-    const out: EmbedResult[] = [];
-    for (let r = 0; r < rows; r++) out.push(result.encoded[r] ?? data!.slice(r * d, (r + 1) * d));
-    return out;
+    const vectors: Float32Array[] = [];
+    for (let r = 0; r < rows; r++) vectors.push(data.slice(r * d, (r + 1) * d));
+    return vectors;
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@ import { loadTokenizer, type EmbeddingTokenizer } from "./tokenizer";
 import { TokenizerPool } from "./tokenizer-pool";
 import { parseEmbeddingInput, type SequenceEncoder } from "./input";
 import { EmbeddingEngine } from "./engine";
+import { encodeEmbedding } from "./vectors";
 
 const modelsDir = tempModelsDir();
 const dir = join(modelsDir, "embedding-300m");
@@ -97,4 +98,38 @@ test("the engine hands the route an encoder backed by its threads, and closes th
   expect(plain.describe().tokenizer_threads).toBe(0);
   expect(plain.encoder.encodeTexts).toBeUndefined();
   await plain.close();
+});
+
+test("vectors' JSON text is written in the threads: the vectors are moved there and the text equals this thread's", async () => {
+  const pool = await TokenizerPool.start(dir, loadTokenizer(dir), 1);
+  try {
+    const make = () => [0, 1, 2].map((k) => new Float32Array(768).map((_, i) => Math.sin(i * 0.1 + k) / 30));
+    for (const encoding of [{ dims: 768, format: "float" as const }, { dims: 256, format: "base64" as const }]) {
+      const want = make().map((v) => encodeEmbedding(v, encoding));
+      const sent = make();
+      const got = await pool.writeVectors(sent, encoding);
+      expect(got).toEqual(want);
+      // Moved, not copied: this thread no longer holds them, so it did not write the text.
+      expect(sent.every((v) => v.buffer.byteLength === 0)).toBe(true);
+    }
+    expect(JSON.parse((await pool.writeVectors(make(), { dims: 768, format: "float" }))[0]!)).toEqual([...make()[0]!]);
+  } finally {
+    pool.close();
+  }
+});
+
+test("the engine answers embedEncoded with the same text whether the threads or this thread write it", async () => {
+  const threaded = await EmbeddingEngine.load(dir, "cpu", undefined, {}, "worker", undefined, 1);
+  const plain = await EmbeddingEngine.load(dir, "cpu");
+  try {
+    const seqs = [threaded.tokenizer.encodeText("hello world"), threaded.tokenizer.encodeText("the cat")];
+    for (const encoding of [{ dims: 768, format: "float" as const }, { dims: 64, format: "base64" as const }, { dims: 32, format: "float" as const }]) {
+      const want = (await plain.embed(seqs)).map((v) => encodeEmbedding(v, encoding));
+      expect(await threaded.embedEncoded(seqs, encoding)).toEqual(want);
+      expect(await plain.embedEncoded(seqs, encoding)).toEqual(want);
+    }
+  } finally {
+    await threaded.close();
+    await plain.close();
+  }
 });
