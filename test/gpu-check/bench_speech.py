@@ -14,7 +14,9 @@ TEXT = ("The harbour was quiet before dawn. Fishing boats rocked against the pie
         "the market was awake: crates of fish, baskets of bread, and the smell of coffee drifting "
         "from the cafe on the corner, where the same three friends met every morning.")
 H = {"authorization": f"Bearer {key}", "content-type": "application/json"}
-BODY = json.dumps({"model": "voice-82m", "input": TEXT, "voice": voice, "response_format": "pcm"})
+req = {"model": "voice-82m", "input": TEXT, "voice": voice, "response_format": "pcm"}
+if voice[:1] not in ("a", "b"): req["lang_code"] = "a"  # e.g. the Japanese packs fetch.sh lays out
+BODY = json.dumps(req)
 async def one(s):
     t = time.perf_counter(); first = None; n = 0
     async with s.post(f"{base}/v1/audio/speech", headers=H, data=BODY) as r:

@@ -11,6 +11,7 @@ export PATH=$T:$PATH LD_LIBRARY_PATH=$T${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 S=${STASH:-/root/stash}
 OUT=${OUT:-/tmp/out}
 SECS=${SECS:-10}
+VOICE=${VOICE:-af_heart}   # a voice in voice-82m/voices; a non-English one reads English text (lang_code a)
 mkdir -p "$OUT"
 log() { echo "== $(date +%T) $*"; }
 cd "$S" || { echo "no $S"; exit 1; }
@@ -54,8 +55,10 @@ serve() { # serve PROVIDER PORT: starts the server, waits for embedding-300m (th
     SWITCHYARD_ADMIN_TOKEN=$ADMIN XDG_CACHE_HOME=$S/cache SWITCHYARD_RATE_LIMIT_RPM=1000000 SWITCHYARD_CONCURRENCY_LIMIT=1000 \
     ./switchyard > "$OUT/serve-$1.log" 2>&1 &
   echo $! > "$S/pid"
-  for _ in $(seq 1 240); do curl -s "localhost:$2/v1/models" | grep -q embedding-300m && return 0; sleep 0.5; done
-  echo "server on $1 did not load embedding-300m"; tail -5 "$OUT/serve-$1.log"
+  local want=embedding-300m
+  if [ -d "$M/voice-82m" ]; then want="embedding-300m.*voice-82m\|voice-82m.*embedding-300m"; fi
+  for _ in $(seq 1 360); do curl -s "localhost:$2/v1/models" | grep -q "$want" && return 0; sleep 0.5; done
+  echo "server on $1 did not load its models"; tail -5 "$OUT/serve-$1.log"
 }
 stop() { kill "$(cat "$S/pid")" 2>/dev/null; sleep 2; }
 key() { # key PORT: a fresh account's API key
@@ -83,7 +86,7 @@ for c in 1 16 64; do with_util "$OUT/serve-cuda.jsonl" python3 "$H/bench_embed.p
 : > "$OUT/speech.jsonl"
 if [ -d "$M/voice-82m" ]; then
   log "speech on cuda (Kokoro fp32)"
-  for c in 1 16; do python3 "$H/bench_speech.py" http://127.0.0.1:18081 "$K" "$c" "$SECS" | python3 -c 'import sys,json;r=json.loads(sys.stdin.read());r["provider"]="cuda";print(json.dumps(r))' | tee -a "$OUT/speech.jsonl"; done
+  for c in 1 16; do python3 "$H/bench_speech.py" http://127.0.0.1:18081 "$K" "$c" "$SECS" "$VOICE" | python3 -c 'import sys,json;r=json.loads(sys.stdin.read());r["provider"]="cuda";print(json.dumps(r))' | tee -a "$OUT/speech.jsonl"; done
 fi
 stop
 
@@ -103,7 +106,7 @@ vec 18082 "$K" > "$S/vec-cpu.json"
 python3 -c "import json;a=json.load(open('$S/vec-cuda.json'));b=json.load(open('$S/vec-cpu.json'));print('cosine cuda vs cpu', round(sum(x*y for x,y in zip(a,b)),7))" | tee "$OUT/note-cosine.txt"
 for c in 1 64; do python3 "$H/bench_embed.py" http://127.0.0.1:18082 "$K" "$c" "$SECS" 20 | tee -a "$OUT/serve-cpu.jsonl"; done
 if [ -d "$M/voice-82m" ]; then
-  for c in 1 16; do python3 "$H/bench_speech.py" http://127.0.0.1:18082 "$K" "$c" "$SECS" | python3 -c 'import sys,json;r=json.loads(sys.stdin.read());r["provider"]="cpu";print(json.dumps(r))' | tee -a "$OUT/speech.jsonl"; done
+  for c in 1 16; do python3 "$H/bench_speech.py" http://127.0.0.1:18082 "$K" "$c" "$SECS" "$VOICE" | python3 -c 'import sys,json;r=json.loads(sys.stdin.read());r["provider"]="cpu";print(json.dumps(r))' | tee -a "$OUT/speech.jsonl"; done
 fi
 stop
 log "table"
