@@ -44,15 +44,16 @@ export function ortVersion(ort: OrtModule): string {
 }
 
 /**
- * Opens `modelPath` with `options`, through its optimised graph when asked: that file is already
- * rewritten, so it is loaded with optimisation off; should it fail to load, the plain graph is.
+ * Opens `modelPath` with `options`, through its optimised graph when asked (already fused; the
+ * session's own level "all" then only adds the hardware's layout steps); should that file fail
+ * to load, the plain graph is.
  */
 async function open(ort: OrtModule, modelPath: string, provider: "cpu" | "cuda", options: Ort.InferenceSession.SessionOptions, optimised: boolean): Promise<{ session: Ort.InferenceSession; graph?: string }> {
   if (!optimised) return { session: await ort.InferenceSession.create(modelPath, options) };
   const g = await ensureOptimisedGraph(modelPath, provider, ortVersion(ort), options, (p, o) => ort.InferenceSession.create(p, o));
   if (!g.optimised) return { session: await ort.InferenceSession.create(modelPath, options), graph: g.note };
   try {
-    return { session: await ort.InferenceSession.create(g.path, { ...options, graphOptimizationLevel: "disabled" }), graph: g.note };
+    return { session: await ort.InferenceSession.create(g.path, options), graph: g.note };
   } catch (e) {
     const why = String((e as Error)?.message ?? e).split("\n")[0]!.slice(0, 200);
     return { session: await ort.InferenceSession.create(modelPath, options), graph: `optimised graph failed to load (${why}); optimising in memory` };

@@ -1,11 +1,14 @@
 /**
  * The optimised graph of a model, made once and kept beside it. ONNX Runtime rewrites a graph
- * when it creates a session (level "all": constant folding, then the transformer fusions for
- * attention, layer norm, GELU and the like, then layout changes for the provider); on a
- * transformer of ~2,200 nodes that rewrite costs seconds at every load. ORT can save the
- * rewritten graph (session option `optimizedModelFilePath`); this module saves it once per
- * provider and ORT version, as `model.opt.<provider>.ort<version>.onnx` (its weights in
- * `… .onnx_data` beside it), and later loads open that file with optimisation switched off.
+ * when it creates a session (constant folding, then the transformer fusions for attention,
+ * layer norm, GELU and the like, then CPU layout changes); on a transformer of ~2,200 nodes that
+ * rewrite costs seconds at every load. ORT can save the rewritten graph (session option
+ * `optimizedModelFilePath`); this module saves it once per provider and ORT version, as
+ * `model.opt.<provider>.ort<version>.onnx` (its weights in `… .onnx_data` beside it), and later
+ * loads open that file. It is saved at level "extended" (the fusions, which depend on the
+ * provider and ORT version only): ORT's docs warn that the layout changes of level "all" depend on
+ * the hardware, and a models folder may be shared between machines; those cheap last steps are
+ * redone at each load, which keeps level "all".
  *
  * The file depends on the provider (its fusions and layouts are the provider's) and on the ORT
  * version (contrib operators change between versions), so both are in its name: a new ORT
@@ -30,7 +33,7 @@ export function optimisedName(modelFile: string, provider: Provider, ortVersion:
 export interface OptimisedGraph {
   /** The file to load. */
   path: string;
-  /** Whether `path` is an optimised graph (load it with optimisation off). */
+  /** Whether `path` is the saved optimised graph (else the plain model). */
   optimised: boolean;
   /** "made", "reused", or why the plain graph is used ("disabled", or a failure). */
   note: string;
@@ -76,7 +79,7 @@ export async function ensureOptimisedGraph(
     const dataName = `${name}_data`;
     const session = await create(modelPath, {
       ...options,
-      graphOptimizationLevel: "all",
+      graphOptimizationLevel: "extended",
       optimizedModelFilePath: join(tmp, name),
       extra: {
         ...(options.extra as Record<string, unknown> | undefined),
