@@ -28,6 +28,9 @@ import type { SpeechEngine } from "../../src/engines/speech/engine";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+/** BENCH_VOICE picks the voice (default af_heart); a non-English one reads the English text (lang_code a). */
+const VOICE = process.env.BENCH_VOICE ?? "af_heart";
+const VOICE_FIELDS = { voice: VOICE, ...(/^[ab]/.test(VOICE) ? {} : { lang_code: "a" }) };
 const FORMATS = ["pcm", "wav", "mp3", "opus", "flac"];
 
 const TEXT = HARBOUR_PASSAGE.slice(0, 1000);
@@ -41,7 +44,7 @@ interface Row {
 }
 
 async function measure(h: Harness, key: string, format: string): Promise<Row> {
-  const { ttfbMs, totalMs, bytes } = await timedSpeech(h.base, key, { model: "voice-82m", voice: "af_heart", input: TEXT, response_format: format });
+  const { ttfbMs, totalMs, bytes } = await timedSpeech(h.base, key, { model: "voice-82m", ...VOICE_FIELDS, input: TEXT, response_format: format });
   const { samples, sampleRate } = await decodeAudio(format, bytes);
   return { format, ttfbMs, totalMs, audioSeconds: samples.length / sampleRate, bytes: bytes.length };
 }
@@ -57,7 +60,7 @@ async function underLoad(h: Harness, key: string, concurrency: number): Promise<
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
-        const r = await timedSpeech(h.base, key, { model: "voice-82m", voice: "af_heart", input, response_format: "pcm" });
+        const r = await timedSpeech(h.base, key, { model: "voice-82m", ...VOICE_FIELDS, input, response_format: "pcm" });
         const audio = r.bytes.length / 2 / 24_000;
         rows.push({ ttfb: r.ttfbMs, rtf: r.totalMs / 1000 / audio, audio });
       }
@@ -96,7 +99,7 @@ async function table(label: string, modelsDir: string): Promise<void> {
 
 const tmp = mkdtempSync(join(tmpdir(), "switchyard-speech-bench-"));
 try {
-  writeTinyKokoro(tmp);
+  writeTinyKokoro(tmp, { voices: [...new Set(["af_heart", VOICE])] });
   await table("test model (tiny Kokoro-signature ONNX: front end + encoders dominate)", tmp);
   const real = process.env.SWITCHYARD_MODELS_DIR;
   if (real && existsSync(join(real, "voice-82m", "onnx", "model.onnx"))) {
