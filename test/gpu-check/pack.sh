@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a GPU check needs into parts small enough for a GPU machine that takes 64 MiB per
 # transfer and reaches no network. Run from anywhere; it works in the project's root:
-#   - the binary (`npm run build`, dist/switchyard), zstd-compressed;
+#   - the binary (built now with `npm run build`: dist/switchyard), zstd-compressed;
 #   - the wheel of ONNX Runtime's CUDA provider (PyPI onnxruntime-gpu, the version of
 #     onnxruntime-node), which the GPU machine installs with `switchyard runtime install` and also
 #     unpacks for the bare-ORT floor in Python;
@@ -10,7 +10,7 @@
 #   - optionally a voice-82m folder (onnx/model.onnx = Kokoro's fp32 export, voices/*.bin) for the
 #     speech run;
 #   - these scripts, and zstd with its libraries (that machine has none).
-# Writes .gpu-parts/1..N and .gpu-parts/tools (add /.gpu-parts/ to .git/info/exclude).
+# Writes .gpu-parts/1..N and .gpu-parts/tools, and lists /.gpu-parts/ in git's info/exclude.
 # usage: test/gpu-check/pack.sh WEIGHTS_DIR [VOICE_DIR]
 #   WEIGHTS_DIR: fetch.sh's output (models/embedding-300m/config.json + tokenizer.json are used)
 #   VOICE_DIR:   a voice-82m folder (e.g. onnx-community/Kokoro-82M-v1.0-ONNX: onnx/model.onnx,
@@ -26,7 +26,7 @@ E=$W/models/embedding-300m
 [ -f "$E/config.json" ] && [ -f "$E/tokenizer.json" ] || { echo "no $E/config.json or tokenizer.json: run shared/real-weights/fetch.sh first" >&2; exit 1; }
 if [ -n "$VOICE" ] && [ ! -f "$VOICE/onnx/model.onnx" ]; then echo "no $VOICE/onnx/model.onnx (Kokoro's fp32 export)" >&2; exit 1; fi
 ORT=$(node -p 'require("./node_modules/onnxruntime-node/package.json").version')
-[ -x dist/switchyard ] || npm run build
+npm run build   # always: a binary left from older code would measure that code
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 S=$T/stage
@@ -57,6 +57,9 @@ rm -rf .gpu-parts && mkdir -p .gpu-parts
 n=0
 for p in "$T"/part.*; do n=$((n + 1)); mkdir -p ".gpu-parts/$n"; mv "$p" ".gpu-parts/$n/"; done
 mkdir -p .gpu-parts/tools && cp "$S/tools/gpu-run.sh" "$S/bin/"* .gpu-parts/tools/
-echo "$n parts. Send them one after another (each command's folder travels with it):"
-for i in $(seq 1 "$n"); do echo "  with .gpu-parts/$i: mkdir -p /root/stash && cp .gpu-parts/$i/* /root/stash/"; done
-echo "  then with .gpu-parts/tools: bash .gpu-parts/tools/gpu-run.sh   (allow 560 s; the table is printed at the end and written to \$OUT/table.md)"
+EX=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$EX")"
+grep -qx '/.gpu-parts/' "$EX" 2>/dev/null || echo '/.gpu-parts/' >> "$EX"
+echo "$n parts. Send them one after another, each command carrying only its own folder (carry: [\".gpu-parts/N\"]):"
+for i in $(seq 1 "$n"); do echo "  carry .gpu-parts/$i: mkdir -p /root/stash && cp .gpu-parts/$i/* /root/stash/"; done
+echo "  then carry .gpu-parts/tools: bash .gpu-parts/tools/gpu-run.sh   (allow 560 s; the table is printed at the end and written to \$OUT/table.md)"
