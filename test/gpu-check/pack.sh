@@ -10,7 +10,7 @@
 #   - optionally a voice-82m folder (onnx/model.onnx = Kokoro's fp32 export, voices/*.bin) for the
 #     speech run;
 #   - these scripts, and zstd with its libraries (that machine has none).
-# Writes .gpu-parts/1..N and .gpu-parts/tools, and lists /.gpu-parts/ in git's info/exclude.
+# Writes .gpu-parts/1..N and .gpu-parts/tools (ignored by .gitignore, so no part travels unasked).
 # usage: test/gpu-check/pack.sh WEIGHTS_DIR [VOICE_DIR]
 #   WEIGHTS_DIR: fetch.sh's output (models/embedding-300m/config.json + tokenizer.json are used)
 #   VOICE_DIR:   a voice-82m folder (e.g. onnx-community/Kokoro-82M-v1.0-ONNX: onnx/model.onnx,
@@ -57,9 +57,6 @@ rm -rf .gpu-parts && mkdir -p .gpu-parts
 n=0
 for p in "$T"/part.*; do n=$((n + 1)); mkdir -p ".gpu-parts/$n"; mv "$p" ".gpu-parts/$n/"; done
 mkdir -p .gpu-parts/tools && cp "$S/tools/gpu-run.sh" "$S/bin/"* .gpu-parts/tools/
-EX=$(git rev-parse --git-path info/exclude)
-mkdir -p "$(dirname "$EX")"
-grep -qx '/.gpu-parts/' "$EX" 2>/dev/null || echo '/.gpu-parts/' >> "$EX"
 echo "$n parts. Send them one after another, each command carrying only its own folder (carry: [\".gpu-parts/N\"]):"
 for i in $(seq 1 "$n"); do echo "  carry .gpu-parts/$i: mkdir -p /root/stash && cp .gpu-parts/$i/* /root/stash/"; done
 echo "  then carry .gpu-parts/tools: bash .gpu-parts/tools/gpu-run.sh   (allow 560 s; the table is printed at the end and written to \$OUT/table.md)"
