@@ -64,3 +64,19 @@ test.each([
   const { pullProvider } = await import("../cli/models");
   expect(pullProvider({ onnxProvider: setting, runtimeDir: "/nonexistent" }, flag, {})).toBe(chosen);
 });
+
+test("the speech engine loads the graph chosen for its provider, and says which", async () => {
+  const { renameSync, copyFileSync } = await import("node:fs");
+  const { writeTinyKokoro } = await import("../../test/support/tiny-kokoro");
+  const modelsDir = mkdtempSync(join(tmpdir(), "switchyard-speech-graph-"));
+  dirs.push(modelsDir);
+  const dir = writeTinyKokoro(modelsDir);
+  copyFileSync(join(dir, "onnx", "model.onnx"), join(dir, "onnx", "model_quantized.onnx"));
+  const cpu = await SpeechEngine.load(dir, "cpu");
+  expect(cpu.describe().file).toBe("onnx/model_quantized.onnx");
+  await cpu.close();
+  renameSync(join(dir, "onnx", "model_quantized.onnx"), join(dir, "onnx", "model_fp16.onnx"));
+  const fallback = await SpeechEngine.load(dir, "cpu");
+  expect(fallback.describe().file).toBe("onnx/model.onnx");
+  await fallback.close();
+});
