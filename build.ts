@@ -227,8 +227,14 @@ export async function buildBinary(rawTarget: string | undefined, outfile: string
     // nothing inside the binary: onnx-worker.ts runs the ONNX sessions (embeddings, speech) off the
     // event loop, addressed as "./engines/onnx-worker.ts" from the bundle root src/ (see
     // src/engines/onnx-worker-client.ts); token-worker.ts counts long chat texts, addressed as
-    // "./tokens/token-worker.ts" (src/tokens/token-counter.ts).
-    entrypoints: [join(ROOT, "src", "main.ts"), join(ROOT, "src", "engines", "onnx-worker.ts"), join(ROOT, "src", "tokens", "token-worker.ts")],
+    // "./tokens/token-worker.ts" (src/tokens/token-counter.ts); tokenizer-worker.ts tokenises
+    // embeddings input, "./engines/embeddings/tokenizer-worker.ts" (tokenizer-pool.ts).
+    entrypoints: [
+      join(ROOT, "src", "main.ts"),
+      join(ROOT, "src", "engines", "onnx-worker.ts"),
+      join(ROOT, "src", "tokens", "token-worker.ts"),
+      join(ROOT, "src", "engines", "embeddings", "tokenizer-worker.ts"),
+    ],
     compile: {
       target: target as Bun.Build.CompileTarget,
       outfile,

@@ -3,6 +3,7 @@
  * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
  * Secrets (keys, tokens) are kept in the object but never printed: see describeConfig().
  */
+import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { parseCidrList, type Cidr } from "./net/ip";
 import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/header-value";
@@ -68,6 +69,10 @@ export interface Config {
   onnxProvider: "auto" | "cpu" | "cuda";
   /** Where `switchyard runtime pull cuda` puts the CUDA provider's libraries. */
   runtimeDir: string;
+  /** Keep each local model's optimised graph beside it (made on first load) and load that. */
+  optimisedGraph: boolean;
+  /** Threads that tokenise embeddings input off the event loop (0: in the main thread). */
+  embeddingTokenizerThreads: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /**
    * PostgreSQL connection URL (postgres:// or postgresql://): the store every instance pointed at
@@ -295,6 +300,9 @@ export function loadConfig(env: Env = process.env): Config {
     remoteMediaMaxBytes: int(env, "SWITCHYARD_REMOTE_MEDIA_MAX_BYTES", 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     remoteMediaTimeoutMs: int(env, "SWITCHYARD_REMOTE_MEDIA_TIMEOUT_MS", 10_000, 100, 600_000),
     onnxProvider: oneOf(env, "SWITCHYARD_ONNX_PROVIDER", ["auto", "cpu", "cuda"] as const, "auto"),
+    // Default: one per 8 cores, 1 to 4 (EmbeddingGemma's tokenizer: ~0.25 ms per 50-token text).
+    embeddingTokenizerThreads: int(env, "SWITCHYARD_EMBEDDING_TOKENIZER_THREADS", Math.max(1, Math.min(4, Math.floor(availableParallelism() / 8))), 0, 64),
+    optimisedGraph: oneOf(env, "SWITCHYARD_OPTIMISED_GRAPH", ["on", "off"] as const, "on") === "on",
     runtimeDir: resolve(str(env, "SWITCHYARD_RUNTIME_DIR") ?? join(str(env, "SWITCHYARD_DATA_DIR") ?? "./data", "runtime")),
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
     databaseUrl: postgresUrl(env, "SWITCHYARD_DATABASE_URL"),

@@ -23,6 +23,7 @@ import { startFakeUpstream, type FakeUpstream } from "./support/fake-upstream";
 import { expectedChatCost } from "./support/expected-cost";
 import { countTextTokens } from "../src/tokens/tokens";
 import { replay, spawnDemo } from "./support/demo-process";
+import { writeEmbeddingModel } from "./support/embedding-fixture";
 
 const SKIP = process.env.SWITCHYARD_SKIP_BINARY_TEST === "1";
 if (SKIP) console.warn("test/binary.test.ts: compiled-binary tests SKIPPED because SWITCHYARD_SKIP_BINARY_TEST=1");
@@ -202,6 +203,49 @@ describe.skipIf(SKIP)("compiled binary", () => {
       demo.proc.kill("SIGKILL");
     }
   });
+
+  test("embeddings are tokenised in the tokenizer thread the binary carries, and answered", async () => {
+    const models = join(tmp, "models");
+    writeEmbeddingModel(models);
+    const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = probe.port;
+    probe.stop(true);
+    const server = Bun.spawn([bin], {
+      cwd,
+      env: { ...env, PORT: String(port), HOST: "127.0.0.1", SWITCHYARD_DATA_DIR: join(tmp, "data-embeddings"), SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN, SWITCHYARD_MODELS_DIR: models, SWITCHYARD_LOG_LEVEL: "info", SWITCHYARD_EMBEDDING_TOKENIZER_THREADS: "1" },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    let log = "";
+    void (async () => {
+      const dec = new TextDecoder();
+      for await (const chunk of server.stderr as ReadableStream<Uint8Array>) log += dec.decode(chunk, { stream: true });
+    })();
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!log.includes("embedding model loaded")) {
+        if (server.exitCode !== null || Date.now() > deadline) throw new Error(`no embedding model loaded: ${log.slice(-2000)}`);
+        await Bun.sleep(50);
+      }
+      const loaded = JSON.parse(log.split("\n").find((l) => l.includes("embedding model loaded"))!);
+      expect(loaded.tokenizer_threads).toBe(1);
+      const base = `http://127.0.0.1:${port}`;
+      const admin = (path: string, body: unknown) => fetch(base + path, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const acct = (await (await admin("/admin/accounts", { name: "embedder", credits: 1 })).json()) as { id: string };
+      const key = (await (await admin(`/admin/accounts/${acct.id}/keys`, { name: "k" })).json()) as { key: string };
+      const res = await fetch(`${base}/v1/embeddings`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "embedding-300m", input: ["hello world", "the cat"] }),
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { data: { index: number; embedding: number[] }[] };
+      expect(body.data.map((d) => [d.index, d.embedding.length])).toEqual([[0, 768], [1, 768]]);
+    } finally {
+      server.kill("SIGTERM");
+      await server.exited;
+    }
+  }, 60_000);
 
   describe("serving", () => {
     let upstream: FakeUpstream;

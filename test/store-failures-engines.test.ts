@@ -53,8 +53,8 @@ describe("embeddings", () => {
 
   test("an unexpected engine error is a generic 500 with the request id and no internal text; nothing billed", async () => {
     const engine = h.server.services.engines.get<EmbeddingEngine>("embedding-300m")!;
-    const original = engine.embed;
-    engine.embed = async () => {
+    const original = engine.embedEncoded;
+    engine.embedEncoded = async () => {
       throw new TypeError("cannot read tensor at /srv/secret/model.onnx (internal)");
     };
     try {
@@ -70,7 +70,7 @@ describe("embeddings", () => {
       });
       expect(ledgerState(h, acct.id)).toEqual(before);
     } finally {
-      engine.embed = original;
+      engine.embedEncoded = original;
     }
   });
 });

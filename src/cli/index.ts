@@ -43,7 +43,8 @@ Usage:
   switchyard upstreams update <name> [same flags] | remove <name>
   switchyard routes list | add <model-id> <upstream> [--upstream-model M] [--weight N] [--priority true] [--pinned true]
   switchyard routes offline <model-id> | remove <model-id> | test <model-id> [--route N]   test: a tiny unbilled chat request
-  switchyard models pull [model-id ...]       download model files into SWITCHYARD_MODELS_DIR
+  switchyard models pull [--provider cpu|cuda] [model-id ...]
+                                              download model files (those for the provider) into SWITCHYARD_MODELS_DIR
   switchyard models list                      which model files are expected and present
   switchyard runtime list                     the GPU, the ONNX provider chosen, the CUDA libraries found
   switchyard runtime pull cuda [--all]        download ONNX Runtime's CUDA provider and what the system lacks

@@ -7,7 +7,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config";
-import { MODEL_MANIFESTS, presentInFolder, type ModelManifest } from "../engines/model-files";
+import { MODEL_MANIFESTS, manifestFor, presentInFolder, type ModelManifest } from "../engines/model-files";
+import { decideProvider } from "../runtime/provider";
 import { ChecksumError, DownloadError, OfflineError, pullModel } from "../engines/model-download";
 import { StderrProgress } from "./progress";
 
@@ -20,6 +21,18 @@ function pick(ids: string[]): ModelManifest[] | string {
   return MODEL_MANIFESTS.filter((m) => ids.includes(m.modelId));
 }
 
+/**
+ * The provider the files are pulled for (a model may have a graph per provider, e.g. int8 for
+ * CPUs): `--provider`, else SWITCHYARD_ONNX_PROVIDER, and for `auto` CUDA as soon as an NVIDIA
+ * GPU is there (its libraries may well be installed after the models).
+ */
+export function pullProvider(config: Pick<Config, "onnxProvider" | "runtimeDir">, flag: string | undefined, env: Record<string, string | undefined>): "cpu" | "cuda" | string {
+  if (flag !== undefined) return flag === "cpu" || flag === "cuda" ? flag : `--provider must be cpu or cuda, got '${flag}'`;
+  if (config.onnxProvider !== "auto") return config.onnxProvider;
+  const d = decideProvider("auto", { runtimeDir: config.runtimeDir, env });
+  return d.provider === "cuda" || (d.gpu?.gpus.length ?? 0) > 0 ? "cuda" : "cpu";
+}
+
 const inFolder = (m: ModelManifest, path: string) => m.atLeastOne !== undefined && path.startsWith(`${m.atLeastOne.dir}/`);
 
 function list(config: Config): number {
@@ -29,7 +42,8 @@ function list(config: Config): number {
     for (const f of m.files) {
       if (inFolder(m, f.path)) continue;
       const present = existsSync(join(modelDir, ...f.path.split("/")));
-      process.stdout.write(`  ${present ? "present" : "missing"}  ${f.path}${f.optional ? " (optional)" : ""}\n`);
+      const note = f.optional ? " (optional)" : f.providers ? ` (for ${f.providers.join(", ")})` : "";
+      process.stdout.write(`  ${present ? "present" : "missing"}  ${f.path}${note}\n`);
     }
     if (m.atLeastOne) {
       // What is served is what the folder holds, not the list pull offers.
@@ -50,19 +64,31 @@ export async function runModelsCommand(config: Config, sub: string | undefined, 
   const err = (line: string) => process.stderr.write(`switchyard: ${line}\n`);
   if (sub === "list") return list(config);
   if (sub !== "pull") {
-    err(`usage: switchyard models pull [${MODEL_MANIFESTS.map((m) => m.modelId).join(" | ")} ...] | switchyard models list`);
+    err(`usage: switchyard models pull [--provider cpu|cuda] [${MODEL_MANIFESTS.map((m) => m.modelId).join(" | ")} ...] | switchyard models list`);
     return 2;
   }
-  const chosen = pick(rest);
-  if (typeof chosen === "string") {
-    err(chosen);
+  const at = rest.findIndex((a) => a === "--provider" || a.startsWith("--provider="));
+  let flag: string | undefined;
+  if (at >= 0) {
+    flag = rest[at]!.includes("=") ? rest[at]!.slice("--provider=".length) : (rest[at + 1] ?? "");
+    rest = rest.filter((_, i) => i !== at && !(i === at + 1 && !rest[at]!.includes("=")));
+  }
+  const provider = pullProvider(config, flag, env);
+  if (provider !== "cpu" && provider !== "cuda") {
+    err(provider);
     return 2;
   }
+  const picked = pick(rest);
+  if (typeof picked === "string") {
+    err(picked);
+    return 2;
+  }
+  const chosen = picked.map((m) => manifestFor(m, provider));
   const endpoint = env.HF_ENDPOINT?.trim().replace(/\/+$/, "");
   const token = env.HF_TOKEN?.trim();
   const progress = new StderrProgress();
   for (const m of chosen) {
-    process.stderr.write(`${m.modelId}: pulling into ${join(config.modelsDir, m.dir)} from ${m.source}\n`);
+    process.stderr.write(`${m.modelId}: pulling into ${join(config.modelsDir, m.dir)} from ${m.source} (files for ${provider})\n`);
     try {
       const files = await pullModel(m, {
         modelsDir: config.modelsDir,

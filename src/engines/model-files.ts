@@ -22,6 +22,11 @@ export interface ModelFile {
   bytes: number | null;
   /** Not needed to load the model: a 404 on it is a warning, not a failure. */
   optional?: boolean;
+  /**
+   * Only pulled for these execution providers (a model export meant for one kind of hardware,
+   * e.g. an int8 graph for CPUs); absent: for all.
+   */
+  providers?: readonly ("cpu" | "cuda")[];
 }
 
 export interface ModelManifest {
@@ -37,6 +42,11 @@ export interface ModelManifest {
    * lies there is used, the files listed above in it are only what `pull` offers, each optional.
    */
   atLeastOne?: { dir: string; ext: string; what: string };
+}
+
+/** The manifest as pulled for `provider`: without the files meant for other providers. */
+export function manifestFor(m: ModelManifest, provider: "cpu" | "cuda"): ModelManifest {
+  return { ...m, files: m.files.filter((f) => !f.providers || f.providers.includes(provider)) };
 }
 
 /** The files of `m.atLeastOne` present in `modelDir` (names without the extension), sorted. */

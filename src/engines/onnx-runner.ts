@@ -27,6 +27,8 @@ export interface SessionMeta {
   provider: "cpu" | "cuda";
   /** Set when cuda was asked for but could not be used. */
   fallback?: string;
+  /** The optimised graph's fate when one was asked for ("made", "reused", or why not). */
+  graph?: string;
   inputNames: readonly string[];
   outputNames: readonly string[];
   inputMetadata: readonly Ort.InferenceSession.ValueMetadata[];
@@ -57,6 +59,7 @@ export function sessionMeta(created: CreatedSession): SessionMeta {
   return {
     provider: created.provider,
     ...(created.fallback ? { fallback: created.fallback } : {}),
+    ...(created.graph ? { graph: created.graph } : {}),
     inputNames: [...s.inputNames],
     outputNames: [...s.outputNames],
     inputMetadata: plainMeta(s.inputMetadata),

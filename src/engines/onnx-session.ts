@@ -4,6 +4,7 @@
  * session is created on CPU and the reason is returned, so the engine can log a clear fallback.
  */
 import { loadOrt, type OrtModule } from "./onnx-runtime";
+import { ensureOptimisedGraph } from "./optimised-graph";
 import type * as Ort from "onnxruntime-node";
 
 export interface CreatedSession {
@@ -13,6 +14,8 @@ export interface CreatedSession {
   provider: "cpu" | "cuda";
   /** Set when cuda was asked for but could not be used. */
   fallback?: string;
+  /** The optimised graph's fate when one was asked for ("made", "reused", or why not). */
+  graph?: string;
 }
 
 /**
@@ -27,6 +30,34 @@ export interface SessionTuning {
   spinning?: boolean;
   /** Intra-op threads; 0 or absent lets ORT choose (one per physical core). */
   intraOpThreads?: number;
+  /**
+   * Load the optimised graph kept beside the model (made on first load; optimised-graph.ts).
+   * Default here: false (the plain graph, optimised in memory at every load).
+   */
+  optimisedGraph?: boolean;
+}
+
+/** The ORT version in optimised graphs' names. */
+export function ortVersion(ort: OrtModule): string {
+  const v = ort.env.versions as { node?: string; common?: string } | undefined;
+  return v?.node ?? v?.common ?? "unknown";
+}
+
+/**
+ * Opens `modelPath` with `options`, through its optimised graph when asked (already fused; the
+ * session's own level "all" then only adds the hardware's layout steps); should that file fail
+ * to load, the plain graph is.
+ */
+async function open(ort: OrtModule, modelPath: string, provider: "cpu" | "cuda", options: Ort.InferenceSession.SessionOptions, optimised: boolean): Promise<{ session: Ort.InferenceSession; graph?: string }> {
+  if (!optimised) return { session: await ort.InferenceSession.create(modelPath, options) };
+  const g = await ensureOptimisedGraph(modelPath, provider, ortVersion(ort), options, (p, o) => ort.InferenceSession.create(p, o));
+  if (!g.optimised) return { session: await ort.InferenceSession.create(modelPath, options), graph: g.note };
+  try {
+    return { session: await ort.InferenceSession.create(g.path, options), graph: g.note };
+  } catch (e) {
+    const why = String((e as Error)?.message ?? e).split("\n")[0]!.slice(0, 200);
+    return { session: await ort.InferenceSession.create(modelPath, options), graph: `optimised graph failed to load (${why}); optimising in memory` };
+  }
 }
 
 export async function createSession(modelPath: string, provider: "cpu" | "cuda", tuning: SessionTuning = {}): Promise<CreatedSession> {
@@ -40,16 +71,16 @@ export async function createSession(modelPath: string, provider: "cpu" | "cuda",
   if (provider === "cuda") {
     try {
       // ORT's own log line for a missing CUDA library is noisy; we log one clear fallback instead.
-      const session = await ort.InferenceSession.create(modelPath, { ...base, logSeverityLevel: 4, executionProviders: ["cuda"] });
-      return { ort, session, provider: "cuda" };
+      const { session, graph } = await open(ort, modelPath, "cuda", { ...base, logSeverityLevel: 4, executionProviders: ["cuda"] }, tuning.optimisedGraph === true);
+      return { ort, session, provider: "cuda", ...(graph ? { graph } : {}) };
     } catch (e) {
       const reason = String((e as Error)?.message ?? e).split("\n")[0]!.slice(0, 300);
-      const session = await ort.InferenceSession.create(modelPath, { ...base, executionProviders: ["cpu"] });
-      return { ort, session, provider: "cpu", fallback: `CUDA execution provider unavailable (${reason}); using cpu` };
+      const { session, graph } = await open(ort, modelPath, "cpu", { ...base, executionProviders: ["cpu"] }, tuning.optimisedGraph === true);
+      return { ort, session, provider: "cpu", fallback: `CUDA execution provider unavailable (${reason}); using cpu`, ...(graph ? { graph } : {}) };
     }
   }
-  const session = await ort.InferenceSession.create(modelPath, { ...base, executionProviders: ["cpu"] });
-  return { ort, session, provider: "cpu" };
+  const { session, graph } = await open(ort, modelPath, "cpu", { ...base, executionProviders: ["cpu"] }, tuning.optimisedGraph === true);
+  return { ort, session, provider: "cpu", ...(graph ? { graph } : {}) };
 }
 
 /** Name, element type and shape of each input and output, read from the session. */

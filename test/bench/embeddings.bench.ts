@@ -10,15 +10,24 @@
  * CPU cache holds (a 768→8192→768 dense head, ~50 MB), so each run streams its weights from
  * memory once whatever the batch size: the cost that batching amortises. When
  * SWITCHYARD_MODELS_DIR holds the real embedding-300m files, the real model is measured too.
+ * BENCH_FORMAT=float asks for JSON floats instead of base64.
+ *
+ * Before the HTTP table it prints the event loop's own work per request, the part that does not
+ * scale with the GPU: tokenising the text (now done in a tokenizer thread), and writing the
+ * answer, once as the route used to (768 floats truncated, encoded and serialised in the main
+ * thread) and once as it does now (JSON floats are written by a tokenizer thread, base64 here;
+ * the route splices strings).
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHarness, type Harness } from "../support/harness";
 import { writeEmbeddingModel } from "../support/embedding-fixture";
-import { DEFAULT_BATCHING, EmbeddingEngine, type BatchingOptions } from "../../src/engines/embeddings/engine";
+import { DEFAULT_BATCHING, EmbeddingEngine, loadTokenizer, type BatchingOptions } from "../../src/engines/embeddings/engine";
+import { encodeEmbedding, toBase64, toFloats, truncateAndNormalise } from "../../src/engines/embeddings/vectors";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const FORMAT = process.env.BENCH_FORMAT === "float" ? "float" : "base64";
 const CONCURRENCY = [1, 16, 64];
 const WORDS = "the hello world query search result text title none task cat dog".split(" ");
 
@@ -43,7 +52,8 @@ async function load(h: Harness, modelDir: string, batching: Partial<BatchingOpti
   const s = h.server.services;
   await s.engines.get<EmbeddingEngine>("embedding-300m")?.close();
   s.engines.unregister("embedding-300m");
-  s.engines.register(await EmbeddingEngine.load(modelDir, "cpu", s.metrics, batching));
+  // As the server loads it: tokenizer threads as configured (SWITCHYARD_EMBEDDING_TOKENIZER_THREADS).
+  s.engines.register(await EmbeddingEngine.load(modelDir, "cpu", s.metrics, batching, "worker", undefined, s.config.embeddingTokenizerThreads));
 }
 
 function batchStats(h: Harness): { batches: number; jobs: number } {
@@ -57,7 +67,7 @@ async function run(h: Harness, key: string, mode: string, concurrency: number): 
     fetch(h.base + "/v1/embeddings", {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "embedding-300m", input: sentence(i), encoding_format: "base64" }),
+      body: JSON.stringify({ model: "embedding-300m", input: sentence(i), encoding_format: FORMAT }),
     }).then(async (r) => {
       if (r.status !== 200) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
       await r.arrayBuffer();
@@ -92,6 +102,38 @@ async function run(h: Harness, key: string, mode: string, concurrency: number): 
   };
 }
 
+/** Microseconds per call of `f`, median of 5 rounds of `n` calls. */
+function usPer(n: number, f: (i: number) => unknown): number {
+  const rounds: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) f(i);
+    rounds.push(((performance.now() - t0) * 1000) / n);
+  }
+  return rounds.sort((a, b) => a - b)[2]!;
+}
+
+/** The event loop's work per one-text request, outside the model (see the header). */
+function mainThreadWork(label: string, modelDir: string, texts: (i: number) => string): void {
+  const tok = loadTokenizer(modelDir);
+  const v = new Float32Array(768).map((_, i) => Math.sin(i * 0.37) / 20);
+  const usage = { prompt_tokens: 50, total_tokens: 50, cost: 0.000001 };
+  const old = (format: string) => JSON.stringify({ object: "list", data: [{ object: "embedding", index: 0, embedding: format === "base64" ? toBase64(truncateAndNormalise(v, 768)) : toFloats(truncateAndNormalise(v, 768)) }], model: "embedding-300m", usage });
+  const floats = encodeEmbedding(v, { dims: 768, format: "float" });
+  const fragment = { float: () => floats, base64: () => encodeEmbedding(v, { dims: 768, format: "base64" }) };
+  const now = (format: "float" | "base64") => `{"object":"list","data":[{"object":"embedding","index":0,"embedding":${fragment[format]()}}],"model":${JSON.stringify("embedding-300m")},"usage":${JSON.stringify(usage)}}`;
+  let tokens = 0;
+  const tokenise = usPer(2000, (i) => (tokens += tok.encodeText(texts(i)).length));
+  console.log(`\n## main-thread work per request, ${label}\n`);
+  console.log("| step | µs per request |\n|---|---:|");
+  console.log(`| tokenise one text (${(tokens / 10000).toFixed(0)} tokens on average; now in a tokenizer thread) | ${tokenise.toFixed(1)} |`);
+  for (const format of ["float", "base64"] as const) {
+    console.log(`| answer, ${format}: before (encode + serialise 768 floats here) | ${usPer(2000, () => old(format)).toFixed(1)} |`);
+    console.log(`| answer, ${format}: now (${format === "float" ? "splice a tokenizer thread's text" : "encode here, splice"}) | ${usPer(2000, () => now(format)).toFixed(1)} |`);
+    if (format === "float") console.log(`| (moved to a tokenizer thread: write one embedding as JSON floats) | ${usPer(2000, () => encodeEmbedding(v, { dims: 768, format })).toFixed(1)} |`);
+  }
+}
+
 async function bench(label: string, modelDir: string): Promise<void> {
   const h = await startHarness({ SWITCHYARD_CONCURRENCY_LIMIT: "100000", SWITCHYARD_RATE_LIMIT_RPM: "10000000" });
   try {
@@ -109,7 +151,7 @@ async function bench(label: string, modelDir: string): Promise<void> {
         rows.push(await run(h, key, mode, c));
       }
     }
-    console.log(`\n## ${label}  (${SECONDS} s per cell, HTTP + base64, CPU provider)\n`);
+    console.log(`\n## ${label}  (${SECONDS} s per cell, HTTP + ${FORMAT}, CPU provider)\n`);
     console.log("| mode | concurrency | requests | req/s | p50 ms | p99 ms | mean batch |");
     console.log("|---|---:|---:|---:|---:|---:|---:|");
     for (const r of [...rows].sort((a, b) => a.mode.localeCompare(b.mode) || a.concurrency - b.concurrency)) {
@@ -128,6 +170,7 @@ async function bench(label: string, modelDir: string): Promise<void> {
 const testModels = mkdtempSync(join(tmpdir(), "switchyard-bench-"));
 try {
   const dir = writeEmbeddingModel(testModels, { denseHead: 8192 });
+  mainThreadWork("test tokenizer", dir, sentence);
   await bench("test model (tiny EmbeddingGemma-signature ONNX, 768→8192→768 dense head)", dir);
 } finally {
   rmSync(testModels, { recursive: true, force: true });
@@ -135,6 +178,7 @@ try {
 
 const realDir = join(process.env.SWITCHYARD_MODELS_DIR ?? "./models", "embedding-300m");
 if (existsSync(join(realDir, "onnx", "model.onnx")) && existsSync(join(realDir, "tokenizer.json"))) {
+  mainThreadWork("EmbeddingGemma's tokenizer", realDir, (i) => `${sentence(i)} ${sentence(i + 5)} ${sentence(i + 11)}`);
   await bench(`REAL EmbeddingGemma-300m from ${realDir}`, realDir);
 } else {
   console.log(`\nreal model: not measured (no embedding-300m files in ${realDir}; run 'switchyard models pull' or set SWITCHYARD_MODELS_DIR)`);

@@ -177,3 +177,43 @@ describe("models pull", () => {
     expect(text).not.toContain("secret-token-value");
   });
 });
+
+describe("models pull by provider", () => {
+  test.each([
+    ["cpu", "onnx/model_quantized.onnx", "onnx/model.onnx"],
+    ["cuda", "onnx/model.onnx", "onnx/model_quantized.onnx"],
+  ] as const)("voice-82m with --provider %s fetches %s and not %s", async (provider, wanted, skipped) => {
+    FILES["onnx/model_quantized.onnx"] = new Uint8Array(1000).map((_, i) => i & 255);
+    FILES["voices/af_heart.bin"] = new Uint8Array(510 * 256 * 4);
+    const modelsDir = tempDir();
+    const config = loadConfig({ SWITCHYARD_MODELS_DIR: modelsDir, SWITCHYARD_DATA_DIR: join(modelsDir, "data") });
+    const orig = process.stderr.write.bind(process.stderr);
+    (process.stderr as any).write = () => true;
+    try {
+      expect(await runModelsCommand(config, "pull", ["--provider", provider, "voice-82m"], { HF_ENDPOINT: base })).toBe(0);
+    } finally {
+      (process.stderr as any).write = orig;
+    }
+    const dir = join(modelsDir, "voice-82m");
+    expect(existsSync(join(dir, wanted))).toBe(true);
+    expect(existsSync(join(dir, skipped))).toBe(false);
+    expect(seen.some((s) => s.path === skipped)).toBe(false);
+    // The graph comes last, after every voice pack.
+    const graphAt = seen.findIndex((s) => s.path === wanted);
+    expect(seen.slice(graphAt + 1).length).toBe(0);
+  });
+
+  test("an unknown --provider is a usage error naming the rule", async () => {
+    const modelsDir = tempDir();
+    const config = loadConfig({ SWITCHYARD_MODELS_DIR: modelsDir, SWITCHYARD_DATA_DIR: join(modelsDir, "data") });
+    const writes: string[] = [];
+    const orig = process.stderr.write.bind(process.stderr);
+    (process.stderr as any).write = (s: string) => (writes.push(String(s)), true);
+    try {
+      expect(await runModelsCommand(config, "pull", ["--provider=gpu"], {})).toBe(2);
+    } finally {
+      (process.stderr as any).write = orig;
+    }
+    expect(writes.join("")).toContain("--provider must be cpu or cuda, got 'gpu'");
+  });
+});

@@ -4,15 +4,18 @@
  * per sequence, in order. Each sequence is one scheduler job, so the entries of one request can
  * share batches with other requests' entries.
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LocalEngine } from "../registry";
 import type { MetricsRegistry } from "../../metrics/registry";
 import { Scheduler, QueueFullError } from "../scheduler/index";
 import { engineQueueFullForAccount } from "../../errors";
-import { EmbeddingTokenizer } from "./tokenizer";
+import { loadTokenizer, type EmbeddingTokenizer } from "./tokenizer";
+import { TokenizerPool } from "./tokenizer-pool";
+import type { SequenceEncoder } from "./input";
 import { EmbeddingModel, type EmbeddingModelInfo } from "./model";
+import { encodeEmbedding, type RowEncoding } from "./vectors";
 import type { SessionTuning } from "../onnx-session";
+import { batchLimitsFor } from "../scheduler/provider-batching";
 
 /** What the engine needs from a loaded model: EmbeddingModel, or a wrapper around one. */
 export interface EmbeddingRunner {
@@ -40,7 +43,8 @@ export interface BatchingOptions {
 
 /**
  * Defaults sized for CPU inference of a 300M model: batches of up to 32 sequences / 8,192 tokens
- * keep one run well under a second, and 2 ms of waiting costs little next to a run.
+ * keep one run well under a second, and 2 ms of waiting costs little next to a run. A model that
+ * runs on CUDA gets larger batches (scheduler/provider-batching.ts).
  */
 export const DEFAULT_BATCHING: BatchingOptions = { maxBatchSize: 32, maxBatchTokens: 8192, maxWaitMs: 2, maxQueue: 8192 };
 
@@ -51,21 +55,13 @@ export interface EmbedOptions {
   account?: string;
 }
 
-/** The model's tokenizer.json, plus tokenizer_config.json when present. */
-export function loadTokenizer(dir: string): EmbeddingTokenizer {
-  const tokenizerJson = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8"));
-  let tokenizerConfig: unknown = {};
-  try {
-    tokenizerConfig = JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8"));
-  } catch {
-    // Optional: tokenizer.json alone carries everything encoding needs.
-  }
-  return EmbeddingTokenizer.fromJson(tokenizerJson, tokenizerConfig);
-}
+export { loadTokenizer } from "./tokenizer";
 
 export class EmbeddingEngine implements LocalEngine {
   readonly modelId = EMBEDDING_MODEL_ID;
   private readonly scheduler: Scheduler<number[], Float32Array>;
+  /** What the route tokenises with: texts go to the tokenizer threads when there are some. */
+  readonly encoder: SequenceEncoder;
 
   constructor(
     readonly dir: string,
@@ -73,7 +69,16 @@ export class EmbeddingEngine implements LocalEngine {
     private readonly model: EmbeddingRunner,
     private readonly batching: BatchingOptions = DEFAULT_BATCHING,
     metrics?: MetricsRegistry,
+    private readonly pool: TokenizerPool | null = null,
   ) {
+    const local = tokenizer;
+    this.encoder = {
+      vocabSize: local.vocabSize,
+      maxPieceChars: local.maxPieceChars,
+      encodeText: (text, inputType) => local.encodeText(text, inputType),
+      wrapIds: (ids, inputType) => local.wrapIds(ids, inputType),
+      ...(pool && pool.size > 0 ? { encodeTexts: (texts: readonly string[], inputType?: Parameters<SequenceEncoder["encodeText"]>[1]) => pool.encodeTexts(texts, inputType) } : {}),
+    };
     this.scheduler = new Scheduler<number[], Float32Array>({
       name: EMBEDDING_MODEL_ID,
       ...batching,
@@ -85,10 +90,21 @@ export class EmbeddingEngine implements LocalEngine {
   /** Loads tokenizer.json (+ tokenizer_config.json if present) and onnx/model.onnx from `dir`. */
   /** `thread`: "worker" (default; falls back to the main thread when no worker can start) or "inline". */
   /** `tuning` overrides the session's thread settings (benchmarks compare them). */
-  static async load(dir: string, provider: "cpu" | "cuda", metrics?: MetricsRegistry, batching: Partial<BatchingOptions> = {}, thread: "worker" | "inline" = "worker", tuning?: SessionTuning): Promise<EmbeddingEngine> {
+  /** Batch limits follow the provider the session really runs on (after any fallback), unless `batching` sets them. */
+  /** `tokenizerThreads`: texts are tokenised in that many threads (0: in the main thread). */
+  static async load(dir: string, provider: "cpu" | "cuda", metrics?: MetricsRegistry, batching: Partial<BatchingOptions> = {}, thread: "worker" | "inline" = "worker", tuning?: SessionTuning, tokenizerThreads = 0): Promise<EmbeddingEngine> {
     const tokenizer = loadTokenizer(dir);
-    const model = await EmbeddingModel.load(join(dir, "onnx", "model.onnx"), provider, tokenizer.padId, thread, tuning);
-    return new EmbeddingEngine(dir, tokenizer, model, { ...DEFAULT_BATCHING, ...batching }, metrics);
+    // The threads load their tokenizers while the model loads; they never reject (see start).
+    const starting = tokenizerThreads > 0 ? TokenizerPool.start(dir, tokenizer, tokenizerThreads) : Promise.resolve(null);
+    let model: EmbeddingModel;
+    try {
+      model = await EmbeddingModel.load(join(dir, "onnx", "model.onnx"), provider, tokenizer.padId, thread, tuning);
+    } catch (e) {
+      (await starting)?.close();
+      throw e;
+    }
+    const pool = await starting;
+    return new EmbeddingEngine(dir, tokenizer, model, { ...DEFAULT_BATCHING, ...batchLimitsFor(model.info.provider), ...batching }, metrics, pool);
   }
 
   get dimensions(): number {
@@ -119,6 +135,17 @@ export class EmbeddingEngine implements LocalEngine {
     }
   }
 
+  /**
+   * As embed, but each vector comes back as the JSON text of its `embedding` value (truncated to
+   * `encoding.dims`, renormalised, floats or base64). JSON floats (~0.13 ms per vector) are
+   * written by the tokenizer threads when there are some; base64 (~1 µs) here.
+   */
+  async embedEncoded(sequences: number[][], encoding: RowEncoding, opts: EmbedOptions = {}): Promise<string[]> {
+    const vectors = await this.embed(sequences, opts);
+    if (encoding.format === "float" && this.pool && this.pool.size > 0) return this.pool.writeVectors(vectors, encoding);
+    return vectors.map((v) => encodeEmbedding(v, encoding));
+  }
+
   describe(): Record<string, unknown> {
     const i = this.model.info;
     return {
@@ -134,11 +161,14 @@ export class EmbeddingEngine implements LocalEngine {
       vocab_size: this.tokenizer.vocabSize,
       max_batch_size: this.batching.maxBatchSize,
       max_batch_tokens: this.batching.maxBatchTokens,
+      tokenizer_threads: this.pool?.size ?? 0,
+      ...(i.graph ? { graph: i.graph } : {}),
     };
   }
 
   async close(): Promise<void> {
     this.scheduler.close();
+    this.pool?.close();
     await this.model.close();
   }
 }

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { Services } from "../../services";
 import { DEFAULT_BATCHING, EmbeddingEngine, EMBEDDING_MODEL_ID, REQUIRED_FILES } from "./engine";
 import { accountShare } from "../scheduler/index";
+import { EMBEDDING_SESSION_TUNING } from "./model";
 import { POLL_INTERVAL_MS, providerFor, startWhenPresent, type EngineLoader } from "../loader";
 
 export const embeddingLoader: EngineLoader<EmbeddingEngine> = {
@@ -14,7 +15,11 @@ export const embeddingLoader: EngineLoader<EmbeddingEngine> = {
   label: "embedding",
   missingFiles: (dir) => REQUIRED_FILES.filter((f) => !existsSync(join(dir, f))),
   load: (dir, s) =>
-    EmbeddingEngine.load(dir, providerFor(s), s.metrics, { maxQueuePerAccount: accountShare(DEFAULT_BATCHING.maxQueue, s.config.engineQueueAccountPercent) }),
+    EmbeddingEngine.load(
+      dir, providerFor(s), s.metrics,
+      { maxQueuePerAccount: accountShare(DEFAULT_BATCHING.maxQueue, s.config.engineQueueAccountPercent) },
+      "worker", { ...EMBEDDING_SESSION_TUNING, optimisedGraph: s.config.optimisedGraph }, s.config.embeddingTokenizerThreads,
+    ),
 };
 
 export function startEmbeddingEngine(s: Services, pollMs = POLL_INTERVAL_MS): Promise<void> {

@@ -16,6 +16,8 @@ export interface SequenceEncoder {
   maxPieceChars: number;
   encodeText(text: string, inputType?: InputType): number[];
   wrapIds(ids: readonly number[], inputType?: InputType): number[];
+  /** Tokenises many texts at once elsewhere (the tokenizer threads); encodeText's result for each. */
+  encodeTexts?(texts: readonly string[], inputType?: InputType): Promise<number[][]>;
 }
 
 type Entry = { param: string; text: string } | { param: string; ids: number[] };
@@ -79,23 +81,32 @@ function tooLong(param: string, n: number | null, max: number): DomainError {
 }
 
 /**
- * Checks and tokenises every entry. Yields to the event loop now and then, so a request with
- * thousands of long strings does not stall other requests while it is tokenised.
+ * Checks and tokenises every entry. With `enc.encodeTexts` the texts are tokenised in one call
+ * elsewhere (tokenizer threads, off the event loop); otherwise here, yielding to the event loop
+ * now and then so a request with thousands of long strings does not stall other requests. Either
+ * way the first entry that breaks a rule, in request order, is the one reported.
  */
 export async function parseEmbeddingInput(input: unknown, enc: SequenceEncoder, maxTokens: number, inputType?: InputType): Promise<ParsedInput> {
   const list = entries(input, enc.vocabSize);
+  // No piece is longer than maxPieceChars, so such a text needs more tokens than allowed.
+  const hopeless = (e: Entry) => ("text" in e ? e.text.length > maxTokens * enc.maxPieceChars : e.ids.length > maxTokens);
+  let encoded: number[][] | null = null;
+  if (enc.encodeTexts) {
+    // Texts that cannot fit are not tokenised; they are reported in order below.
+    const texts = list.filter((e): e is Entry & { text: string } => "text" in e && !hopeless(e)).map((e) => e.text);
+    encoded = texts.length ? await enc.encodeTexts(texts, inputType) : [];
+  }
   const sequences: number[][] = [];
   let tokens = 0;
   let sinceYield = 0;
+  let next = 0;
   for (const e of list) {
+    if (hopeless(e)) throw tooLong(e.param, "text" in e ? null : e.ids.length, maxTokens);
     let seq: number[];
     if ("text" in e) {
-      // No piece is longer than maxPieceChars, so such a text needs more tokens than allowed.
-      if (e.text.length > maxTokens * enc.maxPieceChars) throw tooLong(e.param, null, maxTokens);
-      seq = enc.encodeText(e.text, inputType);
-      sinceYield += e.text.length;
+      seq = encoded ? encoded[next++]! : enc.encodeText(e.text, inputType);
+      if (!encoded) sinceYield += e.text.length;
     } else {
-      if (e.ids.length > maxTokens) throw tooLong(e.param, e.ids.length, maxTokens);
       seq = enc.wrapIds(e.ids, inputType);
       sinceYield += e.ids.length;
     }

@@ -20,6 +20,8 @@ export const EMBEDDING_SESSION_TUNING: SessionTuning = { spinning: true };
 export interface EmbeddingModelInfo {
   provider: "cpu" | "cuda";
   fallback?: string;
+  /** The optimised graph's fate when one was asked for ("made", "reused", or why not). */
+  graph?: string;
   inputs: ReturnType<typeof describeIo>;
   outputs: ReturnType<typeof describeIo>;
   output: string;
@@ -45,7 +47,7 @@ export class EmbeddingModel {
 
   static async load(modelPath: string, provider: "cpu" | "cuda", padId: number, thread: "worker" | "inline" = "worker", tuning: SessionTuning = EMBEDDING_SESSION_TUNING): Promise<EmbeddingModel> {
     const session = await openOnnxSession(modelPath, provider, thread, tuning);
-    const { provider: used, fallback } = session.meta;
+    const { provider: used, fallback, graph } = session.meta;
     try {
       const ids = tensorMeta(session.meta.inputMetadata, "input_ids");
       const mask = tensorMeta(session.meta.inputMetadata, "attention_mask");
@@ -65,6 +67,7 @@ export class EmbeddingModel {
       const info: EmbeddingModelInfo = {
         provider: used,
         ...(fallback ? { fallback } : {}),
+        ...(graph ? { graph } : {}),
         inputs: describeIo(session.meta.inputMetadata),
         outputs: describeIo(session.meta.outputMetadata),
         output: out.name,
@@ -82,7 +85,8 @@ export class EmbeddingModel {
   /**
    * Runs one batch. Sequences are right-padded with the pad id to the longest one; the attention
    * mask keeps padding out of the pooling. The feed buffers are built for this run only, so they
-   * are moved to the worker rather than copied.
+   * are moved to the worker rather than copied; each vector comes back in a buffer of its own,
+   * so it can be moved on in turn (to a tokenizer thread that writes its JSON text).
    */
   async embed(batch: readonly (readonly number[])[]): Promise<Float32Array[]> {
     if (batch.length === 0) return [];

@@ -5,6 +5,8 @@
  * EmbeddingGemma expects; the token counts used for billing and for the 2,048-token limit are
  * the lengths of exactly these sequences (task prompt and special tokens included).
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { promptFor, type InputType } from "./prompts";
 
@@ -91,4 +93,16 @@ export class EmbeddingTokenizer {
   decode(ids: number[]): string {
     return this.tok.decode(ids, { skip_special_tokens: true });
   }
+}
+
+/** The model's tokenizer.json, plus tokenizer_config.json when present. */
+export function loadTokenizer(dir: string): EmbeddingTokenizer {
+  const tokenizerJson = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8"));
+  let tokenizerConfig: unknown = {};
+  try {
+    tokenizerConfig = JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8"));
+  } catch {
+    // Optional: tokenizer.json alone carries everything encoding needs.
+  }
+  return EmbeddingTokenizer.fromJson(tokenizerJson, tokenizerConfig);
 }

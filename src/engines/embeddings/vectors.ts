@@ -31,3 +31,19 @@ export function toBase64(v: Float32Array): string {
 export function toFloats(v: Float32Array): number[] {
   return Array.from(v);
 }
+
+/** How one vector goes on the wire: its width after truncation and its encoding. */
+export interface RowEncoding {
+  dims: number;
+  format: "float" | "base64";
+}
+
+/**
+ * The JSON text of one `embedding` value, ready to be spliced into the response body: the base64
+ * string (quoted) or the array of floats. Made where the model ran (the inference worker), so the
+ * event loop only concatenates strings.
+ */
+export function encodeEmbedding(v: Float32Array, e: RowEncoding): string {
+  const cut = truncateAndNormalise(v, e.dims);
+  return e.format === "base64" ? `"${toBase64(cut)}"` : JSON.stringify(toFloats(cut));
+}

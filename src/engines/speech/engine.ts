@@ -14,14 +14,20 @@ import { KOKORO_VOCAB } from "../../text/kokoro-vocab";
 import type { Vocab } from "../../text/frontend";
 import { VoiceBank } from "./voices";
 import { presentInFolder } from "../model-files";
-import { SPEECH_FILES } from "./files";
+import { MODEL_FILES, SPEECH_FILES } from "./files";
 import { KokoroModel, MAX_TOKENS, type KokoroRunner, type SynthesisJob } from "./model";
 
 export { MAX_TOKENS, resolveIo, type SynthesisJob } from "./model";
 
 export const SPEECH_MODEL_ID = "voice-82m";
 export const SAMPLE_RATE = 24_000;
+/** The graph `pull` fetches for CUDA; on a CPU it is onnx/model_quantized.onnx (files.ts). */
 export const MODEL_FILE = "onnx/model.onnx";
+
+/** The graph to load on `provider`: the first of MODEL_FILES[provider] present in `dir`. */
+export function modelFileFor(dir: string, provider: "cpu" | "cuda"): string | null {
+  return MODEL_FILES[provider].find((f) => existsSync(join(dir, f))) ?? null;
+}
 export const VOICES_DIR = "voices";
 
 export interface SynthesisOptions {
@@ -40,6 +46,8 @@ export interface SpeechLoadOptions {
   thread?: "worker" | "inline";
   /** Share of the model's queue one account may hold, in per cent (SWITCHYARD_ENGINE_QUEUE_ACCOUNT_PERCENT). */
   accountQueuePercent?: number;
+  /** Load the optimised graph kept beside the model (optimised-graph.ts). */
+  optimisedGraph?: boolean;
 }
 
 /** Chunks waiting for the model; each request keeps at most two queued (see stream.ts), so ~128 requests. */
@@ -103,10 +111,13 @@ export class SpeechEngine implements LocalEngine {
     if (voices.size === 0) throw new Error("no voice packs (voices/*.bin) found");
     const { vocab, source } = loadVocab(dir);
     // describe() carries thread ("worker" | "main") and, after a fallback, thread_note.
-    const runner: KokoroRunner = await KokoroModel.load(join(dir, MODEL_FILE), provider, opts.thread ?? "worker");
+    const file = modelFileFor(dir, provider);
+    if (!file) throw new Error(`no model graph (${MODEL_FILES[provider].join(", ")}) found`);
+    const runner: KokoroRunner = await KokoroModel.load(join(dir, file), provider, opts.thread ?? "worker", { optimisedGraph: opts.optimisedGraph === true });
     const info = {
       model: SPEECH_MODEL_ID,
       dir,
+      file,
       ...runner.describe(),
       voices: voices.size,
       vocabulary: source,
@@ -116,7 +127,8 @@ export class SpeechEngine implements LocalEngine {
 
   static filesPresent(dir: string): { ok: boolean; missing: string[] } {
     const missing: string[] = [];
-    if (!existsSync(join(dir, MODEL_FILE))) missing.push(MODEL_FILE);
+    // Any graph will do to load; which one is chosen by the provider at load (modelFileFor).
+    if (!MODEL_FILES.cpu.some((f) => existsSync(join(dir, f)))) missing.push(`${MODEL_FILE} or ${MODEL_FILES.cpu[0]}`);
     if (presentInFolder(SPEECH_FILES, dir).length === 0) missing.push(`${VOICES_DIR}/*.bin`);
     return { ok: missing.length === 0, missing };
   }

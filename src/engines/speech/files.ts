@@ -5,6 +5,12 @@
  * vocabulary in config.json / tokenizer.json, and one voice pack per voice
  * (voices/<id>.bin, raw float32 510×256). Documented in models/voice-82m.md.
  *
+ * Which graph: the export comes in several precisions. On a CPU the int8 graph
+ * (onnx/model_quantized.onnx, 92 MB) is the fast one; on CUDA int8 kernels are missing and its
+ * operators fall back to the CPU, so there the fp32 graph (onnx/model.onnx, 326 MB) is used, or
+ * the fp16 one when only it is there. `pull` fetches the graph for the provider in use, and the
+ * engine loads the first present of MODEL_FILES[provider] (README "Speech").
+ *
  * Checksums are not pinned: they could not be fetched where this list was written (no access to
  * Hugging Face), and an invented value would be worse than none; see models/README.md for
  * pinning them with SHA256SUMS.
@@ -25,6 +31,12 @@ export const SPEECH_VOICES = [
   "bf_alice", "bf_emma", "bf_isabella", "bf_lily", "bm_daniel", "bm_fable", "bm_george", "bm_lewis",
 ] as const;
 
+/** The graphs the engine looks for, best first, by the provider it runs on. */
+export const MODEL_FILES: Readonly<Record<"cpu" | "cuda", readonly string[]>> = {
+  cpu: ["onnx/model_quantized.onnx", "onnx/model.onnx", "onnx/model_fp16.onnx"],
+  cuda: ["onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_quantized.onnx"],
+};
+
 /** One voice pack: 510 rows × 256 float32. */
 export const VOICE_PACK_BYTES = 510 * 256 * 4;
 
@@ -34,14 +46,16 @@ export const SPEECH_FILES: ModelManifest = {
   modelId: "voice-82m",
   dir: "voice-82m",
   source: `https://huggingface.co/${SPEECH_REPO} (revision ${SPEECH_REVISION})`,
-  // onnx/model.onnx comes last: a running server loads the model (with the voices present at that
-  // moment) as soon as it appears, so everything else must already be in place.
+  // The graph comes last: a running server loads the model (with the voices present at that
+  // moment) as soon as it appears, so everything else must already be in place. One graph per
+  // provider (see MODEL_FILES).
   files: [
     { path: "config.json", url: url("config.json"), sha256: null, bytes: null, optional: true },
     { path: "tokenizer.json", url: url("tokenizer.json"), sha256: null, bytes: null, optional: true },
     { path: "tokenizer_config.json", url: url("tokenizer_config.json"), sha256: null, bytes: null, optional: true },
     ...SPEECH_VOICES.map((v) => ({ path: `voices/${v}.bin`, url: url(`voices/${v}.bin`), sha256: null, bytes: VOICE_PACK_BYTES, optional: true })),
-    { path: "onnx/model.onnx", url: url("onnx/model.onnx"), sha256: null, bytes: null },
+    { path: "onnx/model.onnx", url: url("onnx/model.onnx"), sha256: null, bytes: null, providers: ["cuda"] },
+    { path: "onnx/model_quantized.onnx", url: url("onnx/model_quantized.onnx"), sha256: null, bytes: null, providers: ["cpu"] },
   ],
   atLeastOne: { dir: "voices", ext: ".bin", what: "voice pack" },
 };

@@ -15,6 +15,7 @@ export const speechLoader: EngineLoader<SpeechEngine> = {
     SpeechEngine.load(dir, providerFor(s), {
       metrics: s.metrics,
       accountQueuePercent: s.config.engineQueueAccountPercent,
+      optimisedGraph: s.config.optimisedGraph,
       onSkip: (file, why) => s.log.warn("voice pack skipped", { model: SPEECH_MODEL_ID, file, reason: why }),
     }),
 };

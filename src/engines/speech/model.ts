@@ -6,7 +6,7 @@
  * can be started.
  */
 import type * as Ort from "onnxruntime-node";
-import { describeIo } from "../onnx-session";
+import { describeIo, type SessionTuning } from "../onnx-session";
 import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runner";
 
 export const STYLE_DIM = 256;
@@ -64,8 +64,8 @@ export class KokoroModel implements KokoroRunner {
   ) {}
 
   /** `thread`: "worker" (default; falls back to the main thread when no worker can start) or "inline". */
-  static async load(modelPath: string, provider: "cpu" | "cuda", thread: "worker" | "inline" = "worker"): Promise<KokoroModel> {
-    const session = await openOnnxSession(modelPath, provider, thread);
+  static async load(modelPath: string, provider: "cpu" | "cuda", thread: "worker" | "inline" = "worker", tuning: SessionTuning = {}): Promise<KokoroModel> {
+    const session = await openOnnxSession(modelPath, provider, thread, tuning);
     let io: IoNames;
     try {
       io = resolveIo(session.meta);
@@ -76,6 +76,7 @@ export class KokoroModel implements KokoroRunner {
     const info = {
       provider: session.meta.provider,
       provider_fallback: session.meta.fallback,
+      ...(session.meta.graph ? { graph: session.meta.graph } : {}),
       inputs: describeIo(session.meta.inputMetadata),
       outputs: describeIo(session.meta.outputMetadata),
       thread: session.thread,

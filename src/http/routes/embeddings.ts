@@ -20,7 +20,6 @@ import { timeEngine } from "../../metrics/engine-time";
 import { EMBEDDING_MODEL_ID, MAX_SEQUENCE_TOKENS, type EmbeddingEngine } from "../../engines/embeddings/engine";
 import { parseEmbeddingInput } from "../../engines/embeddings/input";
 import { INPUT_TYPES, isInputType } from "../../engines/embeddings/prompts";
-import { toBase64, toFloats, truncateAndNormalise } from "../../engines/embeddings/vectors";
 import { JobAbortedError, QueueFullError, SchedulerClosedError } from "../../engines/scheduler/index";
 
 export const EmbeddingsRequest = Type.Object(
@@ -70,7 +69,7 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
       throw invalidField("dimensions", `must be at most ${engine.dimensions}`);
     }
     const inputType = req.input_type as Parameters<typeof parseEmbeddingInput>[3];
-    const parsed = await parseEmbeddingInput(req.input, engine.tokenizer, MAX_SEQUENCE_TOKENS, inputType);
+    const parsed = await parseEmbeddingInput(req.input, engine.encoder, MAX_SEQUENCE_TOKENS, inputType);
 
     const requestId = requestIdOf(set);
     const hold = await s.ledger.reserve({
@@ -79,27 +78,26 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
       price: (u) => embeddingCost(resolved.entry, resolved.multiplier, u.inputTokens ?? 0),
       priceNote: priceNote(resolved.entry, resolved.multiplier),
     });
+    const dims = req.dimensions ?? engine.dimensions;
+    const format = req.encoding_format === "base64" ? "base64" : "float";
     try {
-      let vectors: Float32Array[];
+      // Each vector comes back from the inference worker as the JSON text of its `embedding`
+      // value, so the event loop only splices strings (README "Embeddings").
+      let vectors: string[];
       try {
-        vectors = await timeEngine(requestId, engine.embed(parsed.sequences, { priority: resolved.tier === "priority", signal: request.signal, account: caller.accountId }));
+        vectors = await timeEngine(requestId, engine.embedEncoded(parsed.sequences, { dims, format }, { priority: resolved.tier === "priority", signal: request.signal, account: caller.accountId }));
       } catch (err) {
         throw mapEngineError(err, req.model);
       }
       if (request.signal.aborted) throw clientGone();
       const settlement = await hold.settle({ inputTokens: parsed.tokens, serviceTier: resolved.tier });
-      const dims = req.dimensions ?? engine.dimensions;
-      const base64 = req.encoding_format === "base64";
       set.headers["x-request-cost"] = formatUsd(settlement.charged);
-      return {
-        object: "list",
-        data: vectors.map((v, index) => {
-          const cut = truncateAndNormalise(v, dims);
-          return { object: "embedding", index, embedding: base64 ? toBase64(cut) : toFloats(cut) };
-        }),
-        model: resolved.requestedId,
-        usage: { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: usdNumber(settlement.charged) },
-      };
+      set.headers["content-type"] = "application/json";
+      const usage = { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: usdNumber(settlement.charged) };
+      // The OpenAI list shape, in its usual key order.
+      let data = "";
+      for (let index = 0; index < vectors.length; index++) data += `${index ? "," : ""}{"object":"embedding","index":${index},"embedding":${vectors[index]}}`;
+      return `{"object":"list","data":[${data}],"model":${JSON.stringify(resolved.requestedId)},"usage":${JSON.stringify(usage)}}`;
     } finally {
       await hold.release();
     }
