@@ -23,8 +23,17 @@ import { DomainError, chargeNotRecorded, clientGone, midStreamFailure } from "..
 import { requestMetrics } from "../metrics/request-metrics";
 import { producerStream, type StreamWriter } from "./streaming";
 import { streamCutByStop } from "../limits/drain";
+import { YoungGarbage } from "../limits/young-garbage";
 
 export const STREAM_HEARTBEAT_MS = 15_000;
+
+/**
+ * Bytes relayed (all streams together) between collections of the serving thread's young garbage:
+ * each relayed byte leaves a few bytes of strings and buffers that die within its read (see
+ * limits/young-garbage.ts).
+ */
+export const RELAY_EDEN_BYTES = 256 * 1024;
+const relayGarbage = new YoungGarbage(RELAY_EDEN_BYTES);
 
 type Json = Record<string, unknown>;
 type Headers = Record<string, string | number>;
@@ -128,6 +137,7 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     const bytes = Buffer.from(frames, "utf8");
     w.write(bytes);
     written += bytes.byteLength;
+    relayGarbage.made(bytes.byteLength);
     untaken.add(written, chars);
   };
   const tier = call.resolved.tier;
