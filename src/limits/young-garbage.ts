@@ -4,28 +4,38 @@
  * decides. Relaying a stream decodes, parses, rewrites and re-encodes every upstream read, and
  * counting its tokens copies each part into the counting worker: a few times the stream's bytes in
  * strings and buffers that die within a read. Left to the default policy, 40 concurrent streams'
- * garbage peaked at ~3 MB of RSS per stream; with an eden collection every 256 KiB relayed and
- * every 64 Ki characters counted, ~2 MB (test/bench/stream-memory.bench.ts; docs/architecture.md,
- * "Memory per stream"). An eden collection looks only at what was allocated since the last one:
- * 0.1–1 ms here, a small share of the work that made the garbage; a full collection (which in the
- * counting worker walks the tokenizer's tables) would cost far more.
+ * garbage peaked at ~3 MB of RSS per stream (test/bench/stream-memory.bench.ts; docs/architecture.md,
+ * "Memory per stream").
+ *
+ * The collection runs on the next turn of the event loop, not where the work is counted: there the
+ * read or part just handled is still referenced, and a collection would promote it to the old
+ * generation, which only a full collection frees. An eden collection looks only at what was
+ * allocated since the last one: 0.1–1 ms here; a full collection (which in the counting worker
+ * walks the tokenizer's tables) would cost far more.
  */
 import { edenGC } from "bun:jsc";
 
 export class YoungGarbage {
   private since = 0;
+  private scheduled = false;
 
   constructor(
     /** Work (in the caller's unit) between collections. */
     readonly every: number,
     private readonly collect: () => unknown = edenGC,
+    private readonly later: (run: () => void) => void = (run) => setImmediate(run),
   ) {}
 
-  /** `amount` more work done: collects the young generation once `every` has been done since the last time. */
+  /** `amount` more work done: a collection follows once `every` has been done since the last one. */
   made(amount: number): void {
     this.since += amount;
-    if (this.since < this.every) return;
-    this.since = 0;
-    this.collect();
+    if (this.since < this.every || this.scheduled) return;
+    this.scheduled = true;
+    this.later(() => {
+      // It takes the garbage of the work done until now.
+      this.since = 0;
+      this.scheduled = false;
+      this.collect();
+    });
   }
 }
