@@ -10,8 +10,10 @@
  * The collection runs on the next turn of the event loop, not where the work is counted: there the
  * read or part just handled is still referenced, and a collection would promote it to the old
  * generation, which only a full collection frees. An eden collection looks only at what was
- * allocated since the last one: 0.1–1 ms here; a full collection (which in the counting worker
- * walks the tokenizer's tables) would cost far more.
+ * allocated since the last one: 0.1–1 ms here. `collect` may be a full collection instead, for
+ * garbage that lives long enough to be promoted (the counting worker's parts, counted over many
+ * turns): ~10 ms in the counting worker, too slow for the serving thread (30–60 ms there, with
+ * the event loop stopped).
  */
 import { edenGC } from "bun:jsc";
 
