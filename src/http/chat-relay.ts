@@ -34,6 +34,17 @@ export const STREAM_HEARTBEAT_MS = 15_000;
  */
 export const RELAY_EDEN_BYTES = 256 * 1024;
 const relayGarbage = new YoungGarbage(RELAY_EDEN_BYTES);
+/**
+ * With SWITCHYARD_STREAM_GC_MIB set, a full collection every so many MiB relayed: what the young
+ * collections promoted (reads in flight while a stream waits for its client) is freed too. It
+ * halves the peak memory of many long streams but stops the event loop 30–60 ms each time, so it
+ * is off unless asked for (docs/architecture.md, "Memory per stream").
+ */
+let relayFullGc: { mib: number; pacer: YoungGarbage | null } = { mib: 0, pacer: null };
+function fullGcPacer(mib: number): YoungGarbage | null {
+  if (relayFullGc.mib !== mib) relayFullGc = { mib, pacer: mib > 0 ? new YoungGarbage(mib * 1024 * 1024, () => Bun.gc(true)) : null };
+  return relayFullGc.pacer;
+}
 
 type Json = Record<string, unknown>;
 type Headers = Record<string, string | number>;
@@ -130,6 +141,7 @@ export async function streamForRoute(
 async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: StreamFraming, w: StreamWriter, stop: { cut: boolean }): Promise<void> {
   // The frames of one step go out as one write: one encode, one enqueue, one socket write.
   const untaken = new UntakenText();
+  const fullGc = fullGcPacer(s.config.streamGcMib);
   let written = 0;
   const send = (frames: string, chars = 0) => {
     if (frames === "") return;
@@ -138,6 +150,7 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     w.write(bytes);
     written += bytes.byteLength;
     relayGarbage.made(bytes.byteLength);
+    fullGc?.made(bytes.byteLength);
     untaken.add(written, chars);
   };
   const tier = call.resolved.tier;
