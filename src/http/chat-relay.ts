@@ -30,9 +30,10 @@ export const STREAM_HEARTBEAT_MS = 15_000;
 /**
  * Bytes relayed (all streams together) between collections of the serving thread's young garbage:
  * each relayed byte leaves a few bytes of strings and buffers that die within its read (see
- * limits/young-garbage.ts).
+ * limits/young-garbage.ts). 256 KiB saved no more memory in the stream-memory bench, and cost
+ * more CPU per request in the hot-path bench's streamed mode.
  */
-export const RELAY_EDEN_BYTES = 256 * 1024;
+export const RELAY_EDEN_BYTES = 1024 * 1024;
 const relayGarbage = new YoungGarbage(RELAY_EDEN_BYTES);
 /**
  * With SWITCHYARD_STREAM_GC_MIB set, a full collection every so many MiB relayed: what the young
