@@ -125,4 +125,9 @@ describe("stream and hold bounds", () => {
     expect(() => loadConfig({ [name]: "0" })).toThrow(name);
     expect(() => loadConfig({ [name]: "ten" })).toThrow(name);
   });
+  test("SWITCHYARD_STREAM_GC_MIB: off by default, a whole number of MiB from 0 to 1024, named when not", () => {
+    expect(loadConfig({}).streamGcMib).toBe(0);
+    expect(loadConfig({ SWITCHYARD_STREAM_GC_MIB: "8" }).streamGcMib).toBe(8);
+    for (const bad of ["-1", "1025", "eight", "1.5"]) expect(() => loadConfig({ SWITCHYARD_STREAM_GC_MIB: bad })).toThrow("SWITCHYARD_STREAM_GC_MIB");
+  });
 });

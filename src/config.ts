@@ -116,6 +116,8 @@ export interface Config {
   streamMaxSeconds: number;
   /** A hold still pending this long after it was taken is voided by the store (≥ streamMaxSeconds + 60). */
   holdExpirySeconds: number;
+  /** MiB relayed by all streams together between full collections of the serving thread's heap; 0: never. */
+  streamGcMib: number;
   /** Characters one account may have queued for token counting before its requests get 429. */
   tokenQueueChars: number;
   /** Bytes of text one account's count_tokens requests may have in flight together. */
@@ -325,6 +327,7 @@ export function loadConfig(env: Env = process.env): Config {
     sseMaxEventChars: int(env, "SWITCHYARD_SSE_MAX_EVENT_CHARS", 1024 * 1024, 1024, 256 * 1024 * 1024),
     streamMaxSeconds,
     holdExpirySeconds,
+    streamGcMib: int(env, "SWITCHYARD_STREAM_GC_MIB", 0, 0, 1024),
     tokenQueueChars: int(env, "SWITCHYARD_TOKEN_QUEUE_CHARS", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     countTokensBytes: int(env, "SWITCHYARD_COUNT_TOKENS_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     engineQueueAccountPercent: int(env, "SWITCHYARD_ENGINE_QUEUE_ACCOUNT_PERCENT", 50, 1, 100),

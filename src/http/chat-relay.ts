@@ -23,8 +23,29 @@ import { DomainError, chargeNotRecorded, clientGone, midStreamFailure } from "..
 import { requestMetrics } from "../metrics/request-metrics";
 import { producerStream, type StreamWriter } from "./streaming";
 import { streamCutByStop } from "../limits/drain";
+import { YoungGarbage } from "../limits/young-garbage";
 
 export const STREAM_HEARTBEAT_MS = 15_000;
+
+/**
+ * Bytes relayed (all streams together) between collections of the serving thread's young garbage:
+ * each relayed byte leaves a few bytes of strings and buffers that die within its read (see
+ * limits/young-garbage.ts). 256 KiB saved no more memory in the stream-memory bench, and cost
+ * more CPU per request in the hot-path bench's streamed mode.
+ */
+export const RELAY_EDEN_BYTES = 1024 * 1024;
+const relayGarbage = new YoungGarbage(RELAY_EDEN_BYTES);
+/**
+ * With SWITCHYARD_STREAM_GC_MIB set, a full collection every so many MiB relayed: what the young
+ * collections promoted (reads in flight while a stream waits for its client) is freed too. It
+ * halves the peak memory of many long streams but stops the event loop 30–60 ms each time, so it
+ * is off unless asked for (docs/architecture.md, "Memory per stream").
+ */
+let relayFullGc: { mib: number; pacer: YoungGarbage | null } = { mib: 0, pacer: null };
+function fullGcPacer(mib: number): YoungGarbage | null {
+  if (relayFullGc.mib !== mib) relayFullGc = { mib, pacer: mib > 0 ? new YoungGarbage(mib * 1024 * 1024, () => Bun.gc(true)) : null };
+  return relayFullGc.pacer;
+}
 
 type Json = Record<string, unknown>;
 type Headers = Record<string, string | number>;
@@ -121,6 +142,7 @@ export async function streamForRoute(
 async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: StreamFraming, w: StreamWriter, stop: { cut: boolean }): Promise<void> {
   // The frames of one step go out as one write: one encode, one enqueue, one socket write.
   const untaken = new UntakenText();
+  const fullGc = fullGcPacer(s.config.streamGcMib);
   let written = 0;
   const send = (frames: string, chars = 0) => {
     if (frames === "") return;
@@ -128,6 +150,8 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     const bytes = Buffer.from(frames, "utf8");
     w.write(bytes);
     written += bytes.byteLength;
+    relayGarbage.made(bytes.byteLength);
+    fullGc?.made(bytes.byteLength);
     untaken.add(written, chars);
   };
   const tier = call.resolved.tier;

@@ -57,4 +57,24 @@ describe("OutputMeter", () => {
     expect(countTextTokens(delivered)).toBeLessThanOrEqual(1296);
     expect(counts).toBeLessThan(60);
   });
+
+  test("a stream far below its cap is neither kept nor counted: nothing goes to the token worker", async () => {
+    let counted = 0;
+    const spy = { text: (t: string) => ((counted += t.length), counter.text(t)), count: (ts: string[]) => ((counted += ts.join("").length), counter.count(ts)) } as unknown as TokenCounter;
+    // 800 KB of long words under the cap of max_tokens 32768 × n 128 (5.2 M tokens): before, every
+    // 16 Ki characters went to the token worker.
+    const m = new OutputMeter(relayCap(32_768 * 128), spy);
+    const piece = "supercalifragilistic".repeat(50);
+    for (let i = 0; i < 800; i++) expect(m.admit(piece)).toBe(true);
+    expect(counted).toBe(0);
+    // Past a sixth of the cap the meter counts again, in the background.
+    for (let i = 0; i < 200; i++) m.admit(piece);
+    expect(counted).toBeGreaterThan(0);
+  });
+
+  test("an honest stream that ends at max_tokens is not cut short by the uncounted share", async () => {
+    // 1000 tokens of " word" (one token each, five bytes) under the cap for max_tokens 1000.
+    const { admitted } = await feed(relayCap(1000), Array(1000).fill(" word"));
+    expect(admitted).toBe(1000);
+  });
 });

@@ -12,7 +12,9 @@
  * wait for the uncounted text and itself to be counted. Counts of separate pieces are added — an
  * upper bound, since splitting text only adds token boundaries. Each exact count leaves headroom
  * for a good part of the remaining cap in bytes, so a stream waits a few dozen times at most on its
- * way to the cap, and an output that ends well below it never waits.
+ * way to the cap, and an output that ends well below it never waits. The first sixth of the cap
+ * is not counted at all: its bytes stay its bound (UNCOUNTED_SHARE), so a stream that ends within
+ * it sends nothing to the token worker (the token tally, token-tally.ts, counts what billing needs).
  *
  * Our o200k count estimates the upstream's own tokenizer, which may count the same text a little
  * differently; the relay therefore allows a margin (a quarter of the cap plus 16 tokens) before it
@@ -23,6 +25,13 @@ import type { TokenCounter } from "./token-counter";
 
 /** Uncounted text past this many characters is counted in the background. */
 const FLUSH_CHARS = 16 * 1024;
+/**
+ * The first cap / UNCOUNTED_SHARE of the bound is taken in bytes and never counted. It costs an
+ * honest stream at most that share of the cap (bytes overstate its tokens), within the margin
+ * relayCap allows (at least a fifth of the cap), and spares the counting of streams that end far
+ * below their cap — most streams, and all of those with a large n or max_tokens.
+ */
+const UNCOUNTED_SHARE = 6;
 
 /** The most output tokens (by our count) a stream may deliver for an output budget of `maxOutput`. */
 export function relayCap(maxOutput: number): number {
@@ -56,7 +65,14 @@ export class OutputMeter {
     if (++this.chunks > 2 * this.cap + 64) return false;
     if (text === "") return true;
     const bytes = Buffer.byteLength(text, "utf8");
-    if (this.tokens + this.countingBytes + this.uncountedBytes + bytes <= this.cap) {
+    const bound = this.tokens + this.countingBytes + this.uncountedBytes + bytes;
+    if (bound <= this.cap / UNCOUNTED_SHARE) {
+      // Far below the cap: the text's bytes are its bound for good, and it is neither kept nor
+      // counted (a stream that stays here costs the token worker nothing).
+      this.tokens += bytes;
+      return true;
+    }
+    if (bound <= this.cap) {
       this.uncounted += text;
       this.uncountedBytes += bytes;
       if (this.uncounted.length >= FLUSH_CHARS && !this.counting) this.countInBackground();

@@ -25,7 +25,7 @@ import { isLetterAt } from "./tokens";
  */
 export const KEEP_CHARS = 80 * 1024;
 const FLUSH_CHARS = 16 * 1024;
-const HARD_CUT_CHARS = 256 * 1024;
+const HARD_CUT_CHARS = 32 * 1024;
 /** Cut points are remembered at most once per this many characters (a few hundred per tail). */
 const CUT_SPACING = 1024;
 

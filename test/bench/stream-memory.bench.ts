@@ -4,7 +4,8 @@
  * that read everything, and to clients that stop reading. Prints RSS before, at peak and settled.
  *   npx bun test/bench/stream-memory.bench.ts [clients=40] [word chars=1000 | "words"]
  * (STREAM_KB=<n>: the upstream's streams end after n KiB, default 64 MiB, so the cap ends them;
- * N=128 asks for 128 choices, so the cap lies far beyond: e.g. N=128 STREAM_KB=2048 for whole 2 MB streams.)
+ * N=128 asks for 128 choices, so the cap lies far beyond: e.g. N=128 STREAM_KB=2048 for whole 2 MB streams;
+ * SWITCHYARD_STREAM_GC_MIB=<n> is passed to the server.)
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
@@ -23,6 +24,7 @@ const dataDir = mkdtempSync(join(tmpdir(), "switchyard-stream-memory-"));
 const server = await spawnServer({
   SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_ADMIN_TOKEN: ADMIN, SWITCHYARD_UPSTREAM_URL: upstream.url,
   SWITCHYARD_MODELS_DIR: join(dataDir, "models"), SWITCHYARD_CONCURRENCY_LIMIT: "1000",
+  ...(process.env.SWITCHYARD_STREAM_GC_MIB ? { SWITCHYARD_STREAM_GC_MIB: process.env.SWITCHYARD_STREAM_GC_MIB } : {}),
 }, 60_000);
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.proc.pid}/status`, "utf8"))![1]) / 1024;
 const admin = async (method: string, path: string, body?: unknown) =>
