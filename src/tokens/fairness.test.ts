@@ -107,7 +107,10 @@ test("past its queue cap an account's admission counts get 429 naming the limit;
 
   // Once A's queued count is gone, A is admitted again.
   stop.abort();
-  expect(await first).toBeInstanceOf(CountAborted);
+  // Aborted while queued or counting, or (on a fast machine) already counted by now: either way
+  // it no longer holds A's share of the queue.
+  const outcome = await first;
+  expect(outcome instanceof CountAborted || typeof outcome === "number").toBe(true);
   expect(counter.queuedChars("A")).toBe(0);
   expect(await counter.count(["hello"], { account: "A", admission: true })).toBe(countTexts(["hello"]));
 });
