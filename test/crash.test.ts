@@ -4,8 +4,8 @@
  * same data directory: no hold is left open, every request that returned success is charged
  * exactly once, and no other request is charged.
  */
+import { ledgerOnDisk } from "./support/ledger-state";
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,19 +34,7 @@ async function admin(base: string, method: string, path: string, body?: unknown)
   return (await res.json()) as any;
 }
 
-/** Reads the database file directly (server stopped or running: WAL readers do not block). */
-function inspect(accountId: string) {
-  const db = new Database(join(dataDir, "switchyard.db"));
-  try {
-    const acct = db.query("SELECT balance, reserved FROM accounts WHERE id = ?").get(accountId) as { balance: number; reserved: number };
-    const charges = db.query("SELECT request_id, amount FROM ledger_entries WHERE account_id = ? AND kind = 'charge'").all(accountId) as { request_id: string; amount: number }[];
-    const sum = (db.query("SELECT SUM(amount) AS s FROM ledger_entries WHERE account_id = ?").get(accountId) as { s: number }).s;
-    const pending = (db.query("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'").get() as { n: number }).n;
-    return { ...acct, charges, sum, pending };
-  } finally {
-    db.close();
-  }
-}
+const inspect = (accountId: string) => ledgerOnDisk(dataDir, accountId);
 
 beforeAll(() => {
   fake = startFakeUpstream();

@@ -5,8 +5,8 @@
  * are not billed; the process exits 0 after one log line per step. The fake upstream holds each
  * stream before its last chunk until the test lets it go (no sleeps decide anything here).
  */
+import { ledgerOnDisk } from "./support/ledger-state";
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -56,19 +56,7 @@ async function account(base: string) {
   return { id: acct.id as string, key: (await admin(base, "POST", `/admin/accounts/${acct.id}/keys`, {})).key as string };
 }
 
-/** The ledger as the stopped server left it on disk. */
-function inspect(accountId: string) {
-  const db = new Database(join(dataDir, "switchyard.db"));
-  try {
-    const acct = db.query("SELECT balance, reserved FROM accounts WHERE id = ?").get(accountId) as { balance: number; reserved: number };
-    const charges = db.query("SELECT request_id, amount FROM ledger_entries WHERE account_id = ? AND kind = 'charge'").all(accountId) as { request_id: string; amount: number }[];
-    const sum = (db.query("SELECT SUM(amount) AS s FROM ledger_entries WHERE account_id = ?").get(accountId) as { s: number }).s;
-    const pending = (db.query("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'").get() as { n: number }).n;
-    return { ...acct, charges, sum, pending };
-  } finally {
-    db.close();
-  }
-}
+const inspect = (accountId: string) => ledgerOnDisk(dataDir, accountId);
 
 /** Waits for a log line (the server logs each step of its stop). */
 async function logLine(s: ServerProcess, msg: string) {

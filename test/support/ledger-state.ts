@@ -2,6 +2,8 @@
  * Reads an account's ledger state straight from the store, to check what a request left behind:
  * ledgerState() synchronously on SQLite; storeState() on either store.
  */
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
 import type { Harness } from "./harness";
 
 export interface LedgerState {
@@ -41,5 +43,22 @@ export async function settled(h: Harness, accountId: string, timeoutMs = 2_000):
     const s = await storeState(h, accountId);
     if ((s.pendingHolds === 0 && s.reserved === 0) || Date.now() > until) return s;
     await Bun.sleep(5);
+  }
+}
+
+/**
+ * An account's ledger as a server process left it in its data directory's database (stopped or
+ * running: WAL readers do not block): balance and reserved, its charges, Σ entries, pending holds.
+ */
+export function ledgerOnDisk(dataDir: string, accountId: string) {
+  const db = new Database(join(dataDir, "switchyard.db"));
+  try {
+    const acct = db.query("SELECT balance, reserved FROM accounts WHERE id = ?").get(accountId) as { balance: number; reserved: number };
+    const charges = db.query("SELECT request_id, amount FROM ledger_entries WHERE account_id = ? AND kind = 'charge'").all(accountId) as { request_id: string; amount: number }[];
+    const sum = (db.query("SELECT SUM(amount) AS s FROM ledger_entries WHERE account_id = ?").get(accountId) as { s: number }).s;
+    const pending = (db.query("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'").get() as { n: number }).n;
+    return { ...acct, charges, sum, pending };
+  } finally {
+    db.close();
   }
 }
