@@ -8,8 +8,9 @@
 import { accessSync, constants, existsSync, statfsSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Config } from "../config";
-import { ConfigDocument } from "../config-document";
-import { parseRoutes } from "../upstream/routes-config";
+import { createRouteRegistry, type Upstream } from "../upstream/registry";
+import { targetFor } from "../upstream/client";
+import { request1 } from "../upstream/http1";
 
 export type Check = { ok: boolean; [k: string]: unknown };
 
@@ -53,48 +54,36 @@ export function checkDirectory(path: string, mustWrite: boolean): Check {
   return report;
 }
 
-interface Target {
-  name: string;
-  baseUrl: string;
-  apiKey: string | null;
-}
-
-function upstreamTargets(config: Config): Target[] {
-  const targets: Target[] = [];
-  if (config.upstreamUrl) targets.push({ name: "default", baseUrl: config.upstreamUrl.replace(/\/+$/, ""), apiKey: config.upstreamKey });
-  if (config.routes) {
-    const table = new ConfigDocument(config.routes).load((text) => parseRoutes(text), () => new Error("SWITCHYARD_ROUTES: cannot be read"));
-    for (const u of table.upstreams.values()) targets.push({ name: u.name, baseUrl: u.baseUrl, apiKey: u.apiKey });
-  }
-  return targets;
-}
-
-async function probe(t: Target, timeoutMs: number): Promise<Check> {
-  const url = `${t.baseUrl}/models`;
+/**
+ * GET <base_url>/models as the server would send it: the route's key, forward proxy and TLS
+ * material, through the upstream client (upstream/http1.ts).
+ */
+async function probe(u: Upstream, timeoutMs: number): Promise<Check> {
+  const url = `${u.baseUrl}/models`;
+  const deadline = AbortSignal.timeout(timeoutMs);
   try {
-    const res = await fetch(url, {
-      headers: t.apiKey ? { authorization: `Bearer ${t.apiKey}` } : {},
-      signal: AbortSignal.timeout(timeoutMs),
-      redirect: "manual",
+    const res = await request1({
+      target: targetFor(u), method: "GET", path: "/models", body: "", signal: deadline, connectTimeoutMs: timeoutMs, keepAlive: false,
+      headers: { accept: "application/json", ...(u.apiKey ? { authorization: `Bearer ${u.apiKey}` } : {}) },
     });
-    await res.body?.cancel().catch(() => {});
-    const report = { name: t.name, url, reachable: true, status: res.status };
+    await res.body.cancel().catch(() => {});
+    const report = { name: u.name, url, reachable: true, status: res.status };
     if (res.status === 401 || res.status === 403) return { ...report, ok: false, error: "the upstream refused the key" };
-    return res.ok ? { ...report, ok: true } : { ...report, ok: false, error: `answered ${res.status}` };
+    return res.status >= 200 && res.status < 300 ? { ...report, ok: true } : { ...report, ok: false, error: `answered ${res.status}` };
   } catch (e) {
-    const timedOut = (e as Error).name === "TimeoutError";
-    return { name: t.name, url, ok: false, reachable: false, error: timedOut ? `no answer within ${timeoutMs} ms` : (e as Error).message.split("\n")[0]! };
+    return { name: u.name, url, ok: false, reachable: false, error: deadline.aborted ? `no answer within ${timeoutMs} ms` : (e as Error).message.split("\n")[0]! };
   }
 }
 
 /** Every configured upstream, probed side by side; an empty list when none is configured. */
 export async function checkUpstreams(config: Config, timeoutMs = UPSTREAM_PROBE_MS): Promise<Check[]> {
-  let targets: Target[];
+  let upstreams: Upstream[];
   try {
-    targets = upstreamTargets(config);
+    // The server's own view of the upstreams: SWITCHYARD_UPSTREAM_URL and SWITCHYARD_ROUTES, keys trimmed and checked.
+    upstreams = createRouteRegistry(config).upstreams();
   } catch (e) {
     return [{ ok: false, name: "routes", error: (e as Error).message }];
   }
-  return Promise.all(targets.map((t) => probe(t, timeoutMs)));
+  return Promise.all(upstreams.map((u) => probe(u, timeoutMs)));
 }
 

@@ -45,9 +45,9 @@ export class UpstreamFailure extends Error {
   }
 }
 
-/** Parsed once per upstream. */
+/** Where an upstream's requests go (its URL, proxy and TLS material), parsed once per upstream. */
 const targets = new WeakMap<Upstream, Target>();
-function targetFor(upstream: Upstream): Target {
+export function targetFor(upstream: Upstream): Target {
   let t = targets.get(upstream);
   if (t === undefined) targets.set(upstream, (t = targetOf(upstream.baseUrl, { proxy: upstream.proxy, tlsOptions: upstream.tls })));
   return t;

@@ -7,7 +7,8 @@
  * keeps its last known list; one that never answered has none, and its routes count as served.
  * Nothing from here reaches a client except model ids and the listed `owned_by`.
  */
-import { request1, targetOf, type Target } from "./http1";
+import { request1 } from "./http1";
+import { targetFor } from "./client";
 import type { ConnectionPool } from "./pool";
 import { readBoundedText } from "./timeouts";
 import type { UpstreamSpec } from "./routes-config";
@@ -63,12 +64,9 @@ export function parseModelList(text: string, upstream: Pick<UpstreamSpec, "name"
   return out;
 }
 
-const targets = new WeakMap<UpstreamSpec, Target>();
-
 /** GET <base_url>/models; throws when the upstream cannot be reached or does not answer a list. */
 export async function fetchModelList(upstream: UpstreamSpec, pool?: ConnectionPool): Promise<ListedModel[]> {
-  let target = targets.get(upstream);
-  if (target === undefined) targets.set(upstream, (target = targetOf(upstream.baseUrl, { proxy: upstream.proxy, tlsOptions: upstream.tls })));
+  const target = targetFor(upstream);
   const headers: Record<string, string> = { accept: "application/json" };
   if (upstream.apiKey) headers.authorization = `Bearer ${upstream.apiKey}`;
   const deadline = new AbortController();
