@@ -131,3 +131,9 @@ describe("stream and hold bounds", () => {
     for (const bad of ["-1", "1025", "eight", "1.5"]) expect(() => loadConfig({ SWITCHYARD_STREAM_GC_MIB: bad })).toThrow("SWITCHYARD_STREAM_GC_MIB");
   });
 });
+
+test("SWITCHYARD_TOKEN_BACKGROUND_PERCENT: half a core by default, 1 to 100, named when not", () => {
+  expect(load({}).tokenBackgroundPercent).toBe(50);
+  expect(load({ SWITCHYARD_TOKEN_BACKGROUND_PERCENT: "100" }).tokenBackgroundPercent).toBe(100);
+  for (const bad of ["0", "101", "half"]) expect(errorOf({ SWITCHYARD_TOKEN_BACKGROUND_PERCENT: bad }).message).toContain("SWITCHYARD_TOKEN_BACKGROUND_PERCENT");
+});

@@ -120,6 +120,8 @@ export interface Config {
   streamGcMib: number;
   /** Characters one account may have queued for token counting before its requests get 429. */
   tokenQueueChars: number;
+  /** The most of one CPU core that long token counts take over time (SWITCHYARD_TOKEN_BACKGROUND_PERCENT). */
+  tokenBackgroundPercent: number;
   /** Bytes of text one account's count_tokens requests may have in flight together. */
   countTokensBytes: number;
   /** Share of a local model's queue (speech, embeddings) one account may hold, in per cent. */
@@ -329,6 +331,7 @@ export function loadConfig(env: Env = process.env): Config {
     holdExpirySeconds,
     streamGcMib: int(env, "SWITCHYARD_STREAM_GC_MIB", 0, 0, 1024),
     tokenQueueChars: int(env, "SWITCHYARD_TOKEN_QUEUE_CHARS", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    tokenBackgroundPercent: int(env, "SWITCHYARD_TOKEN_BACKGROUND_PERCENT", 50, 1, 100),
     countTokensBytes: int(env, "SWITCHYARD_COUNT_TOKENS_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     engineQueueAccountPercent: int(env, "SWITCHYARD_ENGINE_QUEUE_ACCOUNT_PERCENT", 50, 1, 100),
   };

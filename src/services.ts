@@ -262,7 +262,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
     drain: new Drain(),
-    tokens: new TokenCounter((msg) => s.log.warn(msg), { maxQueuedChars: config.tokenQueueChars }),
+    tokens: new TokenCounter((msg) => s.log.warn(msg), { maxQueuedChars: config.tokenQueueChars, backgroundPercent: config.tokenBackgroundPercent }),
     countTokensBytes: new AccountBudget(config.countTokensBytes),
     imageDecoder: new DecodeQueue(config.imageDecodeConcurrency, config.imageDecodeMsPerMinute),
     mediaFetcher: parts.mediaFetcher,

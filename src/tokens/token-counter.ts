@@ -43,6 +43,8 @@ export interface CountOptions {
 export interface CounterOptions {
   /** Most characters one account may have queued for counting (SWITCHYARD_TOKEN_QUEUE_CHARS). */
   maxQueuedChars?: number;
+  /** The long lane's share of a core over time (SWITCHYARD_TOKEN_BACKGROUND_PERCENT; see duty-cycle.ts). */
+  backgroundPercent?: number;
 }
 
 /**
@@ -51,6 +53,9 @@ export interface CounterOptions {
  * there, its garbage grew the short worker's heap (test/backpressure.test.ts).
  */
 export const SHORT_PROMPT_CHARS = 64 * 1024;
+
+/** The default of SWITCHYARD_TOKEN_BACKGROUND_PERCENT. */
+export const DEFAULT_BACKGROUND_PERCENT = 50;
 
 /** The default of SWITCHYARD_TOKEN_QUEUE_CHARS. */
 export const DEFAULT_MAX_QUEUED_CHARS = 32 * 1024 * 1024;
@@ -82,7 +87,10 @@ function workerSpecs(): string[] {
 
 export class TokenCounter {
   private readonly short = new Lane(this, false);
-  /** Long counts run at a lower CPU priority than the serving thread (see token-worker.ts). */
+  /**
+   * Long counts run at a lower CPU priority than the serving thread, and at most
+   * backgroundPercent of a core once past a short burst (see token-worker.ts, duty-cycle.ts).
+   */
   private readonly long = new Lane(this, true);
   /** @internal Which of workerSpecs() to start; moves on when a worker dies before it loaded. */
   specIndex = 0;
@@ -92,12 +100,15 @@ export class TokenCounter {
 
   /** Characters queued per account. */
   private readonly queued: AccountBudget;
+  /** @internal The long lane's share of a core, in percent. */
+  readonly backgroundPercent: number;
 
   constructor(
     private readonly onWarning: (message: string) => void = () => {},
     opts: CounterOptions = {},
   ) {
     this.queued = new AccountBudget(opts.maxQueuedChars ?? DEFAULT_MAX_QUEUED_CHARS);
+    this.backgroundPercent = opts.backgroundPercent ?? DEFAULT_BACKGROUND_PERCENT;
   }
 
   /** The sum of the texts' tokens. */
@@ -223,7 +234,7 @@ class Lane {
 
   attach(worker: Worker): void {
     this.started = false;
-    if (this.background) worker.postMessage({ background: true } satisfies TokenJob);
+    if (this.background) worker.postMessage({ background: true, percent: this.counter.backgroundPercent } satisfies TokenJob);
     worker.onmessage = (e: MessageEvent<TokenReply>) => this.receive(worker, e.data);
     worker.onerror = (e) => this.crashed(worker, new Error(`token worker failed: ${e.message}`));
     worker.addEventListener("close", () => this.crashed(worker, new Error("token worker exited")));

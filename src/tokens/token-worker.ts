@@ -9,19 +9,23 @@
 import { countTexts, countTextsSteps } from "./tokens";
 import { FairQueue } from "./queue";
 import { YoungGarbage } from "../limits/young-garbage";
+import { DutyCycle } from "./duty-cycle";
 
 export type TokenJob =
   | { id: number; account: string; texts: string[]; limit: number | null }
   /** A long job sent in parts (each cut where counting it apart changes nothing): `more` until the last. */
   | { id: number; account: string; part: string; more: boolean; limit: number | null }
   | { cancel: number }
-  | { background: true };
+  /** This worker runs the long lane: lower priority, and at most `percent` of a core over time. */
+  | { background: true; percent: number };
 export type TokenReply = { ready: true } | { id: number; count: number } | { id: number; error: string };
 
 declare const self: Worker;
 
 /** The long lane's niceness: about a tenth of the CPU a busy serving thread gets, when both want it. */
 const BACKGROUND_NICE = 10;
+/** Work the long lane may do at full speed before its share applies: a 1 MB prompt of prose. */
+const BACKGROUND_BURST_MS = 250;
 /**
  * Characters counted in one turn: a few milliseconds even of text that is slow to count (random
  * base64, about 1 MB/s), so another account's job waits that long per turn of a backlog.
@@ -57,6 +61,8 @@ const queued = new Map<number, Queued>();
 /** The parts so far of jobs sent in parts. */
 const partial = new Map<number, string[]>();
 let running = false;
+/** The long lane's share of a core (see duty-cycle.ts); null in the short lane, which never rests. */
+let duty: DutyCycle | null = null;
 
 self.onmessage = (e: MessageEvent<TokenJob>) => {
   const job = e.data;
@@ -69,7 +75,10 @@ self.onmessage = (e: MessageEvent<TokenJob>) => {
     }
     return;
   }
-  if ("background" in job) return lowerPriority();
+  if ("background" in job) {
+    duty = new DutyCycle(job.percent, BACKGROUND_BURST_MS);
+    return lowerPriority();
+  }
   if ("part" in job) {
     const texts = partial.get(job.id) ?? [];
     texts.push(job.part);
@@ -120,9 +129,12 @@ async function countQueued(): Promise<void> {
   let job: Queued | undefined;
   while ((job = queue.peek())) {
     let done = true;
+    let rest = 0;
     try {
       job.steps ??= countTextsSteps(job.texts, job.limit, STEP_CHARS);
+      const started = performance.now();
       const r = job.steps.next();
+      rest = duty?.worked(performance.now() - started) ?? 0;
       if (r.done) {
         reply({ id: job.id, count: r.value });
         const chars = textLength(job.texts);
@@ -134,7 +146,9 @@ async function countQueued(): Promise<void> {
     }
     if (done) queued.delete(job.id);
     queue.turn(done);
-    if (queue.size > 0) await nextTurn();
+    // Messages (new jobs, cancellations) are taken in while resting too.
+    if (rest > 0) await Bun.sleep(rest);
+    else if (queue.size > 0) await nextTurn();
   }
   running = false;
 }
