@@ -37,6 +37,7 @@ import { GenerationRecords } from "./generations/records";
 import { ResponseStore } from "./store/responses";
 import { TokenCounter } from "./tokens/token-counter";
 import { AccountBudget } from "./limits/account-budget";
+import { RefusalPacer, type RefusalPacerOptions } from "./limits/refusal-pacer";
 import { DecodeQueue } from "./images/decode-queue";
 import { RemoteMediaFetcher, type Lookup } from "./media/fetch";
 import { decideProvider, type ProviderDecision } from "./runtime/provider";
@@ -80,6 +81,8 @@ export interface Services {
   mediaFetcher: RemoteMediaFetcher;
   /** Bytes of text each account's count_tokens requests have in flight (SWITCHYARD_COUNT_TOKENS_BYTES). */
   countTokensBytes: AccountBudget;
+  /** Holds an account's repeated refusals of large uploads for their Retry-After (see limits/refusal-pacer.ts). */
+  refusalPacer: RefusalPacer;
   log: Log;
   /** The execution provider of the local models, decided on first use (README, "Running on a GPU"). */
   onnxProvider(): ProviderDecision;
@@ -102,6 +105,8 @@ export interface ServiceOverrides {
    * exits (status 1). Tests, whose runner is the process, replace it.
    */
   stopAfterStoreFailure?: (e: StoreUnavailable) => void;
+  /** How refused large uploads are paced (tests hold them for longer than they run). */
+  refusalPacing?: RefusalPacerOptions;
 }
 
 /**
@@ -201,6 +206,7 @@ interface Configured {
   upstreamModels: ModelListRefresh;
   engines: EngineRegistry;
   mediaFetcher: RemoteMediaFetcher;
+  refusalPacer: RefusalPacer;
 }
 
 function configured(config: Config, overrides: ServiceOverrides): Configured {
@@ -237,6 +243,7 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
   };
   return { log, catalog, aliases, routes, upstreamModels, engines: overrides.engines ?? new EngineRegistry(),
     mediaFetcher: new RemoteMediaFetcher({ allow: config.remoteMediaAllow, timeoutMs: config.remoteMediaTimeoutMs, lookup: overrides.mediaLookup }),
+    refusalPacer: new RefusalPacer(overrides.refusalPacing),
   };
 }
 
@@ -264,6 +271,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     drain: new Drain(),
     tokens: new TokenCounter((msg) => s.log.warn(msg), { maxQueuedChars: config.tokenQueueChars, backgroundPercent: config.tokenBackgroundPercent }),
     countTokensBytes: new AccountBudget(config.countTokensBytes),
+    refusalPacer: parts.refusalPacer,
     imageDecoder: new DecodeQueue(config.imageDecodeConcurrency, config.imageDecodeMsPerMinute),
     mediaFetcher: parts.mediaFetcher,
     outcomes,

@@ -120,11 +120,21 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       set.status = statusOf(err);
       Object.assign(set.headers, errorHeaders(err));
       set.headers["content-type"] = "application/json";
+      const hc = { request, set, route, body };
       // Refused before its large body was read (a limit, a bad key): closing the connection stops
       // the upload, which the server would otherwise take in and drop, byte by byte.
-      if (!request.bodyUsed && Number(request.headers.get("content-length") ?? 0) > LARGE_BODY_BYTES) set.headers.connection = "close";
+      if (!request.bodyUsed && Number(request.headers.get("content-length") ?? 0) > LARGE_BODY_BYTES) {
+        set.headers.connection = "close";
+        // An account's limit refused it again within its Retry-After: answered after that wait.
+        const account = set.status === 429 ? contextOf(request)?.authenticatedAccount : undefined;
+        const holdMs = account === undefined ? 0 : s.refusalPacer.refused(account);
+        if (holdMs > 0) return heldRefusal(request.signal, holdMs, () => s.refusalPacer.release(account!)).then(() => {
+          endFailedRequest(hc, set.status as number);
+          return errorBody(err, dialectForPath(path));
+        });
+      }
       // The error body is the whole response: the request ends here (slot, metrics, log line).
-      endFailedRequest({ request, set, route, body }, set.status);
+      endFailedRequest(hc, set.status);
       return errorBody(err, dialectForPath(path));
     });
 
@@ -146,6 +156,20 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
   if (s.config.dashboard) registerDashboardRoutes(app, s, docs);
   registerMetricsRoutes(app, s, docs);
   return { app, docs };
+}
+
+/** Waits `ms`, or until the client leaves, then gives the held place back. */
+function heldRefusal(signal: AbortSignal, ms: number, release: () => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      release();
+      resolve();
+    };
+    const timer = setTimeout(done, signal.aborted ? 0 : ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }
 
 function notFoundFor(path: string, method: string, docs: RouteDocs): DomainError {

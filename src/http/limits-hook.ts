@@ -21,6 +21,8 @@ type HeaderBag = { headers: Record<string, unknown> };
 export function admitRequest(
   s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, keyId?: string, keyRpm: number | null = null,
 ): void | Promise<void> {
+  const ctx = contextOf(request);
+  if (ctx) ctx.authenticatedAccount = accountId;
   // A key with its own rate is admitted on it first: a request it refuses takes nothing of the account's.
   if (keyId !== undefined && keyRpm !== null) {
     const k = s.limits.admitKey(keyId, keyRpm);

@@ -12,6 +12,8 @@ export interface RequestContext extends EngineClock {
   /** performance.now() at arrival. */
   startedAt: number;
   accountId: string | null;
+  /** The account whose key was accepted, admitted or not: a refusal's (see limits/refusal-pacer.ts). */
+  authenticatedAccount?: string;
   /** Set once the caller was authenticated and admitted (see auth.ts). */
   caller?: Caller;
   slot: Slot | null;
