@@ -9,7 +9,9 @@
  *
  * So a large refusal that comes within `windowMs` of the same account's previous one is held
  * for the window (its Retry-After) before it is answered: a client that retries at once is then
- * paced like one that waits. A client that waits as told is never held. Holding costs an open
+ * paced like one that waits. A client that waits as told is never held for its own retries, but
+ * when an account has several large uploads refused within a second, all but the first are held:
+ * they then come back after two seconds rather than one. Holding costs an open
  * socket whose receive buffer is full, so at most `perAccount` refusals per account and `total`
  * in all are held; past either, refusals are answered at once, as before.
  */
