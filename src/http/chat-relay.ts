@@ -164,10 +164,10 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
         untaken.add(Infinity, batch.chars);
         break;
       }
-      const { chunks } = batch;
-      let frames = "";
-      for (let i = 0; i < chunks.length; i++) frames += framing.push(chunks[i]!);
-      send(frames, batch.chars);
+      send(framed(framing, batch.chunks), batch.chars);
+      // Nothing of the read is kept while the client takes it: only its bytes, queued in the
+      // writer (docs/architecture.md, "Memory per stream").
+      batch.chunks.length = 0;
       // Backpressure: the upstream is read again only once the client took most of this.
       const room = w.ready();
       if (room) await room;
@@ -216,6 +216,13 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     return;
   }
   send(ending.frames);
+}
+
+/** The frames of one read's chunks, joined. */
+function framed(framing: StreamFraming, chunks: Json[]): string {
+  let frames = "";
+  for (let i = 0; i < chunks.length; i++) frames += framing.push(chunks[i]!);
+  return frames;
 }
 
 /**
