@@ -74,8 +74,9 @@ export class ChatStream {
     readonly hold: Hold,
     budget: TokenBudget,
   ) {
-    this.meter = new OutputMeter(relayCap(budget.maxOutput), s.tokens, call.accountId);
     this.delivered = new TokenTally(s.tokens, call.accountId);
+    // The meter admits the delivered text into the tally: one count serves the cap and the bill.
+    this.meter = new OutputMeter(relayCap(budget.maxOutput), this.delivered, s.tokens, call.accountId);
     // The clock runs from the moment the upstream accepted the stream; reaching it stops the upstream.
     this.deadline = new StreamDeadline(s.config.streamMaxSeconds * 1000, () => upstream.abort());
   }
@@ -205,7 +206,6 @@ export class ChatStream {
         } else st.unfinished.add(index);
       }
       if (typeof obj.created === "number") st.created = obj.created;
-      this.delivered.add(text);
       this.deliveredChunks++;
       batch.chars += text.length;
       batch.chunks.push(rewriteChatObject(obj, st.rewrite));

@@ -81,3 +81,19 @@ test("the count can leave out the newest text (what never reached the client)", 
   expect(KEEP_CHARS).toBeGreaterThanOrEqual(untakenAtMost);
   for (const drop of [0, 1_000, 40_000, 51_300, untakenAtMost]) expect(await tally.total(drop)).toBe(countTextTokens(text.slice(0, text.length - drop)));
 });
+
+test("counted ahead (for the output cap), the count still leaves out the newest text exactly, and the bound holds", async () => {
+  const text = prose(7, 400_000);
+  const tally = new TokenTally(counter);
+  tally.countAhead();
+  let i = 0;
+  for (const p of pieces(text, 7)) {
+    tally.add(p);
+    // Near a cap the meter asks for everything up to the last exact cut to be counted now.
+    if (++i % 997 === 0) tally.countNow();
+    await tally.caughtUp();
+    if (i % 4999 === 0) expect(tally.bound()).toBeGreaterThanOrEqual(countTextTokens(text.slice(0, tally.length)));
+  }
+  expect(tally.bound()).toBeGreaterThanOrEqual(countTextTokens(text));
+  for (const drop of [0, 1, 5_000, 40_000, KEEP_CHARS - 1]) expect(await tally.total(drop)).toBe(countTextTokens(text.slice(0, text.length - drop)));
+});
