@@ -109,7 +109,7 @@ export class ChatStream {
       for (;;) {
         let read: { done: boolean; value?: Uint8Array } | null;
         try {
-          read = this.deadline.reached ? { done: true } : await timeEngine(this.call.requestId, reader.read());
+          read = this.deadline.reached ? { done: true } : await timeEngine(this.call.requestId, reader.readTransient());
         } catch {
           if (!this.deadline.reached) throw new StreamFailure("upstream connection broke");
           read = { done: true };
@@ -124,7 +124,8 @@ export class ChatStream {
         const done = read.done;
         // The read is handled in a call of its own, and the batch handed on is the only thing that
         // outlives it: nothing of this read (its bytes, decoded text, events) stays referenced
-        // while the relay waits for its client (docs/architecture.md, "Memory per stream").
+        // while the relay waits for its client, and its bytes are freed by the next read
+        // (readTransient; docs/architecture.md, "Memory per stream").
         let step: ReadStep | null = await this.take(read, parser, st);
         read = null;
         if (this.capped) {

@@ -30,12 +30,13 @@ function load(): SetSockOpt | null {
  * Caps the socket's receive buffer at `bytes` (0: leaves the system's own, autotuned); says whether
  * the cap was set.
  */
-export function capReceiveBuffer(socket: { fd?: number }, bytes: number): boolean {
-  if (bytes <= 0 || typeof socket.fd !== "number" || socket.fd < 0) return false;
+export function capReceiveBuffer(socket: object, bytes: number): boolean {
+  const fd = (socket as { fd?: unknown }).fd;
+  if (bytes <= 0 || typeof fd !== "number" || fd < 0) return false;
   if (setsockopt === undefined) setsockopt = process.platform === "linux" ? load() : null;
   if (setsockopt === null) return false;
   try {
-    return setsockopt(socket.fd, SOL_SOCKET, SO_RCVBUF, new Int32Array([bytes]), 4) === 0;
+    return setsockopt(fd, SOL_SOCKET, SO_RCVBUF, new Int32Array([bytes]), 4) === 0;
   } catch {
     return false;
   }
