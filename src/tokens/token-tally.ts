@@ -33,9 +33,11 @@ const HARD_CUT_CHARS = 32 * 1024;
 /** Cut points are remembered at most once per this many characters (a few hundred per tail). */
 const CUT_SPACING = 1024;
 
-/** A part of the text sent to be counted, kept while it is within the newest KEEP_CHARS. */
+/** A part of the text sent to be counted, and its text while it is within the newest KEEP_CHARS. */
 interface Part {
-  text: string;
+  chars: number;
+  /** null: older than the window, never needed again. */
+  text: string | null;
   /** NaN while it is being counted. */
   tokens: number;
 }
@@ -173,10 +175,11 @@ export class TokenTally {
     let sum = this.done;
     for (const part of this.kept) {
       if (at >= end) return sum;
-      if (at + part.text.length <= end) sum += part.tokens;
-      // A part starts where a token starts: its beginning up to `end` counts exactly.
-      else return sum + (await this.counter.text(part.text.slice(0, end - at), { account: this.account }));
-      at += part.text.length;
+      if (at + part.chars <= end) sum += part.tokens;
+      // A part starts where a token starts: its beginning up to `end` counts exactly. (One older
+      // than the window has no text: `end` reached past the window, and all of it is counted.)
+      else return sum + (part.text === null ? part.tokens : await this.counter.text(part.text.slice(0, end - at), { account: this.account }));
+      at += part.chars;
     }
     if (end <= at) return sum;
     return sum + (await this.counter.text(this.pieces.join("").slice(0, end - at), { account: this.account }));
@@ -214,10 +217,10 @@ export class TokenTally {
     let start = this.chars - this.tailLength - this.keptChars;
     while (this.kept.length > 0) {
       const part = this.kept[0]!;
-      if (Number.isNaN(part.tokens) || start + part.text.length > windowStart) return;
-      start += part.text.length;
+      if (Number.isNaN(part.tokens) || start + part.chars > windowStart) return;
+      start += part.chars;
       this.kept.shift();
-      this.keptChars -= part.text.length;
+      this.keptChars -= part.chars;
       this.keptTokens -= part.tokens;
       this.done += part.tokens;
     }
@@ -243,7 +246,8 @@ export class TokenTally {
     this.tailBytes -= bytes;
     this.safe = this.safe.filter((p) => p > cut).map((p) => p - cut);
     this.spaceAt = this.spaceAt >= cut ? this.spaceAt - cut : -1;
-    const part: Part = { text, tokens: NaN };
+    // A part older than the window is sent and not kept: only its count is needed.
+    const part: Part = { chars: text.length, text: this.tailLength < KEEP_CHARS ? text : null, tokens: NaN };
     this.kept.push(part);
     this.keptChars += text.length;
     this.inFlightBytes = bytes;
