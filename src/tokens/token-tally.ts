@@ -33,22 +33,92 @@ const HARD_CUT_CHARS = 32 * 1024;
 /** Cut points are remembered at most once per this many characters (a few hundred per tail). */
 const CUT_SPACING = 1024;
 
-/** A part of the text sent to be counted, and its text while it is within the newest KEEP_CHARS. */
+/** A part of the text sent to be counted. */
 interface Part {
   chars: number;
-  /** null: older than the window, never needed again. */
-  text: string | null;
+  /** Its text is still in the window (it may yet be cut by total's dropLast). */
+  kept: boolean;
   /** NaN while it is being counted. */
   tokens: number;
 }
 
+/**
+ * The text from some position to the end, in one buffer of the tally's own that grows by doubling
+ * (a buffer outgrown is freed at once) and is compacted as its start moves on: one byte per
+ * character while the text is ASCII, two (UTF-16) from the first piece that is not. Copying a
+ * piece in and reading a stretch out are one native call each, and what is read out of ASCII is
+ * a one-byte string, as the pieces were.
+ */
+class TextWindow {
+  private wide = false;
+  private bytes = Buffer.alloc(1024);
+  /** Where position `start` is in the buffer, in characters. */
+  private head = 0;
+  /** Absolute positions of the first character kept and of the end. */
+  start = 0;
+  end = 0;
+
+  /** `ascii`: the piece is all ASCII (its UTF-8 length is its length). */
+  append(text: string, ascii: boolean): void {
+    if (!ascii && !this.wide) this.widen();
+    const unit = this.wide ? 2 : 1;
+    const length = this.end - this.start;
+    const room = this.bytes.byteLength / unit;
+    if (this.head + length + text.length > room) {
+      if (length + text.length <= room / 2) this.bytes.copyWithin(0, unit * this.head, unit * (this.head + length));
+      else this.regrow(Math.max(2 * room, 2 * (length + text.length)));
+      this.head = 0;
+    }
+    this.bytes.write(text, unit * (this.head + length), unit * text.length, this.wide ? "utf16le" : "latin1");
+    this.end += text.length;
+  }
+
+  /** A buffer of `chars` characters holding what is kept, at its start; the old one freed. */
+  private regrow(chars: number, widen = false): void {
+    const unit = this.wide ? 2 : 1;
+    const length = this.end - this.start;
+    const next = Buffer.alloc((widen ? 2 : unit) * chars);
+    if (widen) for (let i = 0; i < length; i++) next[2 * i] = this.bytes[this.head + i]!;
+    else this.bytes.copy(next, 0, unit * this.head, unit * (this.head + length));
+    (this.bytes.buffer as ArrayBuffer & { transfer?(n: number): ArrayBuffer }).transfer?.(0);
+    this.bytes = next;
+    this.head = 0;
+  }
+
+  private widen(): void {
+    this.regrow(Math.max(this.bytes.byteLength, 2 * (this.end - this.start)), true);
+    this.wide = true;
+  }
+
+  /** Lets go of everything before absolute position `at`. */
+  dropBefore(at: number): void {
+    if (at <= this.start) return;
+    const to = Math.min(at, this.end);
+    this.head += to - this.start;
+    this.start = to;
+  }
+
+  /** The text from absolute position `from` to `to`. */
+  read(from: number, to: number): string {
+    if (to <= from) return "";
+    const unit = this.wide ? 2 : 1;
+    return this.bytes.toString(this.wide ? "utf16le" : "latin1", unit * (this.head + from - this.start), unit * (this.head + to - this.start));
+  }
+
+  charCodeAt(at: number): number {
+    const i = this.head + at - this.start;
+    return this.wide ? this.bytes[2 * i]! | (this.bytes[2 * i + 1]! << 8) : this.bytes[i]!;
+  }
+}
+
 export class TokenTally {
   /**
-   * The uncounted tail, as the pieces it arrived in: a part to count is joined once when it is cut
-   * off, and the rest is never copied (a string grown by += and cut by slice was copied whole at
-   * every cut: several times the text, a large share of a relay's garbage).
+   * The text kept: the kept parts' and the uncounted tail (its last `tailLength` characters), in
+   * a buffer of its own rather than as the strings it arrived in. Those stayed referenced across
+   * many reads of a relay, so young collections promoted all of a stream's text to the old
+   * generation, garbage there until a full collection (docs/architecture.md, "Memory per stream").
    */
-  private pieces: string[] = [];
+  private readonly text = new TextWindow();
   private tailLength = 0;
   /** UTF-8 bytes of the uncounted tail: its bound in tokens. */
   private tailBytes = 0;
@@ -107,11 +177,12 @@ export class TokenTally {
     }
     this.chars += text.length;
     this.allBytes += bytes;
-    this.pieces.push(text);
+    this.text.append(text, bytes === text.length);
     this.tailLength += text.length;
     this.tailBytes += bytes;
     this.letGo();
     this.countOlder();
+    this.trim();
   }
 
   /**
@@ -142,11 +213,7 @@ export class TokenTally {
 
   /** The last `n` characters added (n at most the uncounted tail's length), joined. */
   last(n: number): string {
-    let i = this.pieces.length;
-    let len = 0;
-    while (i > 0 && len < n) len += this.pieces[--i]!.length;
-    const text = i === this.pieces.length - 1 ? this.pieces[i]! : this.pieces.slice(i).join("");
-    return len > n ? text.slice(len - n) : text;
+    return this.text.read(this.chars - Math.min(n, this.tailLength), this.chars);
   }
 
   private remember(cut: number): void {
@@ -178,37 +245,33 @@ export class TokenTally {
       if (at + part.chars <= end) sum += part.tokens;
       // A part starts where a token starts: its beginning up to `end` counts exactly. (One older
       // than the window has no text: `end` reached past the window, and all of it is counted.)
-      else return sum + (part.text === null ? part.tokens : await this.counter.text(part.text.slice(0, end - at), { account: this.account }));
+      else return sum + (part.kept ? await this.counter.text(this.text.read(at, end), { account: this.account }) : part.tokens);
       at += part.chars;
     }
     if (end <= at) return sum;
-    return sum + (await this.counter.text(this.pieces.join("").slice(0, end - at), { account: this.account }));
+    return sum + (await this.counter.text(this.text.read(at, end), { account: this.account }));
   }
 
   /** The UTF-16 unit at `at` in the tail. */
   private charCodeAt(at: number): number {
-    for (const p of this.pieces) {
-      if (at < p.length) return p.charCodeAt(at);
-      at -= p.length;
-    }
-    return NaN;
+    return this.text.charCodeAt(this.chars - this.tailLength + at);
   }
 
-  /** Removes and returns the first `n` characters of the tail (joined once). */
+  /** Removes and returns the first `n` characters of the tail. */
   private takeFirst(n: number): string {
-    let whole = 0;
-    let len = 0;
-    while (whole < this.pieces.length && len + this.pieces[whole]!.length <= n) len += this.pieces[whole++]!.length;
-    const taken = this.pieces.slice(0, whole);
-    const rest = this.pieces.slice(whole);
-    if (len < n) {
-      const split = rest[0]!;
-      taken.push(split.slice(0, n - len));
-      rest[0] = split.slice(n - len);
-    }
-    this.pieces = rest;
+    const from = this.chars - this.tailLength;
     this.tailLength -= n;
-    return taken.join("");
+    return this.text.read(from, from + n);
+  }
+
+  /** The window keeps text from the first part whose text may yet be needed, else from the tail. */
+  private trim(): void {
+    let at = this.chars - this.tailLength - this.keptChars;
+    for (const part of this.kept) {
+      if (part.kept) break;
+      at += part.chars;
+    }
+    this.text.dropBefore(at);
   }
 
   /** Lets go of the text of counted parts that left the window (only their counts are needed). */
@@ -247,7 +310,7 @@ export class TokenTally {
     this.safe = this.safe.filter((p) => p > cut).map((p) => p - cut);
     this.spaceAt = this.spaceAt >= cut ? this.spaceAt - cut : -1;
     // A part older than the window is sent and not kept: only its count is needed.
-    const part: Part = { chars: text.length, text: this.tailLength < KEEP_CHARS ? text : null, tokens: NaN };
+    const part: Part = { chars: text.length, kept: this.tailLength < KEEP_CHARS, tokens: NaN };
     this.kept.push(part);
     this.keptChars += text.length;
     this.inFlightBytes = bytes;
@@ -267,6 +330,7 @@ export class TokenTally {
       this.inFlightBytes = 0;
       this.letGo();
       this.countOlder();
+      this.trim();
     });
   }
 }
