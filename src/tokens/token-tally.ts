@@ -49,9 +49,12 @@ interface Part {
  * piece in and reading a stretch out are one native call each, and what is read out of ASCII is
  * a one-byte string, as the pieces were.
  */
+const NO_BYTES = Buffer.from(new ArrayBuffer(0));
+
 class TextWindow {
   private wide = false;
-  private bytes = Buffer.alloc(1024);
+  /** Its own ArrayBuffer (never a pooled one: an outgrown buffer is freed by detaching it). */
+  private bytes = NO_BYTES;
   /** Where position `start` is in the buffer, in characters. */
   private head = 0;
   /** Absolute positions of the first character kept and of the end. */
@@ -77,10 +80,10 @@ class TextWindow {
   private regrow(chars: number, widen = false): void {
     const unit = this.wide ? 2 : 1;
     const length = this.end - this.start;
-    const next = Buffer.alloc((widen ? 2 : unit) * chars);
+    const next = Buffer.from(new ArrayBuffer((widen ? 2 : unit) * Math.max(chars, 1024)));
     if (widen) for (let i = 0; i < length; i++) next[2 * i] = this.bytes[this.head + i]!;
     else this.bytes.copy(next, 0, unit * this.head, unit * (this.head + length));
-    (this.bytes.buffer as ArrayBuffer & { transfer?(n: number): ArrayBuffer }).transfer?.(0);
+    if (this.bytes !== NO_BYTES) (this.bytes.buffer as ArrayBuffer & { transfer?(n: number): ArrayBuffer }).transfer?.(0);
     this.bytes = next;
     this.head = 0;
   }
