@@ -20,6 +20,7 @@ describe("upstream settings", () => {
     expect(c.upstreamPoolScope).toBe("account");
     expect(c.upstreamMaxIdlePerOrigin).toBe(64);
     expect(c.upstreamMaxIdle).toBe(256);
+    expect(c.upstreamReceiveBufferKib).toBe(64);
     expect(c.upstreamMaxResponseBytes).toBe(32 * 1024 * 1024);
   });
 
@@ -30,8 +31,9 @@ describe("upstream settings", () => {
       SWITCHYARD_UPSTREAM_MAX_IDLE_PER_ORIGIN: "0",
       SWITCHYARD_UPSTREAM_MAX_IDLE: "10",
       SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES: "65536",
+      SWITCHYARD_UPSTREAM_RECEIVE_BUFFER_KIB: "0",
     });
-    expect([c.upstreamKeepAlive, c.upstreamPoolScope, c.upstreamMaxIdlePerOrigin, c.upstreamMaxIdle, c.upstreamMaxResponseBytes]).toEqual([false, "shared", 0, 10, 65536]);
+    expect([c.upstreamKeepAlive, c.upstreamPoolScope, c.upstreamMaxIdlePerOrigin, c.upstreamMaxIdle, c.upstreamMaxResponseBytes, c.upstreamReceiveBufferKib]).toEqual([false, "shared", 0, 10, 65536, 0]);
   });
 
   test.each([
@@ -39,6 +41,7 @@ describe("upstream settings", () => {
     ["SWITCHYARD_UPSTREAM_POOL_SCOPE", "tenant", /must be one of account, shared/],
     ["SWITCHYARD_UPSTREAM_MAX_IDLE_PER_ORIGIN", "-1", /whole number/],
     ["SWITCHYARD_UPSTREAM_MAX_IDLE", "lots", /whole number/],
+    ["SWITCHYARD_UPSTREAM_RECEIVE_BUFFER_KIB", "64k", /whole number/],
     ["SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES", "100", /from 1024 to/],
   ])("%s=%s → ConfigError naming the variable", (name, value, rule) => {
     const err = errorOf({ [name]: value });

@@ -27,6 +27,8 @@ export interface Config {
   /** Idle keep-alive upstream connections kept per origin, and in all. */
   upstreamMaxIdlePerOrigin: number;
   upstreamMaxIdle: number;
+  /** SO_RCVBUF of upstream connections, KiB (0: the system's own). */
+  upstreamReceiveBufferKib: number;
   /** Largest non-streamed upstream reply body in bytes (502 above; reading stops there). */
   upstreamMaxResponseBytes: number;
   catalogPath: string | null;
@@ -281,6 +283,7 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamPoolScope: oneOf(env, "SWITCHYARD_UPSTREAM_POOL_SCOPE", ["account", "shared"] as const, "account"),
     upstreamMaxIdlePerOrigin: int(env, "SWITCHYARD_UPSTREAM_MAX_IDLE_PER_ORIGIN", 64, 0, 100_000),
     upstreamMaxIdle: int(env, "SWITCHYARD_UPSTREAM_MAX_IDLE", 256, 0, 1_000_000),
+    upstreamReceiveBufferKib: int(env, "SWITCHYARD_UPSTREAM_RECEIVE_BUFFER_KIB", 64, 0, 1024 * 1024),
     upstreamMaxResponseBytes: int(env, "SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     catalogPath: str(env, "SWITCHYARD_CATALOG"),
     upstreamModelsRefreshSeconds: int(env, "SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS", 60, 0, 86_400),

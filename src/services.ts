@@ -263,7 +263,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     routes,
     liveConfig: new LiveConfig(store.liveConfig, catalog, routes, { keepAlive: config.upstreamKeepAlive, proxies: config.proxies }, (msg, fields) => s.log.warn(msg, fields)),
     upstreamModels,
-    upstreamPool: createPool({ maxIdlePerOrigin: config.upstreamMaxIdlePerOrigin, maxIdle: config.upstreamMaxIdle }),
+    upstreamPool: createPool({ maxIdlePerOrigin: config.upstreamMaxIdlePerOrigin, maxIdle: config.upstreamMaxIdle, receiveBufferBytes: config.upstreamReceiveBufferKib * 1024 }),
     engines,
     metrics: new MetricsRegistry(),
     limits: store.limiter,

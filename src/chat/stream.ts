@@ -16,7 +16,7 @@ import { SseParser } from "../protocols/sse";
 import { StreamDeadline } from "./stream-deadline";
 import type { UpstreamReply } from "../upstream/client";
 import { isWellFormedChunk } from "./upstream-shape";
-import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage } from "./rewrite";
+import { readUsage, rewriteChatObject, deliveredText, type ReportedUsage, type Rewrite } from "./rewrite";
 import type { TokenBudget } from "./request";
 import { OutputMeter, relayCap } from "../tokens/output-cap";
 import { secondsSinceArrival, timeEngine } from "../metrics/engine-time";
@@ -34,6 +34,22 @@ export interface RelayBatch {
   chunks: ChatObject[];
   /** Characters of content, reasoning and tool-call text in the chunks (what the client is sent). */
   chars: number;
+}
+
+/** What a stream's reads share: the rewrite, how the upstream ended, the open choices. */
+interface ReadState {
+  lastData: number;
+  rewrite: Rewrite;
+  sawDone: boolean;
+  sawFinish: boolean;
+  /** Choices that have not finished yet, and the upstream's `created`, for the `length` chunk. */
+  unfinished: Set<number>;
+  created: number;
+}
+
+interface ReadStep {
+  batch: RelayBatch;
+  failure: StreamFailure | null;
 }
 
 export class ChatStream {
@@ -58,8 +74,9 @@ export class ChatStream {
     readonly hold: Hold,
     budget: TokenBudget,
   ) {
-    this.meter = new OutputMeter(relayCap(budget.maxOutput), s.tokens, call.accountId);
     this.delivered = new TokenTally(s.tokens, call.accountId);
+    // The meter admits the delivered text into the tally: one count serves the cap and the bill.
+    this.meter = new OutputMeter(relayCap(budget.maxOutput), this.delivered, s.tokens, call.accountId);
     // The clock runs from the moment the upstream accepted the stream; reaching it stops the upstream.
     this.deadline = new StreamDeadline(s.config.streamMaxSeconds * 1000, () => upstream.abort());
   }
@@ -80,18 +97,19 @@ export class ChatStream {
     const parser = new SseParser({ maxLineChars: this.s.config.sseMaxLineChars, maxEventChars: this.s.config.sseMaxEventChars });
     // Only data events keep a stream alive: comments and partial lines do not (README "Limits, usage and metrics").
     const idleMs = this.response.idleTimeoutMs;
-    let lastData = Date.now();
-    const rewrite = { id: completionId(this.call.requestId), model: this.call.resolved.requestedId, serviceTier: this.call.resolved.tier };
-    let sawDone = false;
-    let sawFinish = false;
-    /** Choices that have not finished yet, and the upstream's `created`, for the `length` chunk. */
-    const unfinished = new Set<number>();
-    let created = Math.floor(Date.now() / 1000);
+    const st: ReadState = {
+      lastData: Date.now(),
+      rewrite: { id: completionId(this.call.requestId), model: this.call.resolved.requestedId, serviceTier: this.call.resolved.tier },
+      sawDone: false,
+      sawFinish: false,
+      unfinished: new Set<number>(),
+      created: Math.floor(Date.now() / 1000),
+    };
     try {
       for (;;) {
-        let read: { done: boolean; value?: Uint8Array };
+        let read: { done: boolean; value?: Uint8Array } | null;
         try {
-          read = this.deadline.reached ? { done: true } : await timeEngine(this.call.requestId, reader.read());
+          read = this.deadline.reached ? { done: true } : await timeEngine(this.call.requestId, reader.readTransient());
         } catch {
           if (!this.deadline.reached) throw new StreamFailure("upstream connection broke");
           read = { done: true };
@@ -100,84 +118,41 @@ export class ChatStream {
           // What was read is dropped with the upstream: the stream ends as `length` at once.
           this.s.log.warn("stream reached its maximum duration; ended as length", { request_id: this.call.requestId, max_seconds: this.s.config.streamMaxSeconds });
           this.capped = true;
-          yield { chunks: [this.lengthChunk(unfinished, created, rewrite)], chars: 0 };
+          yield { chunks: [this.lengthChunk(st.unfinished, st.created, st.rewrite)], chars: 0 };
           return;
         }
-        const events = read.done ? parser.end() : parser.push(read.value!);
-        if (events.length > 0) lastData = Date.now();
-        const batch: ChatObject[] = [];
-        let batchChars = 0;
-        // A failure ends the stream only after the chunks that came before it in this read.
-        let failure: StreamFailure | null = null;
-        for (const ev of events) {
-          if (ev.data === "[DONE]") {
-            sawDone = true;
-            continue;
-          }
-          let obj: ChatObject;
-          try {
-            obj = JSON.parse(ev.data) as ChatObject;
-          } catch {
-            failure = new StreamFailure("upstream sent a malformed chunk");
-            break;
-          }
-          if (obj.error !== undefined || ev.event === "error") {
-            failure = new StreamFailure("upstream reported an error mid-stream");
-            break;
-          }
-          if (!isWellFormedChunk(obj)) {
-            failure = new StreamFailure("upstream sent a chunk of the wrong shape");
-            break;
-          }
-          const usage = readUsage(obj);
-          if (usage) this.usage = usage;
-          const choices = obj.choices as { index?: unknown; delta?: ChatObject; finish_reason?: unknown }[] | undefined;
-          if (!Array.isArray(choices) || choices.length === 0) continue;
-          delete obj.usage;
-          let text = "";
-          for (const c of choices) text += deliveredText(c.delta);
-          let fits = this.meter.admit(text);
-          // Only near the cap does the meter ask the token worker; the chunk waits for its answer.
-          if (fits instanceof Promise) fits = await fits;
-          if (!fits) {
-            this.capped = true;
-            break;
-          }
-          for (const c of choices) {
-            const index = typeof c.index === "number" ? c.index : 0;
-            if (c.finish_reason) {
-              sawFinish = true;
-              unfinished.delete(index);
-            } else unfinished.add(index);
-          }
-          if (typeof obj.created === "number") created = obj.created;
-          this.delivered.add(text);
-          this.deliveredChunks++;
-          batchChars += text.length;
-          batch.push(rewriteChatObject(obj, rewrite));
-        }
+        const done = read.done;
+        // The read is handled in a call of its own, and the batch handed on is the only thing that
+        // outlives it: nothing of this read (its bytes, decoded text, events) stays referenced
+        // while the relay waits for its client, and its bytes are freed by the next read
+        // (readTransient; docs/architecture.md, "Memory per stream").
+        let step: ReadStep | null = await this.take(read, parser, st);
+        read = null;
         if (this.capped) {
           // Nothing more is read: the upstream is stopped and every open choice ends as `length`.
           this.upstream.abort();
-          batch.push(this.lengthChunk(unfinished, created, rewrite));
-          if (!this.firstRelayed && batchChars > 0) this.recordFirstToken();
-          yield { chunks: batch, chars: batchChars };
+          step.batch.chunks.push(this.lengthChunk(st.unfinished, st.created, st.rewrite));
+          if (!this.firstRelayed && step.batch.chars > 0) this.recordFirstToken();
+          yield step.batch;
           return;
         }
+        let failure = step.failure;
         if (!failure && parser.error) failure = new StreamFailure(`upstream sent ${parser.error.message}`);
-        if (!failure && !read.done && Date.now() - lastData >= idleMs) failure = new StreamFailure(`upstream sent no data event for ${idleMs} ms`);
-        if (failure && (parser.error || !read.done)) this.s.log.warn("upstream stream failed", { request_id: this.call.requestId, reason: failure.message });
-        if (batch.length > 0) {
-          if (!this.firstRelayed && batchChars > 0) this.recordFirstToken();
-          yield { chunks: batch, chars: batchChars };
+        if (!failure && !done && Date.now() - st.lastData >= idleMs) failure = new StreamFailure(`upstream sent no data event for ${idleMs} ms`);
+        if (failure && (parser.error || !done)) this.s.log.warn("upstream stream failed", { request_id: this.call.requestId, reason: failure.message });
+        const batch = step.batch;
+        step = null;
+        if (batch.chunks.length > 0) {
+          if (!this.firstRelayed && batch.chars > 0) this.recordFirstToken();
+          yield batch;
         }
         // A long output is counted as it goes; its count sets the pace (see token-tally.ts).
         const counting = this.delivered.caughtUp();
         if (counting) await counting;
         if (failure) throw failure;
-        if (read.done) break;
+        if (done) break;
       }
-      if (!sawDone && !sawFinish && !this.usage) throw new StreamFailure("upstream stream ended early");
+      if (!st.sawDone && !st.sawFinish && !this.usage) throw new StreamFailure("upstream stream ended early");
     } catch (err) {
       // Nothing more is read: the upstream is let go of at once (a broken bound leaves it sending).
       this.upstream.abort();
@@ -187,6 +162,58 @@ export class ChatStream {
     }
   }
 
+  /**
+   * The rewritten chunks with content of one upstream read (parsed, checked, admitted under the
+   * output cap and tallied), and the failure that ended them, if any. Sets `capped` when the cap
+   * stopped them.
+   */
+  private async take(read: { done: boolean; value?: Uint8Array }, parser: SseParser, st: ReadState): Promise<ReadStep> {
+    const events = read.done ? parser.end() : parser.push(read.value!);
+    if (events.length > 0) st.lastData = Date.now();
+    const batch: RelayBatch = { chunks: [], chars: 0 };
+    // A failure ends the stream only after the chunks that came before it in this read.
+    for (const ev of events) {
+      if (ev.data === "[DONE]") {
+        st.sawDone = true;
+        continue;
+      }
+      let obj: ChatObject;
+      try {
+        obj = JSON.parse(ev.data) as ChatObject;
+      } catch {
+        return { batch, failure: new StreamFailure("upstream sent a malformed chunk") };
+      }
+      if (obj.error !== undefined || ev.event === "error") return { batch, failure: new StreamFailure("upstream reported an error mid-stream") };
+      if (!isWellFormedChunk(obj)) return { batch, failure: new StreamFailure("upstream sent a chunk of the wrong shape") };
+      const usage = readUsage(obj);
+      if (usage) this.usage = usage;
+      const choices = obj.choices as { index?: unknown; delta?: ChatObject; finish_reason?: unknown }[] | undefined;
+      if (!Array.isArray(choices) || choices.length === 0) continue;
+      delete obj.usage;
+      let text = "";
+      for (const c of choices) text += deliveredText(c.delta);
+      let fits = this.meter.admit(text);
+      // Only near the cap does the meter ask the token worker; the chunk waits for its answer.
+      if (fits instanceof Promise) fits = await fits;
+      if (!fits) {
+        this.capped = true;
+        break;
+      }
+      for (const c of choices) {
+        const index = typeof c.index === "number" ? c.index : 0;
+        if (c.finish_reason) {
+          st.sawFinish = true;
+          st.unfinished.delete(index);
+        } else st.unfinished.add(index);
+      }
+      if (typeof obj.created === "number") st.created = obj.created;
+      this.deliveredChunks++;
+      batch.chars += text.length;
+      batch.chunks.push(rewriteChatObject(obj, st.rewrite));
+    }
+    return { batch, failure: null };
+  }
+
   private recordFirstToken(): void {
     this.firstRelayed = true;
     const seconds = secondsSinceArrival(this.call.requestId);
@@ -194,7 +221,7 @@ export class ChatStream {
   }
 
   /** The chunk that ends every open choice as `length` (the output cap, or the stream's deadline). */
-  private lengthChunk(unfinished: Set<number>, created: number, rewrite: Parameters<typeof rewriteChatObject>[1]): ChatObject {
+  private lengthChunk(unfinished: Set<number>, created: number, rewrite: Rewrite): ChatObject {
     const ending = [...(unfinished.size > 0 ? unfinished : [0])].map((index) => ({ index, delta: {}, finish_reason: "length" }));
     return rewriteChatObject({ id: "", object: "chat.completion.chunk", created, model: "", choices: ending }, rewrite);
   }

@@ -24,6 +24,7 @@ import { requestMetrics } from "../metrics/request-metrics";
 import { producerStream, type StreamWriter } from "./streaming";
 import { streamCutByStop } from "../limits/drain";
 import { YoungGarbage } from "../limits/young-garbage";
+import { fullGC } from "bun:jsc";
 
 export const STREAM_HEARTBEAT_MS = 15_000;
 
@@ -37,13 +38,14 @@ export const RELAY_EDEN_BYTES = 1024 * 1024;
 const relayGarbage = new YoungGarbage(RELAY_EDEN_BYTES);
 /**
  * With SWITCHYARD_STREAM_GC_MIB set, a full collection every so many MiB relayed: what the young
- * collections promoted (reads in flight while a stream waits for its client) is freed too. It
- * halves the peak memory of many long streams but stops the event loop 30–60 ms each time, so it
- * is off unless asked for (docs/architecture.md, "Memory per stream").
+ * collections promoted (text and bytes that waited for a client) is freed too. It lowers the peak
+ * memory of many long streams but stops the event loop 10–30 ms each time, so it is off unless
+ * asked for (docs/architecture.md, "Memory per stream"). JavaScriptCore's own full collection,
+ * not Bun.gc(true), which also sweeps and trims the allocators: about a third of the pause.
  */
 let relayFullGc: { mib: number; pacer: YoungGarbage | null } = { mib: 0, pacer: null };
 function fullGcPacer(mib: number): YoungGarbage | null {
-  if (relayFullGc.mib !== mib) relayFullGc = { mib, pacer: mib > 0 ? new YoungGarbage(mib * 1024 * 1024, () => Bun.gc(true)) : null };
+  if (relayFullGc.mib !== mib) relayFullGc = { mib, pacer: mib > 0 ? new YoungGarbage(mib * 1024 * 1024, fullGC) : null };
   return relayFullGc.pacer;
 }
 
@@ -164,10 +166,10 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
         untaken.add(Infinity, batch.chars);
         break;
       }
-      const { chunks } = batch;
-      let frames = "";
-      for (let i = 0; i < chunks.length; i++) frames += framing.push(chunks[i]!);
-      send(frames, batch.chars);
+      send(framed(framing, batch.chunks), batch.chars);
+      // Nothing of the read is kept while the client takes it: only its bytes, queued in the
+      // writer (docs/architecture.md, "Memory per stream").
+      batch.chunks.length = 0;
       // Backpressure: the upstream is read again only once the client took most of this.
       const room = w.ready();
       if (room) await room;
@@ -216,6 +218,13 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     return;
   }
   send(ending.frames);
+}
+
+/** The frames of one read's chunks, joined. */
+function framed(framing: StreamFraming, chunks: Json[]): string {
+  let frames = "";
+  for (let i = 0; i < chunks.length; i++) frames += framing.push(chunks[i]!);
+  return frames;
 }
 
 /**

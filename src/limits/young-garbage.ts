@@ -12,7 +12,7 @@
  * generation, which only a full collection frees. An eden collection looks only at what was
  * allocated since the last one: 0.1–1 ms here. `collect` may be a full collection instead, for
  * garbage that lives long enough to be promoted (the counting worker's parts, counted over many
- * turns): ~10 ms in the counting worker, too slow for the serving thread (30–60 ms there, with
+ * turns): ~10 ms in the counting worker, too slow for the serving thread (10–30 ms there, with
  * the event loop stopped).
  */
 import { edenGC } from "bun:jsc";

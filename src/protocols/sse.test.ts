@@ -110,3 +110,27 @@ describe("SseParser", () => {
     });
   });
 });
+
+describe("what a parser keeps between reads", () => {
+  test("the unfinished line is kept on its own, not as a slice holding the whole read's text", () => {
+    // Each parser is fed one 1 MiB read whose last line is unfinished: a slice of the decoded
+    // read kept all of it alive (a slice shares its string's characters) while the relay waited
+    // for its client; 40 such streams held 40 MiB.
+    const { heapStats } = require("bun:jsc") as typeof import("bun:jsc");
+    const event = `data: ${JSON.stringify({ choices: [{ delta: { content: "x".repeat(1000) } }] })}\n\n`;
+    const read = new TextEncoder().encode(event.repeat(Math.ceil((1 << 20) / event.length)) + 'data: {"choices":[{"delta":{"content":"unfinish');
+    Bun.gc(true);
+    const before = heapStats().extraMemorySize;
+    const parsers: SseParser[] = [];
+    for (let i = 0; i < 40; i++) {
+      const p = new SseParser();
+      expect(p.push(read).length).toBeGreaterThan(900);
+      parsers.push(p);
+    }
+    Bun.gc(true);
+    const kept = heapStats().extraMemorySize - before;
+    expect(kept).toBeLessThan(4 << 20);
+    // The kept line still completes.
+    expect(parsers[0]!.push(new TextEncoder().encode('ed"}}]}\n\n'))).toEqual([{ event: null, data: '{"choices":[{"delta":{"content":"unfinished"}}]}' }]);
+  });
+});

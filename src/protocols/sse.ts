@@ -62,7 +62,20 @@ export class SseParser {
    */
   push(chunk: Uint8Array | string): SseEvent[] {
     if (this.error) return [];
-    const text = typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true });
+    if (typeof chunk === "string") return this.pushText(chunk);
+    // The bytes after the last line end are decoded apart: the unfinished line kept for the next
+    // read is then a string of its own, not a slice that would keep this read's whole text alive
+    // (a slice shares its string's characters) while the relay waits for its client.
+    const nl = chunk.lastIndexOf(LF);
+    if (nl < 0 || nl === chunk.byteLength - 1) return this.pushText(this.decoder.decode(chunk, { stream: true }));
+    const events = this.pushText(this.decoder.decode(chunk.subarray(0, nl + 1), { stream: true }));
+    if (this.error) return events;
+    // No line end in it: it is only searched and kept.
+    this.pushText(this.decoder.decode(chunk.subarray(nl + 1), { stream: true }));
+    return events;
+  }
+
+  private pushText(text: string): SseEvent[] {
     const events: SseEvent[] = [];
     let start = 0;
     if (this.pendingChars > 0 || this.pending.length > 0) {

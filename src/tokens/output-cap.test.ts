@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { OutputMeter, relayCap } from "./output-cap";
 import { countTextTokens } from "./tokens";
 import { TokenCounter } from "./token-counter";
+import { TokenTally } from "./token-tally";
 
 const counter = new TokenCounter();
 afterAll(() => counter.close());
@@ -18,7 +19,7 @@ describe("relayCap", () => {
 describe("OutputMeter", () => {
   /** Feeds pieces until one is refused; returns how many were admitted, and how many needed a count. */
   async function feed(cap: number, pieces: string[]) {
-    const m = new OutputMeter(cap, counter);
+    const m = new OutputMeter(cap, new TokenTally(counter), counter);
     let delivered = "";
     let counts = 0;
     for (const [i, p] of pieces.entries()) {
@@ -45,7 +46,7 @@ describe("OutputMeter", () => {
   });
 
   test("empty deltas pass, but not forever: chunks are capped too", () => {
-    const m = new OutputMeter(16, counter);
+    const m = new OutputMeter(16, new TokenTally(counter), counter);
     let n = 0;
     while (m.admit("") === true && n < 10_000) n++;
     expect(n).toBe(2 * 16 + 64);
@@ -58,18 +59,49 @@ describe("OutputMeter", () => {
     expect(counts).toBeLessThan(60);
   });
 
-  test("a stream far below its cap is neither kept nor counted: nothing goes to the token worker", async () => {
-    let counted = 0;
-    const spy = { text: (t: string) => ((counted += t.length), counter.text(t)), count: (ts: string[]) => ((counted += ts.join("").length), counter.count(ts)) } as unknown as TokenCounter;
-    // 800 KB of long words under the cap of max_tokens 32768 × n 128 (5.2 M tokens): before, every
-    // 16 Ki characters went to the token worker.
-    const m = new OutputMeter(relayCap(32_768 * 128), spy);
+  /** A counter that notes how many characters it was asked to count. */
+  function spied() {
+    const seen = { chars: 0 };
+    const spy = {
+      text: (t: string, o?: object) => ((seen.chars += t.length), counter.text(t, o)),
+      count: (ts: string[], o?: object) => ((seen.chars += ts.join("").length), counter.count(ts, o)),
+    } as unknown as TokenCounter;
+    return { spy, seen };
+  }
+
+  test("a stream far below its cap is counted once, by its tally: the meter counts nothing of its own", async () => {
+    const { spy, seen } = spied();
+    // 1 MB of long words under the cap of max_tokens 32768 × n 128 (5.2 M tokens): before, the
+    // meter counted what passed a sixth of the cap a second time, apart from the tally.
+    const tally = new TokenTally(spy);
+    const m = new OutputMeter(relayCap(32_768 * 128), tally, spy);
     const piece = "supercalifragilistic".repeat(50);
-    for (let i = 0; i < 800; i++) expect(m.admit(piece)).toBe(true);
-    expect(counted).toBe(0);
-    // Past a sixth of the cap the meter counts again, in the background.
-    for (let i = 0; i < 200; i++) m.admit(piece);
-    expect(counted).toBeGreaterThan(0);
+    for (let i = 0; i < 1000; i++) {
+      expect(m.admit(piece)).toBe(true);
+      await tally.caughtUp();
+    }
+    expect(tally.length).toBe(1000 * piece.length);
+    const tokens = await tally.total();
+    expect(tokens).toBeGreaterThan(0);
+    expect(seen.chars).toBe(tally.length);
+  });
+
+  test("on the way to the cap each character is counted about once, not once for the cap and once for the bill", async () => {
+    const { spy, seen } = spied();
+    const tally = new TokenTally(spy);
+    const m = new OutputMeter(relayCap(8192), tally, spy);
+    let admitted = 0;
+    for (let i = 0; i < 20_000; i++) {
+      let fits = m.admit(" word");
+      if (fits instanceof Promise) fits = await fits;
+      if (!fits) break;
+      admitted++;
+      await tally.caughtUp();
+    }
+    expect(admitted).toBeGreaterThan(8192);
+    expect(await tally.total()).toBeLessThanOrEqual(relayCap(8192));
+    // The exact counts near the cap count the little not yet counted again, and the chunk.
+    expect(seen.chars).toBeLessThan(tally.length * 1.25);
   });
 
   test("an honest stream that ends at max_tokens is not cut short by the uncounted share", async () => {

@@ -212,7 +212,10 @@ class Lane {
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       const done = () => signal?.removeEventListener("abort", onAbort);
-      this.pending.set(id, { account, texts, limit, resolve: (n) => (done(), resolve(n)), reject: (e) => (done(), reject(e)) });
+      // The texts are kept only to be counted again elsewhere should the worker never start: once
+      // it has, a long job's text is not held here for as long as it takes to count (see
+      // docs/architecture.md, "Memory per stream").
+      this.pending.set(id, { account, texts: this.started ? [] : texts, limit, resolve: (n) => (done(), resolve(n)), reject: (e) => (done(), reject(e)) });
       if (textLength(texts) <= PART_CHARS * 2) worker.postMessage({ id, account, texts, limit } satisfies TokenJob);
       else void this.sendInParts(worker, id, account, texts, limit);
     });

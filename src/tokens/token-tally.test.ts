@@ -81,3 +81,41 @@ test("the count can leave out the newest text (what never reached the client)", 
   expect(KEEP_CHARS).toBeGreaterThanOrEqual(untakenAtMost);
   for (const drop of [0, 1_000, 40_000, 51_300, untakenAtMost]) expect(await tally.total(drop)).toBe(countTextTokens(text.slice(0, text.length - drop)));
 });
+
+test("counted ahead (for the output cap), the count still leaves out the newest text exactly, and the bound holds", async () => {
+  const text = prose(7, 400_000);
+  const tally = new TokenTally(counter);
+  tally.countAhead();
+  let i = 0;
+  for (const p of pieces(text, 7)) {
+    tally.add(p);
+    // Near a cap the meter asks for everything up to the last exact cut to be counted now.
+    if (++i % 997 === 0) tally.countNow();
+    await tally.caughtUp();
+    if (i % 4999 === 0) expect(tally.bound()).toBeGreaterThanOrEqual(countTextTokens(text.slice(0, tally.length)));
+  }
+  expect(tally.bound()).toBeGreaterThanOrEqual(countTextTokens(text));
+  for (const drop of [0, 1, 5_000, 40_000, KEEP_CHARS - 1]) expect(await tally.total(drop)).toBe(countTextTokens(text.slice(0, text.length - drop)));
+});
+
+test("the kept text is one buffer per tally, not the strings it was given", async () => {
+  // Each piece handed over used to stay referenced for as long as it was in the window: across
+  // many reads of a relay, so young collections promoted all of a stream's text to the old
+  // generation. Now the window is copied into one buffer and no piece is kept.
+  const { heapStats } = require("bun:jsc") as typeof import("bun:jsc");
+  const strings = () => {
+    Bun.gc(true);
+    return (heapStats().objectTypeCounts as Record<string, number>).string ?? 0;
+  };
+  const before = strings();
+  const tallies: TokenTally[] = [];
+  for (let t = 0; t < 20; t++) {
+    const tally = new TokenTally(counter);
+    // 2000 pieces of 40 characters, ASCII then not: 80 Ki characters, all within the window.
+    for (let i = 0; i < 2000; i++) tally.add(`${i === 1000 ? "naïve" : "piece"} ${t}-${i} `.padEnd(40, "x"));
+    await tally.caughtUp();
+    tallies.push(tally);
+  }
+  expect(strings() - before).toBeLessThan(2000);
+  expect(await tallies[3]!.total()).toBe(countTextTokens(Array.from({ length: 2000 }, (_, i) => `${i === 1000 ? "naïve" : "piece"} 3-${i} `.padEnd(40, "x")).join("")));
+});

@@ -1,15 +1,19 @@
 /**
  * The tokens of a text that arrives in pieces (a relayed stream's output), counted as it grows
  * instead of kept whole: a stream's output may be megabytes, and keeping it for one count at the
- * end held all of it in memory for every open stream.
+ * end held all of it in memory for every open stream. It is the one count of a stream's output:
+ * the output cap (output-cap.ts) reads its bound and asks it to count ahead, and billing asks it
+ * for the total.
  *
  * Most outputs stay short and are never counted unless asked (the upstream reports usage). Past
- * KEEP_CHARS + FLUSH_CHARS, the older text is counted in the worker, one part at a time (the
- * producer can wait for it: caughtUp), cut where the tokenizer starts a new token anyway — a
- * space before a letter: o200k's pre-tokenizer always begins a piece " word" there — so the sum
- * is exactly the count of the whole text; text without such a point (a run of one letter, CJK)
- * is cut after HARD_CUT_CHARS, a few tokens off at most. The newest KEEP_CHARS stay uncounted,
- * so the count can leave out a last stretch that never reached the client (total(dropLast)).
+ * KEEP_CHARS + FLUSH_CHARS, or sooner once asked to count ahead (countAhead), the text is counted
+ * in the worker, one part at a time (the producer can wait for it: caughtUp), cut where the
+ * tokenizer starts a new token anyway — a space before a letter: o200k's pre-tokenizer always
+ * begins a piece " word" there — so the sum is exactly the count of the whole text; text without
+ * such a point (a run of one letter, CJK) is cut after HARD_CUT_CHARS, a few tokens off at most.
+ * The text of the newest KEEP_CHARS is kept (counted or not), so the count can leave out a last
+ * stretch that never reached the client (total(dropLast)): a part cut off there is counted again
+ * up to that point, and each part older than the window is let go with only its count kept.
  */
 import type { TokenCounter } from "./token-counter";
 import { isLetterAt } from "./tokens";
@@ -29,21 +33,115 @@ const HARD_CUT_CHARS = 32 * 1024;
 /** Cut points are remembered at most once per this many characters (a few hundred per tail). */
 const CUT_SPACING = 1024;
 
+/** A part of the text sent to be counted. */
+interface Part {
+  chars: number;
+  /** Its text is still in the window (it may yet be cut by total's dropLast). */
+  kept: boolean;
+  /** NaN while it is being counted. */
+  tokens: number;
+}
+
+/**
+ * The text from some position to the end, in one buffer of the tally's own that grows by doubling
+ * (a buffer outgrown is freed at once) and is compacted as its start moves on: one byte per
+ * character while the text is ASCII, two (UTF-16) from the first piece that is not. Copying a
+ * piece in and reading a stretch out are one native call each, and what is read out of ASCII is
+ * a one-byte string, as the pieces were.
+ */
+const NO_BYTES = Buffer.from(new ArrayBuffer(0));
+
+class TextWindow {
+  private wide = false;
+  /** Its own ArrayBuffer (never a pooled one: an outgrown buffer is freed by detaching it). */
+  private bytes = NO_BYTES;
+  /** Where position `start` is in the buffer, in characters. */
+  private head = 0;
+  /** Absolute positions of the first character kept and of the end. */
+  start = 0;
+  end = 0;
+
+  /** `ascii`: the piece is all ASCII (its UTF-8 length is its length). */
+  append(text: string, ascii: boolean): void {
+    if (!ascii && !this.wide) this.widen();
+    const unit = this.wide ? 2 : 1;
+    const length = this.end - this.start;
+    const room = this.bytes.byteLength / unit;
+    if (this.head + length + text.length > room) {
+      if (length + text.length <= room / 2) this.bytes.copyWithin(0, unit * this.head, unit * (this.head + length));
+      else this.regrow(Math.max(2 * room, 2 * (length + text.length)));
+      this.head = 0;
+    }
+    this.bytes.write(text, unit * (this.head + length), unit * text.length, this.wide ? "utf16le" : "latin1");
+    this.end += text.length;
+  }
+
+  /** A buffer of `chars` characters holding what is kept, at its start; the old one freed. */
+  private regrow(chars: number, widen = false): void {
+    const unit = this.wide ? 2 : 1;
+    const length = this.end - this.start;
+    const next = Buffer.from(new ArrayBuffer((widen ? 2 : unit) * Math.max(chars, 1024)));
+    if (widen) for (let i = 0; i < length; i++) next[2 * i] = this.bytes[this.head + i]!;
+    else this.bytes.copy(next, 0, unit * this.head, unit * (this.head + length));
+    if (this.bytes !== NO_BYTES) (this.bytes.buffer as ArrayBuffer & { transfer?(n: number): ArrayBuffer }).transfer?.(0);
+    this.bytes = next;
+    this.head = 0;
+  }
+
+  private widen(): void {
+    this.regrow(Math.max(this.bytes.byteLength, 2 * (this.end - this.start)), true);
+    this.wide = true;
+  }
+
+  /** Lets go of everything before absolute position `at`. */
+  dropBefore(at: number): void {
+    if (at <= this.start) return;
+    const to = Math.min(at, this.end);
+    this.head += to - this.start;
+    this.start = to;
+  }
+
+  /** The text from absolute position `from` to `to`. */
+  read(from: number, to: number): string {
+    if (to <= from) return "";
+    const unit = this.wide ? 2 : 1;
+    return this.bytes.toString(this.wide ? "utf16le" : "latin1", unit * (this.head + from - this.start), unit * (this.head + to - this.start));
+  }
+
+  charCodeAt(at: number): number {
+    const i = this.head + at - this.start;
+    return this.wide ? this.bytes[2 * i]! | (this.bytes[2 * i + 1]! << 8) : this.bytes[i]!;
+  }
+}
+
 export class TokenTally {
   /**
-   * The uncounted tail, as the pieces it arrived in: a part to count is joined once when it is cut
-   * off, and the rest is never copied (a string grown by += and cut by slice was copied whole at
-   * every cut: several times the text, a large share of a relay's garbage).
+   * The text kept: the kept parts' and the uncounted tail (its last `tailLength` characters), in
+   * a buffer of its own rather than as the strings it arrived in. Those stayed referenced across
+   * many reads of a relay, so young collections promoted all of a stream's text to the old
+   * generation, garbage there until a full collection (docs/architecture.md, "Memory per stream").
    */
-  private pieces: string[] = [];
+  private readonly text = new TextWindow();
   private tailLength = 0;
+  /** UTF-8 bytes of the uncounted tail: its bound in tokens. */
+  private tailBytes = 0;
   private chars = 0;
+  private allBytes = 0;
   /** Exact cut points in the tail (space before a letter), oldest first, CUT_SPACING apart. */
   private safe: number[] = [];
   /** A space ending the tail: an exact cut if the next piece starts with a letter. */
   private spaceAt = -1;
+  /** Tokens of the parts let go (older than the window). */
   private done = 0;
+  /** Counted parts whose text is still kept, oldest first, and their characters and tokens (those counted). */
+  private kept: Part[] = [];
+  private keptChars = 0;
+  private keptTokens = 0;
   private inFlight: Promise<void> | null = null;
+  /** UTF-8 bytes of the part being counted: its bound until its count arrives. */
+  private inFlightBytes = 0;
+  /** Asked to count ahead: parts are counted as soon as they are long enough, not once they leave the window. */
+  private ahead = false;
   private failure: unknown = null;
 
   constructor(
@@ -57,7 +155,21 @@ export class TokenTally {
     return this.chars;
   }
 
-  add(text: string): void {
+  /** UTF-8 bytes added so far. */
+  get bytes(): number {
+    return this.allBytes;
+  }
+
+  /**
+   * An upper bound of the tokens of everything added: the parts counted, plus the bytes of the
+   * rest (a byte-level BPE token covers at least one byte).
+   */
+  bound(): number {
+    return this.done + this.keptTokens + this.inFlightBytes + this.tailBytes;
+  }
+
+  /** `bytes`: its UTF-8 length, when the caller knows it. */
+  add(text: string, bytes = Buffer.byteLength(text, "utf8")): void {
     if (!text) return;
     const base = this.tailLength;
     if (this.spaceAt > 0 && isLetterAt(text, 0)) this.remember(this.spaceAt);
@@ -67,9 +179,44 @@ export class TokenTally {
       else if (base + j > 0 && isLetterAt(text, j + 1)) this.remember(base + j);
     }
     this.chars += text.length;
-    this.pieces.push(text);
+    this.allBytes += bytes;
+    this.text.append(text, bytes === text.length);
     this.tailLength += text.length;
+    this.tailBytes += bytes;
+    this.letGo();
     this.countOlder();
+    this.trim();
+  }
+
+  /**
+   * Counts the tail now, up to its last exact cut (none: nothing is sent), so that the bound is
+   * close: for a caller about to wait for caughtUp() near the cap.
+   */
+  countNow(): void {
+    this.ahead = true;
+    this.countOlder(true);
+  }
+
+  /** From now on the text is counted as it comes (in parts of FLUSH_CHARS or so), not only once it leaves the window. */
+  countAhead(): void {
+    if (this.ahead) return;
+    this.ahead = true;
+    this.countOlder();
+  }
+
+  /**
+   * The tokens counted so far (an upper bound of the text they cover) and the characters not yet
+   * counted (the newest), which start where a new token starts: with their count added, a bound of
+   * the whole.
+   * Meant for a caller that waited for caughtUp(): a part in flight is in neither.
+   */
+  uncounted(): { counted: number; chars: number } {
+    return { counted: this.done + this.keptTokens, chars: this.tailLength };
+  }
+
+  /** The last `n` characters added (n at most the uncounted tail's length), joined. */
+  last(n: number): string {
+    return this.text.read(this.chars - Math.min(n, this.tailLength), this.chars);
   }
 
   private remember(cut: number): void {
@@ -92,63 +239,101 @@ export class TokenTally {
    */
   async total(dropLast = 0): Promise<number> {
     while (this.inFlight) await this.inFlight;
-    const end = Math.max(0, this.tailLength - dropLast);
-    const rest = end > 0 ? await this.counter.text(this.pieces.join("").slice(0, end), { account: this.account }) : 0;
     if (this.failure) throw this.failure;
-    return this.done + rest;
+    const end = this.chars - Math.max(0, dropLast);
+    let at = this.chars - this.tailLength - this.keptChars;
+    let sum = this.done;
+    for (const part of this.kept) {
+      if (at >= end) return sum;
+      if (at + part.chars <= end) sum += part.tokens;
+      // A part starts where a token starts: its beginning up to `end` counts exactly. (One older
+      // than the window has no text: `end` reached past the window, and all of it is counted.)
+      else return sum + (part.kept ? await this.counter.text(this.text.read(at, end), { account: this.account }) : part.tokens);
+      at += part.chars;
+    }
+    if (end <= at) return sum;
+    return sum + (await this.counter.text(this.text.read(at, end), { account: this.account }));
   }
 
   /** The UTF-16 unit at `at` in the tail. */
   private charCodeAt(at: number): number {
-    for (const p of this.pieces) {
-      if (at < p.length) return p.charCodeAt(at);
-      at -= p.length;
-    }
-    return NaN;
+    return this.text.charCodeAt(this.chars - this.tailLength + at);
   }
 
-  /** Removes and returns the first `n` characters of the tail (joined once). */
+  /** Removes and returns the first `n` characters of the tail. */
   private takeFirst(n: number): string {
-    let whole = 0;
-    let len = 0;
-    while (whole < this.pieces.length && len + this.pieces[whole]!.length <= n) len += this.pieces[whole++]!.length;
-    const taken = this.pieces.slice(0, whole);
-    const rest = this.pieces.slice(whole);
-    if (len < n) {
-      const split = rest[0]!;
-      taken.push(split.slice(0, n - len));
-      rest[0] = split.slice(n - len);
-    }
-    this.pieces = rest;
+    const from = this.chars - this.tailLength;
     this.tailLength -= n;
-    return taken.join("");
+    return this.text.read(from, from + n);
   }
 
-  /** Counts the part of the tail older than KEEP_CHARS, once it is long, one part at a time. */
-  private countOlder(): void {
-    if (this.inFlight || this.tailLength < KEEP_CHARS + FLUSH_CHARS) return;
-    const limit = this.tailLength - KEEP_CHARS;
+  /** The window keeps text from the first part whose text may yet be needed, else from the tail. */
+  private trim(): void {
+    let at = this.chars - this.tailLength - this.keptChars;
+    for (const part of this.kept) {
+      if (part.kept) break;
+      at += part.chars;
+    }
+    this.text.dropBefore(at);
+  }
+
+  /** Lets go of the text of counted parts that left the window (only their counts are needed). */
+  private letGo(): void {
+    const windowStart = this.chars - KEEP_CHARS;
+    let start = this.chars - this.tailLength - this.keptChars;
+    while (this.kept.length > 0) {
+      const part = this.kept[0]!;
+      if (Number.isNaN(part.tokens) || start + part.chars > windowStart) return;
+      start += part.chars;
+      this.kept.shift();
+      this.keptChars -= part.chars;
+      this.keptTokens -= part.tokens;
+      this.done += part.tokens;
+    }
+  }
+
+  /**
+   * Counts the next part of the tail, one part at a time: once it is long, the part older than
+   * KEEP_CHARS; counting ahead, all of it from FLUSH_CHARS on.
+   */
+  private countOlder(now = false): void {
+    if (this.inFlight || this.failure || this.tailLength < (now ? 1 : this.ahead ? FLUSH_CHARS : KEEP_CHARS + FLUSH_CHARS)) return;
+    const limit = this.ahead || now ? this.tailLength : this.tailLength - KEEP_CHARS;
     let cut = -1;
     for (const p of this.safe) if (p <= limit) cut = p;
     if (cut <= 0) {
-      if (this.tailLength < KEEP_CHARS + HARD_CUT_CHARS) return;
+      if (now || this.tailLength < (this.ahead ? HARD_CUT_CHARS : KEEP_CHARS + HARD_CUT_CHARS)) return;
       cut = limit;
       const last = this.charCodeAt(cut - 1);
       if (last >= 0xd800 && last <= 0xdbff) cut--;
     }
-    const part = this.takeFirst(cut);
+    const text = this.takeFirst(cut);
+    const bytes = Buffer.byteLength(text, "utf8");
+    this.tailBytes -= bytes;
     this.safe = this.safe.filter((p) => p > cut).map((p) => p - cut);
     this.spaceAt = this.spaceAt >= cut ? this.spaceAt - cut : -1;
-    this.inFlight = this.counter.text(part, { account: this.account }).then(
+    // A part older than the window is sent and not kept: only its count is needed.
+    const part: Part = { chars: text.length, kept: this.tailLength < KEEP_CHARS, tokens: NaN };
+    this.kept.push(part);
+    this.keptChars += text.length;
+    this.inFlightBytes = bytes;
+    this.inFlight = this.counter.text(text, { account: this.account }).then(
       (n) => {
-        this.done += n;
+        part.tokens = n;
+        this.keptTokens += n;
       },
       (err) => {
         this.failure ??= err;
+        // Uncounted, its bytes stay its bound.
+        part.tokens = bytes;
+        this.keptTokens += bytes;
       },
     ).finally(() => {
       this.inFlight = null;
+      this.inFlightBytes = 0;
+      this.letGo();
       this.countOlder();
+      this.trim();
     });
   }
 }

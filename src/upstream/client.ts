@@ -8,7 +8,7 @@
 import type { Upstream } from "./registry";
 import { ConnectError, InvalidRequestHeader, request1, targetOf, type Target } from "./http1";
 import type { ConnectionPool } from "./pool";
-import { abortWith, idleGuardedReader, readAllText, type BodyReader } from "./timeouts";
+import { abortWith, idleGuardedReader, readAllText, type GuardedBody } from "./timeouts";
 
 /** `config`: the route's own settings made a request we refuse to send (a control byte in its key). */
 export type FailureKind = "connect" | "timeout" | "status" | "aborted" | "config";
@@ -67,7 +67,7 @@ export interface UpstreamCall {
 export interface UpstreamReply {
   status: number;
   /** Guarded by the idle deadline between chunks. */
-  body: BodyReader;
+  body: GuardedBody;
   /** That deadline: the route's idle timeout (a relay gives a client that stops reading as long). */
   idleTimeoutMs: number;
 }

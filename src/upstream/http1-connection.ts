@@ -8,6 +8,7 @@ import { isIP } from "node:net";
 import type { Target, TlsOptions } from "./http1";
 import { parseHead } from "./http1-parser";
 import { ConnectionPool, type PoolLimits } from "./pool";
+import { capReceiveBuffer } from "./receive-buffer";
 
 /** No connection could be made (refused, unresolvable, TLS refused, or the deadline passed). */
 export class ConnectError extends Error {}
@@ -151,6 +152,7 @@ export function connect(target: Target, pool: ConnectionPool, key: string, timeo
       signal.removeEventListener("abort", onAbort);
       if (err === null) {
         conn.socket!.setNoDelay(true);
+        capReceiveBuffer(conn.socket!, pool.limits.receiveBufferBytes ?? 0);
         return resolve(conn);
       }
       destroy(conn);

@@ -12,6 +12,8 @@ export interface PoolLimits {
   maxIdlePerOrigin: number;
   /** Idle connections kept in all. */
   maxIdle: number;
+  /** The kernel receive buffer of each new connection, in bytes (0 or absent: the system's own; see receive-buffer.ts). */
+  receiveBufferBytes?: number;
 }
 
 export const DEFAULT_POOL_LIMITS: PoolLimits = { maxIdlePerOrigin: 64, maxIdle: 256 };

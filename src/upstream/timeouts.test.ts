@@ -91,6 +91,45 @@ describe("idleGuardedReader", () => {
     expect((await body.read()).done).toBe(true);
   });
 
+  test("read transiently, a large read of its own is handed out in pieces and freed once all of it was taken", async () => {
+    const src = source();
+    const h = hooks();
+    const body = idleGuardedReader(null, src.reader, 1000, h);
+    const read = new Uint8Array(256 * 1024).map((_, i) => i % 251);
+    const expected = Buffer.from(read);
+    // A view into a buffer that holds other bytes too is never freed.
+    const shared = new Uint8Array(128 * 1024).fill(7);
+    src.controller.enqueue(read);
+    src.controller.enqueue(shared.subarray(1));
+    const pieces: Uint8Array[] = [];
+    while (pieces.length * MAX_READ_BYTES < read.byteLength) {
+      const r = await body.readTransient();
+      // Until all of it was handed out, the read is whole; no copy of its rest is made.
+      expect(read.byteLength).toBe(256 * 1024);
+      expect(r.value!.buffer).toBe(read.buffer);
+      pieces.push(r.value!.slice());
+    }
+    expect(Buffer.concat(pieces).equals(expected)).toBe(true);
+    // The next read frees it: its memory goes back at once, not at the next full collection.
+    const next = await body.readTransient();
+    expect(read.buffer.byteLength).toBe(0);
+    expect(next.value!.byteLength).toBe(MAX_READ_BYTES);
+    for (let got = next.value!.byteLength; got < shared.byteLength - 1; ) got += (await body.readTransient()).value!.byteLength;
+    src.controller.close();
+    expect((await body.readTransient()).done).toBe(true);
+    expect(shared.byteLength).toBe(128 * 1024);
+  });
+
+  test("read plainly, nothing is ever freed (the reader may keep what it read)", async () => {
+    const src = source();
+    const body = idleGuardedReader(null, src.reader, 1000, hooks());
+    const read = new Uint8Array(256 * 1024).fill(1);
+    src.controller.enqueue(read);
+    src.controller.close();
+    expect((await readAllText(body)).length).toBe(256 * 1024);
+    expect(read.byteLength).toBe(256 * 1024);
+  });
+
   test("cancel stops the upstream body and the deadline", async () => {
     const src = source();
     const h = hooks();

@@ -27,6 +27,25 @@ export type BodyReader = Body;
  */
 export const MAX_READ_BYTES = 16 * 1024;
 
+/** An upstream body that a relay reads and lets go of as it goes (see readTransient). */
+export interface GuardedBody extends BodyReader {
+  /**
+   * Like read(), but what it hands out is valid only until the next call (or cancel): a buffer the
+   * upstream's bytes arrived in is freed as soon as all of it was handed out, at once, not when
+   * the garbage collector gets to it. A relay's reads wait for its client long enough to outlive
+   * young collections, and each left its buffer (up to a socket read) for the next full one.
+   */
+  readTransient(): Promise<ReadResult>;
+}
+
+/** Buffers at least this large, read whole from the upstream, are freed by readTransient. */
+const FREED_BYTES = 64 * 1024;
+
+/** Frees an ArrayBuffer's memory now (detaching it: every view of it reads as empty). */
+function free(buffer: ArrayBufferLike): void {
+  (buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer }).transfer?.(0);
+}
+
 /**
  * A body reader that returns `first` (already read) and then relays `reader` in pieces of at
  * most MAX_READ_BYTES, rejecting with IdleTimeout when a read waits longer than `idleMs` (`onIdle` stops the upstream request);
@@ -42,21 +61,43 @@ export function idleGuardedReader(
   reader: BodyReader,
   idleMs: number,
   hooks: { onIdle(): void; onBroken(): void },
-): BodyReader {
+): GuardedBody {
   /** Bytes read from the upstream and not yet handed out. */
-  let pending: Uint8Array | null = first;
+  let pending: Uint8Array | null = null;
+  /**
+   * The buffer `pending` is a view of, when it is a large one of its own (an upstream read, or the
+   * chunks of one joined): freed by readTransient once handed out. Views of anything else (a
+   * buffer that may hold other bytes) are never freed.
+   */
+  let own: ArrayBufferLike | null = null;
+  /** Handed out whole by the last transient read: freed on the next. */
+  let spent: ArrayBufferLike | null = null;
+  let transient = false;
+  const hold = (bytes: Uint8Array | null) => {
+    pending = bytes;
+    own = bytes !== null && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.byteLength >= FREED_BYTES ? bytes.buffer : null;
+  };
+  hold(first);
   /** Hands out at most MAX_READ_BYTES of `pending`, keeping the rest for the next read. */
   const take = (): Uint8Array => {
     const all = pending!;
     if (all.byteLength <= MAX_READ_BYTES) {
       pending = null;
+      if (transient) spent = own;
+      own = null;
       return all;
     }
     const rest = all.subarray(MAX_READ_BYTES);
+    if (transient && own !== null) {
+      // Freed whole once handed out: nothing to copy.
+      pending = rest;
+      return all.subarray(0, MAX_READ_BYTES);
+    }
     // Once most of a large read is handed out, the rest is copied out of it, so that a relay
     // waiting for a slow client holds the bytes it has yet to hand out, not the whole read (a
     // socket read can return 512 KiB at once). Each byte is copied at most once on average.
-    pending = rest.byteLength * 2 < rest.buffer.byteLength ? rest.slice() : rest;
+    if (rest.byteLength * 2 < rest.buffer.byteLength) hold(rest.slice());
+    else pending = rest;
     return all.subarray(0, MAX_READ_BYTES);
   };
   /** A read is waiting on the upstream (the timer only matters then). */
@@ -83,7 +124,7 @@ export function idleGuardedReader(
       disarm();
       return { done: true };
     }
-    pending = r.value!;
+    hold(r.value!);
     return { done: false, value: take() };
   };
   const onError = (err: unknown): never => {
@@ -93,18 +134,29 @@ export function idleGuardedReader(
     hooks.onBroken();
     throw err;
   };
+  const read = (): Promise<ReadResult> => {
+    if (pending) return Promise.resolve({ done: false, value: take() });
+    if (stalled) return Promise.reject(idle());
+    waiting = true;
+    if (timer) timer.refresh();
+    else timer = setTimeout(onTimer, idleMs);
+    return reader.read().then(onRead, onError);
+  };
   return {
     read() {
-      if (pending) return Promise.resolve({ done: false, value: take() });
-      if (stalled) return Promise.reject(idle());
-      waiting = true;
-      if (timer) timer.refresh();
-      else timer = setTimeout(onTimer, idleMs);
-      return reader.read().then(onRead, onError);
+      transient = false;
+      return read();
+    },
+    readTransient() {
+      if (spent !== null) free(spent);
+      spent = null;
+      transient = true;
+      return read();
     },
     cancel(reason) {
       disarm();
       pending = null;
+      own = spent = null;
       return reader.cancel(reason).catch(() => {});
     },
   };
