@@ -5,7 +5,7 @@
  *   npx bun test/bench/stream-memory.bench.ts [clients=40] [word chars=1000 | "words"]
  * (STREAM_KB=<n>: the upstream's streams end after n KiB, default 64 MiB, so the cap ends them;
  * N=128 asks for 128 choices, so the cap lies far beyond: e.g. N=128 STREAM_KB=2048 for whole 2 MB streams;
- * SWITCHYARD_STREAM_GC_MIB=<n> is passed to the server, and SERVER_BUN_OPTIONS as its BUN_OPTIONS,
+ * every SWITCHYARD_* variable set here is passed to the server (e.g. SWITCHYARD_STREAM_GC_MIB=8), and SERVER_BUN_OPTIONS as its BUN_OPTIONS,
  * e.g. "--preload probe.ts" to sample its heap from inside.)
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -23,9 +23,10 @@ const MB = 1024 * 1024;
 const upstream = startPullUpstream(Number(process.env.STREAM_KB ?? 65536) * 1024, WORD);
 const dataDir = mkdtempSync(join(tmpdir(), "switchyard-stream-memory-"));
 const server = await spawnServer({
+  // Any SWITCHYARD_* setting of this process is the server's too (SWITCHYARD_STREAM_GC_MIB=8, ...).
+  ...(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("SWITCHYARD_"))) as Record<string, string>),
   SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_ADMIN_TOKEN: ADMIN, SWITCHYARD_UPSTREAM_URL: upstream.url,
   SWITCHYARD_MODELS_DIR: join(dataDir, "models"), SWITCHYARD_CONCURRENCY_LIMIT: "1000",
-  ...(process.env.SWITCHYARD_STREAM_GC_MIB ? { SWITCHYARD_STREAM_GC_MIB: process.env.SWITCHYARD_STREAM_GC_MIB } : {}),
   ...(process.env.SERVER_BUN_OPTIONS ? { BUN_OPTIONS: process.env.SERVER_BUN_OPTIONS } : {}),
 }, 60_000);
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.proc.pid}/status`, "utf8"))![1]) / 1024;

@@ -6,7 +6,8 @@
  *   plain:    parse the body, set model, drop service_tier, fetch, parse the reply, set id and
  *             model, drop system_fingerprint, send it as JSON;
  *   streamed: the same request (plus stream_options.include_usage), then every SSE data line
- *             parsed, rewritten (id, model) and re-encoded as it arrives.
+ *             parsed, rewritten (id, model) and re-encoded as it arrives; with
+ *             BARE_PROXY_STREAM=pipe the upstream's bytes are passed on untouched instead.
  *
  * Prints `{"url": "http://127.0.0.1:<port>"}` on stdout once listening.
  */
@@ -15,6 +16,7 @@ import { serveUntilKilled } from "../../support/serve-until-killed";
 const upstream = process.env.BARE_PROXY_UPSTREAM;
 if (!upstream) throw new Error("BARE_PROXY_UPSTREAM is not set");
 
+const pipe = process.env.BARE_PROXY_STREAM === "pipe";
 const enc = new TextEncoder();
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
 let seq = 0;
@@ -88,7 +90,7 @@ const server = Bun.serve({
       delete reply.system_fingerprint;
       return Response.json(reply, { status: res.status });
     }
-    return new Response(rewriteStream(res.body!, id, model), { status: res.status, headers: SSE_HEADERS });
+    return new Response(pipe ? res.body : rewriteStream(res.body!, id, model), { status: res.status, headers: SSE_HEADERS });
   },
 });
 
