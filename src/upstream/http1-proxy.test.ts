@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { startForwardProxy } from "../../test/support/forward-proxy";
 import { ConnectError, request1, targetOf, type Target, type TlsOptions } from "./http1";
 import { proxySettings, proxyFor } from "./proxy";
+import { readAllText } from "./timeouts";
 
 const fixtures = join(import.meta.dir, "../../test/fixtures/tls");
 const pem = (name: string) => readFileSync(join(fixtures, name), "utf8");
@@ -33,13 +34,7 @@ function origin(tls: boolean, requireClientCert = false) {
 
 async function post(target: Target): Promise<string> {
   const res = await request1({ target, method: "POST", path: "/chat/completions", headers: {}, body: "{}", signal: new AbortController().signal, connectTimeoutMs: 5000 });
-  let text = "";
-  for (;;) {
-    const r = await res.body.read();
-    if (r.done) break;
-    text += new TextDecoder().decode(r.value);
-  }
-  return `${res.status} ${text}`;
+  return `${res.status} ${await readAllText(res.body)}`;
 }
 
 describe("through a forward proxy", () => {

@@ -5,8 +5,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Socket } from "bun";
+import { readAllText as text } from "./timeouts";
 import { rawUpstream, type RawPeer, type RawUpstream } from "../../test/support/raw-upstream";
-import { ConnectError, ConnectionClosed, HIGH_WATER, idleConnections, ProtocolError, request1, targetOf, type Body } from "./http1";
+import { ConnectError, ConnectionClosed, HIGH_WATER, idleConnections, ProtocolError, request1, targetOf } from "./http1";
 
 const servers: { stop(force?: boolean): void }[] = [];
 /** A raw server stopped after the test: `answer` is called with each complete request. */
@@ -22,15 +23,6 @@ afterEach(() => {
 
 const post = (url: string, body = "{}", signal = new AbortController().signal) =>
   request1({ target: targetOf(url), method: "POST", path: "/chat/completions", headers: { "content-type": "application/json" }, body, signal, connectTimeoutMs: 2_000 });
-
-async function text(body: Body): Promise<string> {
-  let out = "";
-  for (;;) {
-    const r = await body.read();
-    if (r.done) return out;
-    out += Buffer.from(r.value).toString("latin1");
-  }
-}
 
 describe("request1", () => {
   test("sends host, path, content-length and the body; reads a content-length reply; reuses the connection", async () => {

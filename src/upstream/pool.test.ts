@@ -4,9 +4,10 @@
  * byte is written. Against raw TCP servers (test/support/raw-upstream.ts).
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { createPool, InvalidRequestHeader, request1, targetOf, type Body, type Request1 } from "./http1";
+import { createPool, InvalidRequestHeader, request1, targetOf, type Request1 } from "./http1";
 import { ConnectionPool, KEEP_IDLE_MS, poolKey } from "./pool";
 import type { Connection } from "./http1-connection";
+import { readAllText as text } from "./timeouts";
 import { rawUpstream, type RawUpstream } from "../../test/support/raw-upstream";
 
 const servers: RawUpstream[] = [];
@@ -22,15 +23,6 @@ const OK = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
 
 const post = (url: string, extra: Partial<Request1> = {}) =>
   request1({ target: targetOf(url), method: "POST", path: "/chat/completions", headers: { "content-type": "application/json" }, body: "{}", signal: new AbortController().signal, connectTimeoutMs: 2_000, ...extra });
-
-async function text(body: Body): Promise<string> {
-  let out = "";
-  for (;;) {
-    const r = await body.read();
-    if (r.done) return out;
-    out += Buffer.from(r.value).toString("latin1");
-  }
-}
 
 describe("ConnectionPool", () => {
   const fake = (origin: string, partition: string, idleSince = Date.now()) =>
