@@ -6,6 +6,7 @@
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { CountAborted, TokenCounter } from "./token-counter";
 import { countTexts, promptTokenCount } from "./tokens";
+import { loopTurnsWhile } from "../../test/support/event-loop";
 
 // Long counts run at background priority: on a loaded machine they take a while.
 setDefaultTimeout(60_000);
@@ -25,16 +26,7 @@ test("a long count leaves the event loop free", async () => {
   await counter.text(LONG); // the worker is started and warm
   // Event-loop turns while the count is in flight (ordering, not timing): counted inline, the
   // loop could not turn at all until the count returned.
-  let settled = false;
-  let turns = 0;
-  const spin = () => {
-    if (settled) return;
-    turns++;
-    setImmediate(spin);
-  };
-  setImmediate(spin);
-  const n = await counter.text(LONG + " once more");
-  settled = true;
+  const { value: n, turns } = await loopTurnsWhile(() => counter.text(LONG + " once more"));
   expect(n).toBeGreaterThan(200_000);
   expect(turns).toBeGreaterThan(20);
 });

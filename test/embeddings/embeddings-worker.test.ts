@@ -10,6 +10,7 @@ import { rmSync } from "node:fs";
 import { tempModelsDir } from "../support/embedding-fixture";
 import { join } from "node:path";
 import { EmbeddingEngine } from "../../src/engines/embeddings/engine";
+import { loopTurnsWhile } from "../support/event-loop";
 
 const modelsDir = tempModelsDir({ layers: 2, denseHead: 4096 });
 // No batching wait and room for the whole batch: one model run, started at once.
@@ -19,25 +20,11 @@ const dir = join(modelsDir, "embedding-300m");
 const MANY_TURNS = 20;
 afterAll(() => rmSync(modelsDir, { recursive: true, force: true }));
 
-/**
- * Runs a heavy batch and counts the event-loop turns (setImmediate callbacks, each scheduled by
- * the one before) that ran while the batch was in flight: ordering, not timing. With the batch
- * off the loop they keep coming until it settles; run on the loop they cannot run during it.
- */
+/** Runs a heavy batch (after a warm-up) and counts the event-loop turns while it runs (see loopTurnsWhile). */
 async function turnsDuring(engine: EmbeddingEngine): Promise<number> {
   const batch = Array.from({ length: 32 }, (_, i) => engine.tokenizer.encodeText(`the cat sat on the mat number ${i} `.repeat(30)));
   await engine.embed(batch); // warm-up
-  let settled = false;
-  let turns = 0;
-  const spin = () => {
-    if (settled) return;
-    turns++;
-    setImmediate(spin);
-  };
-  setImmediate(spin);
-  await engine.embed(batch);
-  settled = true;
-  return turns;
+  return (await loopTurnsWhile(() => engine.embed(batch))).turns;
 }
 
 describe("embedding inference thread", () => {
