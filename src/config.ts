@@ -175,12 +175,7 @@ function cidrs(env: Env, name: string): Cidr[] {
 function publicUrl(env: Env, name: string): string | null {
   const raw = str(env, name);
   if (raw === null) return null;
-  let u: URL | null = null;
-  try {
-    u = new URL(raw);
-  } catch {
-    // reported below
-  }
+  const u = URL.parse(raw);
   if (u && (u.username || u.password)) throw new ConfigError(name, "must not contain a user name or password");
   if (!u || (u.protocol !== "http:" && u.protocol !== "https:") || u.search || u.hash) {
     throw new ConfigError(name, `must be the http(s) address clients use, e.g. https://api.example.com, got "${raw}"`);
@@ -222,12 +217,8 @@ function headerValue(env: Env, name: string): string | null {
 function postgresUrl(env: Env, name: string): string | null {
   const raw = str(env, name);
   if (raw === null) return null;
-  let u: URL | null = null;
-  try {
-    u = new URL(raw);
-  } catch {
-    // Reported below without echoing the value: it may hold a password.
-  }
+  // Reported below without echoing the value: it may hold a password.
+  const u = URL.parse(raw);
   if (!u || (u.protocol !== "postgres:" && u.protocol !== "postgresql:") || !u.hostname) {
     throw new ConfigError(name, "must be a PostgreSQL URL, e.g. postgres://user:password@db.internal:5432/switchyard");
   }

@@ -118,7 +118,7 @@ export class ChatStream {
           // What was read is dropped with the upstream: the stream ends as `length` at once.
           this.s.log.warn("stream reached its maximum duration; ended as length", { request_id: this.call.requestId, max_seconds: this.s.config.streamMaxSeconds });
           this.capped = true;
-          yield { chunks: [this.lengthChunk(st.unfinished, st.created, st.rewrite)], chars: 0 };
+          yield { chunks: [this.lengthChunk(st)], chars: 0 };
           return;
         }
         const done = read.done;
@@ -131,7 +131,7 @@ export class ChatStream {
         if (this.capped) {
           // Nothing more is read: the upstream is stopped and every open choice ends as `length`.
           this.upstream.abort();
-          step.batch.chunks.push(this.lengthChunk(st.unfinished, st.created, st.rewrite));
+          step.batch.chunks.push(this.lengthChunk(st));
           if (!this.firstRelayed && step.batch.chars > 0) this.recordFirstToken();
           yield step.batch;
           return;
@@ -221,9 +221,9 @@ export class ChatStream {
   }
 
   /** The chunk that ends every open choice as `length` (the output cap, or the stream's deadline). */
-  private lengthChunk(unfinished: Set<number>, created: number, rewrite: Rewrite): ChatObject {
-    const ending = [...(unfinished.size > 0 ? unfinished : [0])].map((index) => ({ index, delta: {}, finish_reason: "length" }));
-    return rewriteChatObject({ id: "", object: "chat.completion.chunk", created, model: "", choices: ending }, rewrite);
+  private lengthChunk(st: ReadState): ChatObject {
+    const ending = [...(st.unfinished.size > 0 ? st.unfinished : [0])].map((index) => ({ index, delta: {}, finish_reason: "length" }));
+    return rewriteChatObject({ id: "", object: "chat.completion.chunk", created: st.created, model: "", choices: ending }, st.rewrite);
   }
 
   /** The client went away: stop the upstream (the relay then bills what was delivered). */
