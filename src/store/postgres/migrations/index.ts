@@ -10,6 +10,7 @@ import { responseRetention } from "./005-response-retention";
 import { keyControls } from "./006-key-controls";
 import { requestLog } from "./007-request-log";
 import { liveCatalog } from "./008-live-catalog";
+import { instanceAliveLock } from "./009-instance-alive-lock";
 
 export interface PgMigration {
   version: number;
@@ -17,4 +18,4 @@ export interface PgMigration {
   sql: string;
 }
 
-export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog];
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog, instanceAliveLock];
