@@ -24,7 +24,7 @@ const upstream = startPullUpstream(Number(process.env.STREAM_KB ?? 65536) * 1024
 const dataDir = mkdtempSync(join(tmpdir(), "switchyard-stream-memory-"));
 const server = await spawnServer({
   // Any SWITCHYARD_* setting of this process is the server's too (SWITCHYARD_STREAM_GC_MIB=8, ...).
-  ...(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("SWITCHYARD_"))) as Record<string, string>),
+  ...(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("SWITCHYARD_") || k.startsWith("BUN_JSC_"))) as Record<string, string>),
   SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_ADMIN_TOKEN: ADMIN, SWITCHYARD_UPSTREAM_URL: upstream.url,
   SWITCHYARD_MODELS_DIR: join(dataDir, "models"), SWITCHYARD_CONCURRENCY_LIMIT: "1000",
   ...(process.env.SERVER_BUN_OPTIONS ? { BUN_OPTIONS: process.env.SERVER_BUN_OPTIONS } : {}),
@@ -79,9 +79,11 @@ for (const text of ["short", "long ".repeat(10_000)]) {
   await fetch(server.base + "/v1/messages/count_tokens", { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ model: "glm-4.6", messages: [{ role: "user", content: text }] }) });
 }
 const before = await settle();
+const startedReading = performance.now();
 const r = await sampled(Promise.all(Array.from({ length: CLIENTS }, reading)));
+const readingSeconds = (performance.now() - startedReading) / 1000;
 const afterReading = await settle();
-console.log(`${CLIENTS} reading clients, ${(r.value[0]! / 1024).toFixed(0)} KB each: RSS ${before.toFixed(0)} → peak ${r.peak.toFixed(0)} MB (+${(r.peak - before).toFixed(0)} MB, ${((r.peak - before) / CLIENTS).toFixed(2)} MB per stream), settled ${afterReading.toFixed(0)} MB`);
+console.log(`${CLIENTS} reading clients, ${(r.value[0]! / 1024).toFixed(0)} KB each: RSS ${before.toFixed(0)} → peak ${r.peak.toFixed(0)} MB (+${(r.peak - before).toFixed(0)} MB, ${((r.peak - before) / CLIENTS).toFixed(2)} MB per stream), settled ${afterReading.toFixed(0)} MB; relayed in ${readingSeconds.toFixed(2)} s (${((CLIENTS * r.value[0]!) / MB / readingSeconds).toFixed(1)} MB/s)`);
 const before2 = await settle();
 const s = await sampled((async () => {
   const closers = await Promise.all(Array.from({ length: CLIENTS }, stalled));
