@@ -19,6 +19,7 @@ import type { StoredResponseRecord } from "../billing/ledger-store";
 import { formatUsd } from "../billing/money";
 import { ClientGone } from "../upstream/dispatch";
 import { SSE_HEADERS } from "../protocols/sse";
+import { SseFrames } from "../protocols/sse-frames";
 import { DomainError, chargeNotRecorded, clientGone, midStreamFailure } from "../errors";
 import { requestMetrics } from "../metrics/request-metrics";
 import { producerStream, type StreamWriter } from "./streaming";
@@ -61,14 +62,14 @@ export interface StreamEnding {
 }
 
 /**
- * The protocol's SSE text for each step of a stream. Text, not bytes: the frames of one upstream
- * read are joined and encoded once, as one write.
+ * The protocol's SSE frames for each step of a stream. The frames of one upstream read's chunks
+ * are gathered in one SseFrames and encoded once, as one write; the rarer steps are text.
  */
 export interface StreamFraming {
   /** Frames sent before the first chunk (e.g. message_start). */
   start?(): string;
-  /** Frames for one rewritten chat chunk. */
-  push(chunk: Json): string;
+  /** Adds the frames for one rewritten chat chunk. */
+  push(chunk: Json, frames: SseFrames): void;
   /** Frames when the stream failed after it started (the error says whether it was billed). */
   failed(error: DomainError): string;
   /** Final frames of a completed stream, built before its charge is written and sent after. */
@@ -146,10 +147,12 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
   const untaken = new UntakenText();
   const fullGc = fullGcPacer(s.config.streamGcMib);
   let written = 0;
-  const send = (frames: string, chars = 0) => {
-    if (frames === "") return;
+  const frames = new SseFrames();
+  const send = (text: string | SseFrames, chars = 0) => {
+    if (text === "") return;
     // Buffer.from encodes UTF-8 in about half the time TextEncoder takes here.
-    const bytes = Buffer.from(frames, "utf8");
+    const bytes = typeof text === "string" ? Buffer.from(text, "utf8") : text.take();
+    if (bytes.byteLength === 0) return;
     w.write(bytes);
     written += bytes.byteLength;
     relayGarbage.made(bytes.byteLength);
@@ -166,7 +169,8 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
         untaken.add(Infinity, batch.chars);
         break;
       }
-      send(framed(framing, batch.chunks), batch.chars);
+      for (let i = 0; i < batch.chunks.length; i++) framing.push(batch.chunks[i]!, frames);
+      send(frames, batch.chars);
       // Nothing of the read is kept while the client takes it: only its bytes, queued in the
       // writer (docs/architecture.md, "Memory per stream").
       batch.chunks.length = 0;
@@ -218,13 +222,6 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     return;
   }
   send(ending.frames);
-}
-
-/** The frames of one read's chunks, joined. */
-function framed(framing: StreamFraming, chunks: Json[]): string {
-  let frames = "";
-  for (let i = 0; i < chunks.length; i++) frames += framing.push(chunks[i]!);
-  return frames;
 }
 
 /**

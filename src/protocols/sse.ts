@@ -195,7 +195,8 @@ export class SseParser {
   }
 }
 
-// Frames are text: a relay joins the frames of one upstream read and encodes them once.
+// Frames as text, for the steps of a stream that are not relayed chunks (a relay's chunks go
+// through SseFrames, sse-frames.ts).
 
 /** `data: <json>\n\n` */
 export function sseData(payload: unknown): string {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ChunkedDecoder, framingOf, MAX_HEAD_BYTES, parseHead, ProtocolError } from "./http1-parser";
+import { ChunkedDecoder, framingOf, joinInPlace, MAX_HEAD_BYTES, parseHead, ProtocolError } from "./http1-parser";
 
 const bytes = (s: string) => new Uint8Array(Buffer.from(s, "latin1"));
 const text = (parts: Uint8Array[]) => parts.map((p) => Buffer.from(p).toString("latin1")).join("");
@@ -82,6 +82,23 @@ describe("framingOf", () => {
 
 describe("ChunkedDecoder", () => {
   const body = "4\r\nWiki\r\n6;name=value\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nExpires: never\r\n\r\nNEXT";
+
+  test("the pieces of one read joined in place: the data in order, over the chunk lines, the bytes after the end untouched", () => {
+    const raw = bytes(body);
+    const d = new ChunkedDecoder();
+    const joined = joinInPlace(d.push(raw));
+    expect(Buffer.from(joined).toString("latin1")).toBe("Wikipedia in \r\n\r\nchunks.");
+    // A view of the read itself, from where its first piece was: nothing was copied.
+    expect(joined.buffer).toBe(raw.buffer);
+    expect(joined.byteOffset).toBe(3);
+    expect(text([d.rest!])).toBe("NEXT");
+    // Within a larger buffer (a read after a response head), only its own region is written.
+    const framed = bytes("HEAD" + body);
+    const inner = framed.subarray(4);
+    const again = joinInPlace(new ChunkedDecoder().push(inner));
+    expect(Buffer.from(again).toString("latin1")).toBe("Wikipedia in \r\n\r\nchunks.");
+    expect(Buffer.from(framed.subarray(0, 4)).toString("latin1")).toBe("HEAD");
+  });
 
   test("whitespace before an extension or the line's end is allowed", () => {
     const d = new ChunkedDecoder();

@@ -111,6 +111,23 @@ const enum At {
   EndLf,
 }
 
+/**
+ * Views of one buffer, in order (the data pieces ChunkedDecoder.push found in it), as one view:
+ * their bytes are moved down to where the first starts, over the chunk lines between them. No
+ * copy is made, so the buffer is overwritten: only for a buffer nothing else reads.
+ */
+export function joinInPlace(pieces: Uint8Array[]): Uint8Array {
+  const first = pieces[0]!;
+  let end = first.byteOffset + first.byteLength;
+  const whole = new Uint8Array(first.buffer);
+  for (let i = 1; i < pieces.length; i++) {
+    const p = pieces[i]!;
+    whole.copyWithin(end, p.byteOffset, p.byteOffset + p.byteLength);
+    end += p.byteLength;
+  }
+  return whole.subarray(first.byteOffset, end);
+}
+
 /** A control byte other than HTAB (CR is handled before this is asked). */
 const isControl = (b: number): boolean => (b < 32 && b !== 9) || b === 127;
 

@@ -21,7 +21,7 @@
  * undici 7.30 took 113-115 µs of CPU per small request against 31-39 µs here, held 34-40 MB
  * against 14-29 MB for 40 stalled 14 MB streams, and adds 1.9 MB to the binary against 16 KB.
  */
-import { ChunkedDecoder, framingOf, parseHead, ProtocolError, type Framing } from "./http1-parser";
+import { ChunkedDecoder, framingOf, joinInPlace, parseHead, ProtocolError, type Framing } from "./http1-parser";
 import { connect, ConnectError, ConnectionClosed, createPool, destroy, idleConnections, release, sharedPool, write, type Connection, type ExchangeSink } from "./http1-connection";
 import { poolKey, type ConnectionPool } from "./pool";
 import { HEADER_VALUE_UNSAFE } from "./header-value";
@@ -89,6 +89,11 @@ export type ReadResult = { done: true; value?: undefined } | { done: false; valu
 export interface Body {
   read(): Promise<ReadResult>;
   cancel(reason?: unknown): Promise<void>;
+  /**
+   * Each read is a view of a buffer that nothing else reads (a socket read of its own), so a
+   * reader may free that buffer once done with the view (see upstream/timeouts.ts, readTransient).
+   */
+  readonly ownsReads?: boolean;
 }
 
 export interface Response1 {
@@ -183,6 +188,8 @@ function encodeRequest(req: Request1, keepAlive: boolean): Uint8Array {
 /** One request/response on a connection: parses the response and queues its body for the reader. */
 class Exchange implements Body, ExchangeSink {
   readonly response: Promise<Response1>;
+  /** Every body piece is a view of a socket read (or of the gathered head) of its own. */
+  readonly ownsReads = true;
   private resolveHead!: (r: Response1) => void;
   private rejectHead!: (e: Error) => void;
   /** Some response byte arrived (so a failure is not a stale pooled connection's). */
@@ -221,6 +228,9 @@ class Exchange implements Body, ExchangeSink {
 
   onData(chunk: Uint8Array): void {
     this.answered = true;
+    // Each socket read arrives in an ArrayBuffer of its own; one that did not (a view of a shared
+    // buffer) is copied, since body pieces are overwritten in place and freed once read.
+    if (chunk.byteOffset !== 0 || chunk.byteLength !== chunk.buffer.byteLength) chunk = chunk.slice();
     if (this.framing === null) return this.onHeadBytes(chunk);
     this.onBodyBytes(chunk);
   }
@@ -300,9 +310,10 @@ class Exchange implements Body, ExchangeSink {
       return this.fail(err as Error);
     }
     // One socket read often holds many small chunks (an SSE frame each): they are handed on as
-    // one piece, as they arrived, so that the relay makes one read of them, not one per frame.
+    // one piece, so that the relay makes one read of them, not one per frame — joined in the
+    // read's own buffer, not copied into another (docs/architecture.md, "Memory per stream").
     if (pieces.length === 1) this.push(pieces[0]!);
-    else if (pieces.length > 1) this.push(Buffer.concat(pieces));
+    else if (pieces.length > 1) this.push(joinInPlace(pieces));
     if (this.decoder!.done) this.finish(this.decoder!.rest);
   }
 

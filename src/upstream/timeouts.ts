@@ -38,7 +38,10 @@ export interface GuardedBody extends BodyReader {
   readTransient(): Promise<ReadResult>;
 }
 
-/** Buffers at least this large, read whole from the upstream, are freed by readTransient. */
+/**
+ * Buffers at least this large, read whole from the upstream (or, from a body that owns its reads,
+ * any read's buffer), are freed by readTransient.
+ */
 const FREED_BYTES = 64 * 1024;
 
 /** Frees an ArrayBuffer's memory now (detaching it: every view of it reads as empty). */
@@ -70,12 +73,14 @@ export function idleGuardedReader(
    * buffer that may hold other bytes) are never freed.
    */
   let own: ArrayBufferLike | null = null;
+  const owned = (bytes: Uint8Array) =>
+    bytes.buffer.byteLength >= FREED_BYTES && (reader.ownsReads === true || (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength));
   /** Handed out whole by the last transient read: freed on the next. */
   let spent: ArrayBufferLike | null = null;
   let transient = false;
   const hold = (bytes: Uint8Array | null) => {
     pending = bytes;
-    own = bytes !== null && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.byteLength >= FREED_BYTES ? bytes.buffer : null;
+    own = bytes !== null && owned(bytes) ? bytes.buffer : null;
   };
   hold(first);
   /** Hands out at most MAX_READ_BYTES of `pending`, keeping the rest for the next read. */

@@ -32,9 +32,9 @@ export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void
     const includeUsage = req.stream_options?.include_usage === true;
     let created = Math.floor(Date.now() / 1000);
     return streamForRoute(s, call, { request, server, set }, {
-      push(chunk) {
+      push(chunk, frames) {
         if (typeof chunk.created === "number") created = chunk.created;
-        return sseData(chunk);
+        frames.data(JSON.stringify(chunk));
       },
       failed: (error) => sseData(errorBody(error, "openai")),
       finish(result) {

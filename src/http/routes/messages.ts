@@ -93,7 +93,7 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
     const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: inputBound, stopSequences, omitThinking, cacheAccounting, toolId });
     return streamForRoute(s, call, { request, server, set }, {
       start: () => sseEvents(translator.start(knownInput(call) ?? inputBound)),
-      push: (chunk) => sseEvents(translator.push(chunk)),
+      push: (chunk, frames) => frames.events(translator.push(chunk)),
       failed: (error) => sseEvent("error", errorBody(error, "anthropic")),
       finish: (result) => ({ frames: sseEvents(translator.finish(result)) }),
     });

@@ -89,7 +89,7 @@ export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs):
     const translator = new ResponsesStreamTranslator(shell, itemId);
     return streamForRoute(s, call, { request, server, set }, {
       start: () => responsesFrames(translator.start()),
-      push: (chunk) => responsesFrames(translator.push(chunk)),
+      push: (chunk, frames) => frames.events(translator.push(chunk)),
       failed: (error) => responsesFrames(translator.fail(error.message)),
       finish(result) {
         const { events, response } = translator.finish(result);
