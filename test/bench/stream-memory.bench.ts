@@ -24,7 +24,7 @@ const upstream = startPullUpstream(Number(process.env.STREAM_KB ?? 65536) * 1024
 const dataDir = mkdtempSync(join(tmpdir(), "switchyard-stream-memory-"));
 const server = await spawnServer({
   // Any SWITCHYARD_* setting of this process is the server's too (SWITCHYARD_STREAM_GC_MIB=8, ...).
-  ...(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("SWITCHYARD_") || k.startsWith("BUN_JSC_"))) as Record<string, string>),
+  ...(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("SWITCHYARD_") || k.startsWith("BUN_JSC_") || k.startsWith("MIMALLOC_"))) as Record<string, string>),
   SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_ADMIN_TOKEN: ADMIN, SWITCHYARD_UPSTREAM_URL: upstream.url,
   SWITCHYARD_MODELS_DIR: join(dataDir, "models"), SWITCHYARD_CONCURRENCY_LIMIT: "1000",
   ...(process.env.SERVER_BUN_OPTIONS ? { BUN_OPTIONS: process.env.SERVER_BUN_OPTIONS } : {}),
