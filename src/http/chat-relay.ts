@@ -153,7 +153,8 @@ async function relay(s: Services, call: ChatCall, stream: ChatStream, framing: S
     // Buffer.from encodes UTF-8 in about half the time TextEncoder takes here.
     const bytes = typeof text === "string" ? Buffer.from(text, "utf8") : text.take();
     if (bytes.byteLength === 0) return;
-    w.write(bytes);
+    // SseFrames' bytes are a buffer of their own: freed once the client's connection took them.
+    w.write(bytes, typeof text !== "string");
     written += bytes.byteLength;
     relayGarbage.made(bytes.byteLength);
     fullGc?.made(bytes.byteLength);

@@ -8,6 +8,7 @@
  */
 import { sseComment } from "../protocols/sse";
 import { everyPeriod } from "./shared-ticker";
+import { freeNow } from "../limits/young-garbage";
 
 const HEARTBEAT = new TextEncoder().encode(sseComment());
 
@@ -15,8 +16,11 @@ const HEARTBEAT = new TextEncoder().encode(sseComment());
 export const STREAM_HIGH_WATER_BYTES = 32 * 1024;
 
 export interface StreamWriter {
-  /** Queues bytes for the client; never blocks (call ready() before producing more). */
-  write(bytes: Uint8Array): void;
+  /**
+   * Queues bytes for the client; never blocks (call ready() before producing more). `owned`: the
+   * bytes are the whole of an ArrayBuffer nothing else uses, freed once the server has taken them.
+   */
+  write(bytes: Uint8Array, owned?: boolean): void;
   /**
    * Resolves once the bytes queued for the client are below the high-water mark, or once the
    * stream has ended (check `closed`); undefined when that is so already (nothing to wait for).
@@ -78,6 +82,16 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
 
   /** Written, not yet handed to the server. */
   const queue: Uint8Array[] = [];
+  /** The chunks of the queue that were written as owned (see StreamWriter.write). */
+  const owned = new WeakSet<Uint8Array>();
+  /**
+   * The last chunk handed to the server, when owned: freed when the server asks for the next one.
+   * Bun's server asks only once its sink has taken the last chunk, which it writes to the socket
+   * or copies into its own buffer at once; the chunk is not read after that. Without this, a
+   * chunk that waited in the queue across a young collection was promoted and stayed until a
+   * full one (docs/architecture.md, "Memory per stream").
+   */
+  let handed: Uint8Array | null = null;
   let queuedBytes = 0;
   let taken = 0;
   /** Since when bytes have been queued with nothing taken (null: the client is keeping up). */
@@ -103,7 +117,9 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
   };
   /** Hands the oldest queued chunk to the server's read. */
   const handOver = () => {
+    if (handed !== null) freeNow(handed.buffer);
     const chunk = queue.shift()!;
+    handed = owned.has(chunk) ? chunk : null;
     queuedBytes -= chunk.byteLength;
     taken += chunk.byteLength;
     waitingSince = queue.length > 0 ? Date.now() : null;
@@ -120,9 +136,10 @@ export function producerStream(opts: StreamOptions): ReadableStream<Uint8Array> 
   };
 
   const w: StreamWriter = {
-    write(bytes) {
+    write(bytes, own = false) {
       if (closed || finished || bytes.byteLength === 0) return;
       lastWrite = Date.now();
+      if (own && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) owned.add(bytes);
       queue.push(bytes);
       queuedBytes += bytes.byteLength;
       waitingSince ??= Date.now();

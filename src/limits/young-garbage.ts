@@ -41,3 +41,13 @@ export class YoungGarbage {
     });
   }
 }
+
+/**
+ * Frees an ArrayBuffer's memory now, not when a collection finds it dead (detaching it: every
+ * view of it reads as empty from then on). For buffers a relay made or read for itself and is done
+ * with: one that waited for a client has usually been promoted by then, and only a full collection
+ * would free it.
+ */
+export function freeNow(buffer: ArrayBufferLike): void {
+  (buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer }).transfer?.(0);
+}

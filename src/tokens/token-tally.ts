@@ -17,6 +17,7 @@
  */
 import type { TokenCounter } from "./token-counter";
 import { isLetterAt } from "./tokens";
+import { freeNow } from "../limits/young-garbage";
 
 /**
  * More text than a relay can have read but not handed to its client when it ends: its queue
@@ -87,7 +88,7 @@ class TextWindow {
     const next = Buffer.from(new ArrayBuffer((widen ? 2 : unit) * Math.max(chars, 1024)));
     if (widen) for (let i = 0; i < length; i++) next[2 * i] = this.bytes[this.head + i]!;
     else this.bytes.copy(next, 0, unit * this.head, unit * (this.head + length));
-    if (this.bytes !== NO_BYTES) (this.bytes.buffer as ArrayBuffer & { transfer?(n: number): ArrayBuffer }).transfer?.(0);
+    if (this.bytes !== NO_BYTES) freeNow(this.bytes.buffer);
     this.bytes = next;
     this.head = 0;
   }

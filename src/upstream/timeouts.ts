@@ -3,6 +3,7 @@
  * it hang (the connect deadline is the HTTP client's, http1.ts).
  */
 import type { Body, ReadResult } from "./http1";
+import { freeNow } from "../limits/young-garbage";
 
 export class IdleTimeout extends Error {}
 /** A body grew past the limit its reader set: reading stopped there and the connection closed. */
@@ -44,10 +45,6 @@ export interface GuardedBody extends BodyReader {
  */
 const FREED_BYTES = 64 * 1024;
 
-/** Frees an ArrayBuffer's memory now (detaching it: every view of it reads as empty). */
-function free(buffer: ArrayBufferLike): void {
-  (buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer }).transfer?.(0);
-}
 
 /**
  * A body reader that returns `first` (already read) and then relays `reader` in pieces of at
@@ -153,7 +150,7 @@ export function idleGuardedReader(
       return read();
     },
     readTransient() {
-      if (spent !== null) free(spent);
+      if (spent !== null) freeNow(spent);
       spent = null;
       transient = true;
       return read();
