@@ -12,8 +12,13 @@ import { freeNow } from "../limits/young-garbage";
 
 const HEARTBEAT = new TextEncoder().encode(sseComment());
 
-/** Bytes queued for one client above which its producer should wait (see StreamWriter.ready). */
-export const STREAM_HIGH_WATER_BYTES = 32 * 1024;
+/**
+ * Bytes queued for one client above which its producer should wait (see StreamWriter.ready). What
+ * is queued is also what a relay must keep the text of, to bill a client that leaves for what it
+ * took (tokens/token-tally.ts, KEEP_CHARS): 32 KiB cost ~0.1 MB more per open stream at its peak
+ * (test/bench/stream-memory.bench.ts) and relayed no faster.
+ */
+export const STREAM_HIGH_WATER_BYTES = 16 * 1024;
 
 export interface StreamWriter {
   /**

@@ -21,14 +21,15 @@ import { freeNow } from "../limits/young-garbage";
 
 /**
  * More text than a relay can have read but not handed to its client when it ends: its queue
- * (below the 32 KiB high-water mark when it last wrote), the write that took it over the mark,
+ * (below the 16 KiB high-water mark when it last wrote), the write that took it over the mark,
  * and the batch read after the client was cut off, which is never written — each of the last
- * two one upstream read of at most 16 KiB (http/streaming.ts, upstream/timeouts.ts). Text is at
- * most as many UTF-16 units as its UTF-8 bytes, so 64 Ki characters; the rest is margin. A
- * smaller window (48 Ki) let the text dropped from a cut-off stream's bill reach into what had
- * already been counted, and the client paid for a few hundred characters it never got.
+ * two one upstream read of at most 8 KiB (http/streaming.ts, upstream/timeouts.ts). Text is at
+ * most as many UTF-16 units as its UTF-8 bytes, so 32 Ki characters; the rest is margin. A
+ * window smaller than that bound (48 Ki when it was 64 Ki) let the text dropped from a cut-off
+ * stream's bill reach into what had already been counted, and the client paid for a few hundred
+ * characters it never got. Each open stream keeps this much text, so it is no larger.
  */
-export const KEEP_CHARS = 80 * 1024;
+export const KEEP_CHARS = 40 * 1024;
 const FLUSH_CHARS = 16 * 1024;
 const HARD_CUT_CHARS = 32 * 1024;
 /** Cut points are remembered at most once per this many characters (a few hundred per tail). */
@@ -70,8 +71,8 @@ class TextWindow {
     const room = this.bytes.byteLength / unit;
     if (this.head + length + text.length > room) {
       // Compacted while what is kept fills at most seven eighths of the buffer: a window that
-      // slides at its full size (KEEP_CHARS and a part being cut, ~112 Ki characters) then stays
-      // in 128 KiB instead of doubling to 256 KiB for every open stream. Each compaction copies
+      // slides at its full size (KEEP_CHARS and a part being cut, up to ~90 Ki characters) then
+      // stays in one buffer instead of doubling it for every open stream. Each compaction copies
       // at most the window, once per eighth of the buffer appended.
       if (length + text.length <= room * 0.875) this.bytes.copyWithin(0, unit * this.head, unit * (this.head + length));
       else this.regrow(Math.max(2 * room, 2 * (length + text.length)));

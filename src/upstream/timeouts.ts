@@ -24,9 +24,10 @@ export type BodyReader = Body;
 
 /**
  * The most one read hands out. After a pause the socket may return megabytes at once; a relay
- * that waits for its client between reads then holds at most this much (and its parsed chunks).
+ * that waits for its client between reads then holds at most this much (and its parsed chunks),
+ * and the tally must keep the text of about two such reads (tokens/token-tally.ts, KEEP_CHARS).
  */
-export const MAX_READ_BYTES = 16 * 1024;
+export const MAX_READ_BYTES = 8 * 1024;
 
 /** An upstream body that a relay reads and lets go of as it goes (see readTransient). */
 export interface GuardedBody extends BodyReader {
