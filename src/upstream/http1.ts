@@ -7,8 +7,9 @@
  * fetch keeps reading a body nobody reads into ~0.5 MB buffers, and with the rest of its
  * bookkeeping a paused fetch body costs ~1.6 MB per connection (40 stalled 14 MB streams through
  * a bare relay: +66 MB, against +19 MB over Bun.connect and +39 MB with the undici package, in one
- * harness). Here a body queues at most HIGH_WATER bytes and then the socket is paused, so the
- * kernel's TCP window stalls the upstream. It also gives the connect deadline fetch lacks.
+ * harness). Here a body's socket is read only while its reader waits for a read, so a body holds
+ * at most what one socket read brought, and the kernel's TCP window stalls the upstream. It also
+ * gives the connect deadline fetch lacks.
  *
  * Scope, on purpose: requests with a known-length body (the gateway sends JSON), responses of any
  * HTTP/1.x framing, no redirects, no content codings (we ask for identity and refuse others).
@@ -32,8 +33,6 @@ export { ProtocolError, ConnectError, ConnectionClosed, idleConnections, createP
 /** A request header (or the request line) would carry a control character: nothing was sent. */
 export class InvalidRequestHeader extends Error {}
 
-/** A body queues this much before its socket is paused. */
-export const HIGH_WATER = 64 * 1024;
 
 /** Where requests go, parsed once per base URL. */
 export interface Target {
@@ -201,12 +200,11 @@ class Exchange implements Body, ExchangeSink {
   private decoder: ChunkedDecoder | null = null;
   private lengthLeft = 0;
   private queue: Uint8Array[] = [];
-  private queued = 0;
   private ended = false;
   private failure: Error | null = null;
   private waiter: { resolve(r: ReadResult): void; reject(e: Error): void } | null = null;
   private reusable = true;
-  /** This body paused its socket (its queue reached HIGH_WATER). */
+  /** This body paused its socket (no read is waiting: see push). */
   private paused = false;
 
   constructor(
@@ -323,11 +321,13 @@ class Exchange implements Body, ExchangeSink {
       const w = this.waiter;
       this.waiter = null;
       w.resolve({ done: false, value: piece });
-      return;
+    } else {
+      this.queue.push(piece);
     }
-    this.queue.push(piece);
-    this.queued += piece.byteLength;
-    if (this.queued >= HIGH_WATER && !this.paused && this.conn?.socket) {
+    // Nothing waits for more now: the socket is read again when a read asks (read). Reading on
+    // meanwhile put a second socket read (up to ~128 KB) in the queue of every stream whose relay
+    // was still handing out the last one (docs/architecture.md, "Memory per stream").
+    if (!this.paused && this.conn?.socket) {
       this.paused = true;
       this.conn.socket.pause();
     }
@@ -363,7 +363,6 @@ class Exchange implements Body, ExchangeSink {
     this.ended = true;
     this.failure = err;
     this.queue = [];
-    this.queued = 0;
     this.detach();
     if (conn !== null) destroy(conn);
     if (this.framing === null) this.rejectHead(err);
@@ -385,14 +384,14 @@ class Exchange implements Body, ExchangeSink {
   read(): Promise<ReadResult> {
     if (this.queue.length > 0) {
       const value = this.queue.shift()!;
-      this.queued -= value.byteLength;
-      if (this.paused && this.queued < HIGH_WATER) this.resumeSocket();
       return Promise.resolve({ done: false, value });
     }
     if (this.failure) return Promise.reject(this.failure);
     if (this.ended) return Promise.resolve({ done: true });
     if (this.waiter) return Promise.reject(new Error("a body is read one read at a time"));
-    return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+    const next = new Promise<ReadResult>((resolve, reject) => (this.waiter = { resolve, reject }));
+    if (this.paused) this.resumeSocket();
+    return next;
   }
 
   private resumeSocket(): void {
@@ -404,7 +403,6 @@ class Exchange implements Body, ExchangeSink {
     if (!this.ended) this.fail(new ConnectionClosed("body cancelled"));
     this.failure = null;
     this.queue = [];
-    this.queued = 0;
     return Promise.resolve();
   }
 }
