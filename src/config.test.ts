@@ -20,7 +20,7 @@ describe("upstream settings", () => {
     expect(c.upstreamPoolScope).toBe("account");
     expect(c.upstreamMaxIdlePerOrigin).toBe(64);
     expect(c.upstreamMaxIdle).toBe(256);
-    expect(c.upstreamReceiveBufferKib).toBe(64);
+    expect(c.upstreamReceiveBufferKib).toBe(32);
     expect(c.upstreamMaxResponseBytes).toBe(32 * 1024 * 1024);
   });
 

@@ -274,7 +274,7 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamPoolScope: oneOf(env, "SWITCHYARD_UPSTREAM_POOL_SCOPE", ["account", "shared"] as const, "account"),
     upstreamMaxIdlePerOrigin: int(env, "SWITCHYARD_UPSTREAM_MAX_IDLE_PER_ORIGIN", 64, 0, 100_000),
     upstreamMaxIdle: int(env, "SWITCHYARD_UPSTREAM_MAX_IDLE", 256, 0, 1_000_000),
-    upstreamReceiveBufferKib: int(env, "SWITCHYARD_UPSTREAM_RECEIVE_BUFFER_KIB", 64, 0, 1024 * 1024),
+    upstreamReceiveBufferKib: int(env, "SWITCHYARD_UPSTREAM_RECEIVE_BUFFER_KIB", 32, 0, 1024 * 1024),
     upstreamMaxResponseBytes: int(env, "SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     catalogPath: str(env, "SWITCHYARD_CATALOG"),
     upstreamModelsRefreshSeconds: int(env, "SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS", 60, 0, 86_400),

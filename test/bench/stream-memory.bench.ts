@@ -3,7 +3,8 @@
  * long words (no spaces: the hardest text to count in parts) with a large max_tokens, to clients
  * that read everything, and to clients that stop reading. Prints RSS before, at peak and settled.
  *   npx bun test/bench/stream-memory.bench.ts [clients=40] [word chars=1000 | "words"]
- * (STREAM_KB=<n>: the upstream's streams end after n KiB, default 64 MiB, so the cap ends them;
+ * (READ_ROUNDS=<n>: rounds of reading clients, default 2, the later ones on a server that served the load once;
+ * STREAM_KB=<n>: the upstream's streams end after n KiB, default 64 MiB, so the cap ends them;
  * N=128 asks for 128 choices, so the cap lies far beyond: e.g. N=128 STREAM_KB=2048 for whole 2 MB streams;
  * every SWITCHYARD_* variable set here is passed to the server (e.g. SWITCHYARD_STREAM_GC_MIB=8), and SERVER_BUN_OPTIONS as its BUN_OPTIONS,
  * e.g. "--preload probe.ts" to sample its heap from inside.)
@@ -19,6 +20,8 @@ const CLIENTS = Number(process.argv[2] ?? 40);
 const WORD = process.argv[3] === "words" ? "lorem " : "supercalifragilistic".repeat(Math.ceil(Number(process.argv[3] ?? 1000) / 20));
 const ADMIN = "stream-memory-admin-token-0123456789";
 const MB = 1024 * 1024;
+/** Rounds of reading clients (READ_ROUNDS, default 2): the first on a server that served one stream, then again. */
+const READ_ROUNDS = Number(process.env.READ_ROUNDS ?? 2);
 
 const upstream = startPullUpstream(Number(process.env.STREAM_KB ?? 65536) * 1024, WORD);
 const dataDir = mkdtempSync(join(tmpdir(), "switchyard-stream-memory-"));
@@ -84,6 +87,13 @@ const r = await sampled(Promise.all(Array.from({ length: CLIENTS }, reading)));
 const readingSeconds = (performance.now() - startedReading) / 1000;
 const afterReading = await settle();
 console.log(`${CLIENTS} reading clients, ${(r.value[0]! / 1024).toFixed(0)} KB each: RSS ${before.toFixed(0)} → peak ${r.peak.toFixed(0)} MB (+${(r.peak - before).toFixed(0)} MB, ${((r.peak - before) / CLIENTS).toFixed(2)} MB per stream), settled ${afterReading.toFixed(0)} MB; relayed in ${readingSeconds.toFixed(2)} s (${((CLIENTS * r.value[0]!) / MB / readingSeconds).toFixed(1)} MB/s)`);
+// The same again, on a server that has served that load once (its code compiled, its heap and
+// caches grown): what a running server pays per added stream.
+for (let round = 2; round <= READ_ROUNDS; round++) {
+  const b = await settle();
+  const again = await sampled(Promise.all(Array.from({ length: CLIENTS }, reading)));
+  console.log(`  again (round ${round}): RSS ${b.toFixed(0)} → peak ${again.peak.toFixed(0)} MB (+${(again.peak - b).toFixed(0)} MB, ${((again.peak - b) / CLIENTS).toFixed(2)} MB per stream)`);
+}
 const before2 = await settle();
 const s = await sampled((async () => {
   const closers = await Promise.all(Array.from({ length: CLIENTS }, stalled));
