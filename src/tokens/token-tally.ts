@@ -10,7 +10,8 @@
  * in the worker, one part at a time (the producer can wait for it: caughtUp), cut where the
  * tokenizer starts a new token anyway — a space before a letter: o200k's pre-tokenizer always
  * begins a piece " word" there — so the sum is exactly the count of the whole text; text without
- * such a point (a run of one letter, CJK) is cut after HARD_CUT_CHARS, a few tokens off at most.
+ * such a point (a run of one letter, CJK) is cut after HARD_CUT_CHARS, a token or two off at most
+ * per cut (splitting text only adds token boundaries: the sum is never below the whole's count).
  * The text of the newest KEEP_CHARS is kept (counted or not), so the count can leave out a last
  * stretch that never reached the client (total(dropLast)): a part cut off there is counted again
  * up to that point, and each part older than the window is let go with only its count kept.
@@ -31,7 +32,12 @@ import { freeNow } from "../limits/young-garbage";
  */
 export const KEEP_CHARS = 40 * 1024;
 const FLUSH_CHARS = 16 * 1024;
-const HARD_CUT_CHARS = 32 * 1024;
+/**
+ * Text with no exact cut is cut this long. The uncounted tail reaches it before it is sent, and
+ * every open stream keeps it in its window: 32 Ki cost ~0.1 MB more per stream at the peak of the
+ * stream-memory bench, for one cut in 16 Ki characters instead of 32 Ki (a token or two each).
+ */
+const HARD_CUT_CHARS = 16 * 1024;
 /** Cut points are remembered at most once per this many characters (a few hundred per tail). */
 const CUT_SPACING = 1024;
 
@@ -71,11 +77,13 @@ class TextWindow {
     const room = this.bytes.byteLength / unit;
     if (this.head + length + text.length > room) {
       // Compacted while what is kept fills at most seven eighths of the buffer: a window that
-      // slides at its full size (KEEP_CHARS and a part being cut, up to ~90 Ki characters) then
-      // stays in one buffer instead of doubling it for every open stream. Each compaction copies
-      // at most the window, once per eighth of the buffer appended.
+      // slides at its full size (KEEP_CHARS and a part being cut, ~56 Ki characters) then stays
+      // in one buffer instead of doubling it for every open stream. Each compaction copies at
+      // most the window, once per eighth of the buffer appended.
       if (length + text.length <= room * 0.875) this.bytes.copyWithin(0, unit * this.head, unit * (this.head + length));
-      else this.regrow(Math.max(2 * room, 2 * (length + text.length)));
+      // Grown to half again what it must hold, not to twice: amortized the same, and a full
+      // window takes ~1.5 times its text, not twice or more.
+      else this.regrow(Math.ceil(1.5 * (length + text.length)));
       this.head = 0;
     }
     this.bytes.write(text, unit * (this.head + length), unit * text.length, this.wide ? "utf16le" : "latin1");
