@@ -322,6 +322,23 @@ describe.skipIf(SKIP)("compiled binary", () => {
       const after = (await (await admin("GET", `/admin/accounts/${acct.id}`)).json()) as { balance: number; reserved: number };
       expect(Math.round(after.balance * 1e9)).toBe(1_000_000_000 - expectedChatCost("kimi-k2-instruct", 11, 6));
       expect(after.reserved).toBe(0);
+
+      // Streamed: the relay's own upstream client (its socket's receive buffer set through
+      // bun:ffi), the frames it writes and frees, all as compiled.
+      const streamed = await fetch(`${base}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "kimi-k2-instruct", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "hi" }] }),
+      });
+      expect(streamed.status).toBe(200);
+      const events = (await streamed.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6));
+      expect(events.at(-1)).toBe("[DONE]");
+      const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+      expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe("Hello from the fake upstream.");
+      expect(chunks.at(-1).usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 6 });
+      const final = (await (await admin("GET", `/admin/accounts/${acct.id}`)).json()) as { balance: number; reserved: number };
+      expect(Math.round(final.balance * 1e9)).toBe(1_000_000_000 - 2 * expectedChatCost("kimi-k2-instruct", 11, 6));
+      expect(final.reserved).toBe(0);
     });
 
     test("the dashboard is served from the binary (bundled at build time, no files needed) and signs in", async () => {
