@@ -120,6 +120,25 @@ describe("idleGuardedReader", () => {
     expect(shared.byteLength).toBe(128 * 1024);
   });
 
+  test("from a body that owns its reads, every read's buffer is freed once handed out, views and small reads too", async () => {
+    const src = source();
+    const owning = Object.assign(src.reader, { ownsReads: true as const });
+    const body = idleGuardedReader(null, owning, 1000, hooks());
+    // A socket read whose data starts after a response head (a view), and a small one.
+    const first = new Uint8Array(40 * 1024).fill(3);
+    const small = new Uint8Array(2 * 1024).fill(4);
+    src.controller.enqueue(first.subarray(100));
+    src.controller.enqueue(small);
+    let got = 0;
+    while (got < first.byteLength - 100) got += (await body.readTransient()).value!.byteLength;
+    const last = await body.readTransient();
+    expect(first.buffer.byteLength).toBe(0);
+    expect(last.value!.byteLength).toBe(2 * 1024);
+    src.controller.close();
+    expect((await body.readTransient()).done).toBe(true);
+    expect(small.buffer.byteLength).toBe(0);
+  });
+
   test("read plainly, nothing is ever freed (the reader may keep what it read)", async () => {
     const src = source();
     const body = idleGuardedReader(null, src.reader, 1000, hooks());

@@ -41,11 +41,10 @@ export interface GuardedBody extends BodyReader {
 }
 
 /**
- * Buffers at least this large, read whole from the upstream (or, from a body that owns its reads,
- * any read's buffer), are freed by readTransient.
+ * Buffers at least this large, read whole from the upstream, are freed by readTransient; from a
+ * body that owns its reads (upstream/http1.ts), every read's buffer is.
  */
 const FREED_BYTES = 64 * 1024;
-
 
 /**
  * A body reader that returns `first` (already read) and then relays `reader` in pieces of at
@@ -72,7 +71,7 @@ export function idleGuardedReader(
    */
   let own: ArrayBufferLike | null = null;
   const owned = (bytes: Uint8Array) =>
-    bytes.buffer.byteLength >= FREED_BYTES && (reader.ownsReads === true || (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength));
+    reader.ownsReads === true || (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.byteLength >= FREED_BYTES);
   /** Handed out whole by the last transient read: freed on the next. */
   let spent: ArrayBufferLike | null = null;
   let transient = false;
