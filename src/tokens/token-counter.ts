@@ -204,22 +204,18 @@ class Lane {
     const worker = this.worker ?? (this.worker = this.counter.startWorker(this));
     if (!worker) return countInline(texts, limit ?? Infinity);
     const id = this.nextId++;
-    const counted = this.awaitReply(id, signal);
     // The texts are kept only to be counted again elsewhere should the worker never start: once
     // it has, a long job's text is not held here for as long as it takes to count (see
     // docs/architecture.md, "Memory per stream"). Nor by a closure: the reply's callbacks are made
-    // where the texts are not in scope (awaitReply), since a closure keeps its whole scope alive.
-    const job = this.pending.get(id)!;
-    job.account = account;
-    job.limit = limit;
-    job.texts = this.started ? [] : texts;
+    // where `texts` is not in scope (awaitReply), since a closure keeps its whole scope alive.
+    const counted = this.awaitReply(id, { account, texts: this.started ? [] : texts, limit }, signal);
     if (textLength(texts) <= PART_CHARS * 2) worker.postMessage({ id, account, texts, limit } satisfies TokenJob);
     else void this.sendInParts(worker, id, account, texts, limit);
     return counted;
   }
 
-  /** Registers job `id` (its account, texts and limit set by the caller); resolves with its count. */
-  private awaitReply(id: number, signal: AbortSignal | undefined): Promise<number> {
+  /** Registers job `id`; resolves with its count. */
+  private awaitReply(id: number, job: Omit<Job, "resolve" | "reject">, signal: AbortSignal | undefined): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       const onAbort = () => {
         if (!this.pending.delete(id)) return;
@@ -228,7 +224,7 @@ class Lane {
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       const done = () => signal?.removeEventListener("abort", onAbort);
-      this.pending.set(id, { account: "", texts: [], limit: null, resolve: (n) => (done(), resolve(n)), reject: (e) => (done(), reject(e)) });
+      this.pending.set(id, { ...job, resolve: (n) => (done(), resolve(n)), reject: (e) => (done(), reject(e)) });
     });
   }
 

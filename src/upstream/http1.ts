@@ -33,7 +33,6 @@ export { ProtocolError, ConnectError, ConnectionClosed, idleConnections, createP
 /** A request header (or the request line) would carry a control character: nothing was sent. */
 export class InvalidRequestHeader extends Error {}
 
-
 /** Where requests go, parsed once per base URL. */
 export interface Target {
   /** The pool's key. */
