@@ -1,6 +1,6 @@
 /**
- * Relays an upstream chat-completions SSE stream as rewritten chunk objects. The stream owns its
- * request's Hold; the relay (http/chat-relay.ts) decides, once the iteration is over, what to bill:
+ * Relays an upstream chat-completions SSE stream as rewritten chunk objects. The relay
+ * (chat/relay.ts, run by metering/metered-stream.ts) decides, once the iteration is over, what to bill:
  *   completed          → the upstream's usage (or our count when it sent none), clamped to the hold;
  *   at the output cap  → the upstream is stopped, the stream ends as `length`, billed as delivered;
  *   at its deadline    → the same (SWITCHYARD_STREAM_MAX_SECONDS: no stream runs longer);
@@ -11,7 +11,6 @@
  */
 import type { Services } from "../services";
 import type { Consumption } from "../billing/ledger-store";
-import type { Hold } from "../billing/hold";
 import { SseParser } from "../protocols/sse";
 import { StreamDeadline } from "./stream-deadline";
 import type { UpstreamReply } from "../upstream/client";
@@ -70,8 +69,6 @@ export class ChatStream {
     private readonly call: ChatCall,
     private readonly response: UpstreamReply,
     private readonly upstream: AbortController,
-    /** Owned by this stream; the relay's finally releases it. */
-    readonly hold: Hold,
     budget: TokenBudget,
   ) {
     this.delivered = new TokenTally(s.tokens, call.accountId);

@@ -18,7 +18,7 @@ import { beginRequest, contextOf, endRequest, type RequestContext } from "./requ
 import { requestMetrics, type RequestMetrics } from "../metrics/request-metrics";
 import { resolveId } from "../catalog/resolve";
 import type { Cell, HistogramSeries } from "../metrics/registry";
-import { watchProducerEnd, type StreamEnd } from "./streaming";
+import { watchProducerEnd, type StreamEnd } from "../metering/producer-stream";
 import type { RequestEnd } from "../generations/outcomes";
 import { ElysiaCustomStatusResponse } from "elysia";
 

@@ -10,7 +10,7 @@ import { ChatCompletionRequest, parseChatRequest, wantsPriority } from "../../ch
 import { usageObject } from "../../chat/pipeline";
 import { completionId, type ChatCall } from "../../chat/call";
 import { SSE_DONE, sseData } from "../../protocols/sse";
-import { completeForRoute, streamForRoute } from "../chat-relay";
+import { completeForRoute, streamForRoute } from "../chat-route";
 import { errorBody } from "../errors";
 
 export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void {

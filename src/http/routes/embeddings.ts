@@ -1,7 +1,8 @@
 /**
- * POST /v1/embeddings (docs/local-models.md): validate, tokenise (exact counts), reserve the exact cost,
- * queue every input on the embedding engine's micro-batching scheduler, settle, answer in the
- * OpenAI list shape. Nothing is billed when the request fails or the client goes away first.
+ * POST /v1/embeddings (docs/local-models.md): validate, tokenise (exact counts), then one metered
+ * call (metering/) of the exact cost: every input queued on the embedding engine's micro-batching
+ * scheduler, charged, answered in the OpenAI list shape. Nothing is billed when the request fails
+ * or the client goes away first.
  */
 import { Type } from "@sinclair/typebox";
 import { assertModelAllowed } from "../../accounts/key-controls";
@@ -14,6 +15,7 @@ import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { embeddingCost, priceNote } from "../../billing/prices";
+import { meterWhole, type CallSpec } from "../../metering/metered-call";
 import { formatUsd, usdNumber } from "../../billing/money";
 import { localModelUnavailable } from "../../engines/installed";
 import { timeEngine } from "../../metrics/engine-time";
@@ -72,15 +74,15 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
     const parsed = await parseEmbeddingInput(req.input, engine.encoder, MAX_SEQUENCE_TOKENS, inputType);
 
     const requestId = requestIdOf(set);
-    const hold = await s.ledger.reserve({
-      requestId, accountId: caller.accountId, endpoint: "/v1/embeddings", model: resolved.requestedId, key: holdKey(caller),
+    const dims = req.dimensions ?? engine.dimensions;
+    const format = req.encoding_format === "base64" ? "base64" : "float";
+    const spec: CallSpec = {
+      requestId, accountId: caller.accountId, endpoint: "/v1/embeddings", model: resolved.requestedId, key: holdKey(caller), serviceTier: resolved.tier,
       budget: { inputTokens: parsed.tokens },
       price: (u) => embeddingCost(resolved.entry, resolved.multiplier, u.inputTokens ?? 0),
       priceNote: priceNote(resolved.entry, resolved.multiplier),
-    });
-    const dims = req.dimensions ?? engine.dimensions;
-    const format = req.encoding_format === "base64" ? "base64" : "float";
-    try {
+    };
+    const { value: vectors, settlement } = await meterWhole(s.ledger, spec, async () => {
       // Each vector comes back from the inference worker as the JSON text of its `embedding`
       // value, so the event loop only splices strings (README "Embeddings").
       let vectors: string[];
@@ -90,16 +92,14 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
         throw mapEngineError(err, req.model);
       }
       if (request.signal.aborted) throw clientGone();
-      const settlement = await hold.settle({ inputTokens: parsed.tokens, serviceTier: resolved.tier });
-      set.headers["x-request-cost"] = formatUsd(settlement.charged);
-      set.headers["content-type"] = "application/json";
-      const usage = { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: usdNumber(settlement.charged) };
-      // The OpenAI list shape, in its usual key order.
-      let data = "";
-      for (let index = 0; index < vectors.length; index++) data += `${index ? "," : ""}{"object":"embedding","index":${index},"embedding":${vectors[index]}}`;
-      return `{"object":"list","data":[${data}],"model":${JSON.stringify(resolved.requestedId)},"usage":${JSON.stringify(usage)}}`;
-    } finally {
-      await hold.release();
-    }
+      return { usage: { inputTokens: parsed.tokens }, value: vectors };
+    });
+    set.headers["x-request-cost"] = formatUsd(settlement.charged);
+    set.headers["content-type"] = "application/json";
+    const usage = { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: usdNumber(settlement.charged) };
+    // The OpenAI list shape, in its usual key order.
+    let data = "";
+    for (let index = 0; index < vectors.length; index++) data += `${index ? "," : ""}{"object":"embedding","index":${index},"embedding":${vectors[index]}}`;
+    return `{"object":"list","data":[${data}],"model":${JSON.stringify(resolved.requestedId)},"usage":${JSON.stringify(usage)}}`;
   });
 }

@@ -18,7 +18,7 @@ import { promptTextBytes } from "../../tokens/tokens";
 import { CountAborted } from "../../tokens/token-counter";
 import { clientGone, countTokensBytesExceeded } from "../../errors";
 import { sseEvent, sseEvents } from "../../protocols/sse";
-import { completeForRoute, streamForRoute } from "../chat-relay";
+import { completeForRoute, streamForRoute } from "../chat-route";
 import { errorBody } from "../errors";
 import { newId } from "../../accounts/ids";
 import {

@@ -14,7 +14,7 @@ import { DomainError, invalidField } from "../../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { type ChatCall } from "../../chat/call";
-import { completeForRoute, streamForRoute } from "../chat-relay";
+import { completeForRoute, streamForRoute } from "../chat-route";
 import type { StoredResponseRecord } from "../../billing/ledger-store";
 import { newId } from "../../accounts/ids";
 import { ResponsesRequest, normalizeInput, parseResponsesRequest, toChatRequest, wantsPriorityTier } from "../../protocols/responses/request";

@@ -64,7 +64,7 @@ export const STAGE_RULES: Rule[] = [
   ["upstream request (fetch)", under("src/upstream/client.ts", "src/upstream/dispatch.ts")],
   [REPLY, under("src/chat/rewrite.ts", "src/chat/stream.ts", "src/chat/upstream-shape.ts", "src/protocols/")],
   [PIPELINE, under("src/chat/")],
-  ["response + SSE relay", under("src/http/chat-relay.ts", "src/http/streaming.ts")],
+  ["response + SSE relay", under("src/http/chat-route.ts", "src/chat/relay.ts", "src/metering/metered-stream.ts", "src/metering/producer-stream.ts")],
   ["request body read + JSON parse", (p, f) => p.startsWith("src/http/body.ts") || (p.startsWith("src/http/app.ts") && /parse/i.test(f.functionName))],
   ["app hooks (request id, error mapping)", under("src/http/app.ts", "src/http/errors.ts", "src/errors.ts")],
   ["route handler", under("src/http/routes/")],

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { producerStream, watchProducerEnd, type StreamEnd, type StreamWriter } from "./streaming";
+import { producerStream, watchProducerEnd, type StreamEnd, type StreamWriter } from "./producer-stream";
 import { activePeriods } from "./shared-ticker";
 
 const bytes = (s: string) => new TextEncoder().encode(s);

@@ -1,5 +1,5 @@
 /**
- * A streamed HTTP response fed by an async producer, with backpressure: the bytes written wait in
+ * A streamed response body fed by an async producer (a metered stream's ByteSink, metered-stream.ts), with backpressure: the bytes written wait in
  * a queue of their own, handed to the server one chunk per read it asks for (Bun asks only while
  * the client's socket takes bytes), so the producer can see when the client falls behind and stop
  * reading its own source (`ready()`), and can tell how many bytes the client's connection took
