@@ -14,11 +14,12 @@ import type { DataStore } from "./store/data-store";
 import { sqliteDataStore, type SqliteDataStore } from "./store/sqlite/open";
 import type { StoreUnavailable } from "./billing/ledger-store";
 import type { SqliteLedgerOptions } from "./store/sqlite/ledger-store";
-import { DataDirLocked, lockDataDir, LOCK_FILE, type DataDirLock } from "./store/sqlite/data-dir-lock";
+import { DataDirLocked, lockDataDir, LOCK_FILE, servedNow, type DataDirLock } from "./store/sqlite/data-dir-lock";
 import { openPostgres, type PostgresDataStore } from "./store/postgres/open";
 import { Accounts } from "./accounts/accounts";
 import { ApiKeys } from "./accounts/api-keys";
 import { Ledger } from "./billing/ledger";
+import { liveAccounts, liveKeys, liveUsage } from "./billing/live-reserved";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
 import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { LiveConfig } from "./catalog/live-config";
@@ -49,6 +50,8 @@ export interface Services {
   accounts: Accounts;
   keys: ApiKeys;
   ledger: Ledger;
+  /** Usage sums, credits and balances, with `reserved` as it is now (billing/live-reserved.ts). */
+  usage: DataStore["usage"];
   /** Stored Responses turns (POST /v1/responses with store, previous_response_id, GET/DELETE). */
   responses: ResponseStore;
   catalog: Catalog;
@@ -152,7 +155,8 @@ async function openData(config: Config, mode: ServicesMode, overrides: ServiceOv
   }
   try {
     const db = openStore(config.dataDir, mode === "serve" ? { busyTimeoutMs: 0 } : {});
-    return sqliteDataStore(db, overrides.ledger);
+    // The CLI beside a running server may add credits but not deduct them (data-dir-lock.ts).
+    return sqliteDataStore(db, { ...overrides.ledger, besideServer: mode === "cli" && servedNow(config.dataDir) });
   } catch (e) {
     throw cannotOpen(config, e);
   }
@@ -251,12 +255,15 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
   const { log, catalog, aliases, routes, engines, upstreamModels } = parts;
   const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
   let provider: ProviderDecision | undefined;
+  const ledger = new Ledger(store.ledger, log, { holdExpirySeconds: config.holdExpirySeconds });
+  const usage = liveUsage(store.usage, ledger);
   const s: Services = {
     config,
     store,
-    accounts: new Accounts(store.accounts),
-    keys: new ApiKeys(store.keys),
-    ledger: new Ledger(store.ledger, log, { holdExpirySeconds: config.holdExpirySeconds }),
+    accounts: new Accounts(liveAccounts(store.accounts, ledger)),
+    keys: new ApiKeys(liveKeys(store.keys, ledger)),
+    ledger,
+    usage,
     responses: new ResponseStore(store.responses, { retentionSeconds: config.responsesRetentionSeconds, now: clock }),
     catalog,
     aliases,
@@ -275,7 +282,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     imageDecoder: new DecodeQueue(config.imageDecodeConcurrency, config.imageDecodeMsPerMinute),
     mediaFetcher: parts.mediaFetcher,
     outcomes,
-    generations: new GenerationRecords(store.usage, outcomes),
+    generations: new GenerationRecords(usage, outcomes),
     log,
     onnxProvider: () => (provider ??= decideProvider(config.onnxProvider, { runtimeDir: config.runtimeDir })),
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),

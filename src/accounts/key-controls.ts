@@ -11,7 +11,7 @@ import type { Services } from "../services";
 import type { ApiKeyListing, KeyControls, KeyPatch } from "./api-keys";
 import { LIMIT_MAXIMUM } from "./accounts";
 import { formatUsd, MAX_BALANCE, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
-import { LIMIT_RESETS, type LimitReset, nextReset, periodStart } from "../billing/key-periods";
+import { LIMIT_RESETS, type LimitReset, nextReset, periodStarts, spentInPeriod } from "../billing/key-periods";
 import { DomainError, invalidField } from "../errors";
 import { resolveId } from "../catalog/resolve";
 import type { ResolvedModel } from "../catalog/catalog";
@@ -95,11 +95,18 @@ export function parsePatch(s: Services, b: ControlInput & { name?: string | null
   return patch;
 }
 
-/** What the key's limit has left now for new holds (units): the limit less this period's spend and what is held. */
+/**
+ * What the key's limit has left now for new holds (units): the limit less this period's spend and
+ * what is held — counted exactly as a hold is checked (billing/key-periods.ts, spentInPeriod).
+ */
 export function limitRemaining(k: ApiKeyListing, nowMs = Date.now()): number | null {
   if (k.spend_limit === null) return null;
-  const spentNow = k.period_start === periodStart(k.limit_reset, nowMs) ? k.period_spent : 0;
-  return Math.max(0, k.spend_limit - spentNow - k.reserved);
+  return Math.max(0, k.spend_limit - spentInPeriod(k, periodStarts(nowMs)) - k.reserved);
+}
+
+/** This period's spend as the limit counts it (0 once the current period is newer than the stored one). */
+export function spentThisPeriod(k: ApiKeyListing, nowMs = Date.now()): number {
+  return spentInPeriod(k, periodStarts(nowMs));
 }
 
 /** The key's controls and figures in OpenRouter's field names (money in USD numbers). */

@@ -3,9 +3,11 @@
  * at most its amount) or released (nothing charged) — exactly once. Every endpoint uses it the
  * same way:
  *
- *   const hold = await s.ledger.reserve({ requestId, accountId, endpoint, model, budget, price });
+ *   const hold = await ledger.reserve({ requestId, accountId, endpoint, model, budget, price });
  *   try { ...work...; await hold.settle({ ...usage, serviceTier }); }
  *   finally { await hold.release(); }      // a no-op once posted; never throws
+ *
+ * (Requests do this through one metered call, src/metering/metered-call.ts.)
  *
  * States: open → settling → posted; settling → open → released when the charge could not be
  * written (settle() then releases the hold itself before it rejects); open → released. release()
@@ -93,9 +95,21 @@ const QUANTITIES = ["inputTokens", "outputTokens", "characters"] as const;
 /** What release() of a posted hold resolves to. */
 const POSTED: Promise<boolean> = Promise.resolve(false);
 
+/** How a hold was granted (billing/ledger-store.ts, GrantResult). */
+export interface Granted {
+  /** Written in the store (PostgreSQL's direct path) rather than booked in memory. */
+  direct: boolean;
+  /** Unix seconds, by the ledger's clock. */
+  createdAt: number;
+}
+
 export class Hold implements AsyncDisposable {
   readonly requestId: string;
   readonly accountId: string;
+  /** The key whose spend limit it counts against (null: none). */
+  readonly keyId: string | null;
+  readonly direct: boolean;
+  readonly createdAt: number;
   readonly endpoint: string;
   readonly model: string;
   readonly budget: Readonly<Consumption>;
@@ -111,9 +125,12 @@ export class Hold implements AsyncDisposable {
   /** The settle attempt that failed: its charge may have been written all the same. */
   private failed: { quote: Quote; request: SettleRequest } | null = null;
 
-  constructor(private readonly ledger: HoldLedger, spec: HoldSpec, readonly amount: number) {
+  constructor(private readonly ledger: HoldLedger, spec: HoldSpec, readonly amount: number, granted: Granted) {
     this.requestId = spec.requestId;
     this.accountId = spec.accountId;
+    this.keyId = spec.key?.id ?? null;
+    this.direct = granted.direct;
+    this.createdAt = granted.createdAt;
     this.endpoint = spec.endpoint;
     this.model = spec.model;
     this.budget = spec.budget;

@@ -3,24 +3,32 @@
  * storage port (ledger-store.ts), written once for every store. A request reserves a Hold (hold.ts)
  * before any work, then settles it (one charge of at most its amount) or releases it.
  *
- * Invariants — each is enforced here or by the store, and tested (ledger.test.ts and the seeded
- * randomized checker, test/ledger-checker.test.ts):
- *   1. balance ≥ 0 and reserved ≥ 0, always (store CHECK constraints; holds are granted only from
- *      the available balance, balance − reserved).
- *   2. reserved = Σ amounts of the account's pending holds whenever no write is in flight.
- *   3. A charge never exceeds its hold: charged ≤ hold.amount (Hold.quote clamps, the store refuses
- *      more). It is taken from the balance it held, so it never touches another request's hold nor
- *      unheld balance.
+ * Holds live in memory (hold-book.ts): a hold is a reservation against what this process may
+ * spend for the account and key, so nothing durable is written before the upstream call starts;
+ * only charges are durable, group-committed. After a crash no hold survives, and every
+ * acknowledged charge is on disk. (PostgreSQL's direct path for small balances writes its holds
+ * in the database instead; those are voided there, retried while it cannot write.)
+ *
+ * Invariants — each is enforced here, by the hold book or by the store, asserted where it can
+ * break, and tested (ledger.test.ts and the seeded randomized checker, test/ledger-checker.test.ts):
+ *   1. balance ≥ 0, always (store CHECK constraints; holds are granted only from what is available).
+ *   2. held(account) = Σ amounts of its open holds, and what is held never exceeds what the store
+ *      lets this process spend: the balance (SQLite), or its lease plus direct holds (PostgreSQL).
+ *   3. A charge never exceeds its hold: charged ≤ hold.amount (Hold.quote clamps, post() asserts,
+ *      the store refuses more). It is taken from the balance it held, so it never touches another
+ *      request's hold nor unheld balance.
  *   4. Σ entries (charges, credits, debits) = balance: the newest entry's balance_after is the balance.
  *   5. One charge per request id; a repeated settle returns the first charge.
- *   6. Every hold is posted or voided exactly once; none stays pending after its request ends
- *      (release() in the request's finally), after a restart (releaseAbandoned), or once the store
- *      writes again after a failure (voids that could not be written are retried until they are),
- *      nor once it is older than the hold expiry, whatever its request does (hold-expiry.ts).
+ *   6. Every hold is posted or released exactly once; none stays open after its request ends
+ *      (release() in the request's finally), nor once it is older than the hold expiry, whatever
+ *      its request does (hold-expiry.ts); after a restart none exists (memory) or is left pending
+ *      (the store's direct holds of a previous run are voided: releaseAbandoned).
  *   7. A failed request (error status, stream error, failed settle) is never charged.
- *   8. Holds are committed before any upstream is called, charges are durable before the response
- *      completes; a charge whose fsync failed is never acknowledged, and the store refuses every
- *      write after it (SQLite: the server stops; see store/sqlite/group-commit.ts).
+ *   8. Charges are durable before the response completes; a charge whose fsync failed is never
+ *      acknowledged, and the store refuses every write after it (SQLite: the server stops; see
+ *      store/sqlite/group-commit.ts).
+ *   9. A key's charges in its period plus what is held against it never exceed its spend limit,
+ *      and its period never moves backwards (billing/key-periods.ts).
  *
  * Store health: when the store cannot write (StoreUnavailable: disk full, database locked past the
  * bounded wait, unreachable), new holds are refused with 503 service_unavailable
@@ -35,9 +43,10 @@ import { DomainError, InternalError, insufficientCredits, keyLimitExceeded, serv
 import { nextReset, periodStarts } from "./key-periods";
 import type { Log } from "../log";
 import { formatUsd, MAX_BALANCE } from "./money";
-import { StoreUnavailable, type ChargeRecord, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult } from "./ledger-store";
+import { StoreUnavailable, type ChargeRecord, type GrantResult, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult } from "./ledger-store";
 import { DEFAULT_HOLD_EXPIRY_SECONDS, HoldExpiry } from "./hold-expiry";
 import { Hold, type HoldLedger, type HoldSpec, type Quote, type SettleRequest, type Settlement, type VoidOutcome } from "./hold";
+import { HoldBook } from "./hold-book";
 
 export { MAX_BALANCE };
 
@@ -65,11 +74,22 @@ export interface ClampRecord {
   held: number;
 }
 
+/** A hold's change of state, for observers (metrics, tests): taken, charged, or released unposted. */
+export interface HoldEvent {
+  requestId: string;
+  accountId: string;
+  amount: number;
+  state: "pending" | "posted" | "voided";
+}
+
 export class Ledger implements HoldLedger {
   private readonly settledListeners: ((c: ChargeRecord) => void)[] = [];
+  private readonly holdListeners: ((e: HoldEvent) => void)[] = [];
   private readonly clampListeners: ((c: ClampRecord) => void)[] = [];
   /** Holds reserved and not yet posted or voided (queued voids included). */
   private open = 0;
+  /** The holds this process has booked in memory, per account and key. */
+  readonly book = new HoldBook();
   /** Voids the store could not write yet, by request id. */
   private readonly retries = new Map<string, Hold | null>();
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
@@ -107,39 +127,53 @@ export class Ledger implements HoldLedger {
     if (this.unavailable && Date.now() < this.unavailableUntil) throw serviceUnavailable();
     const epoch = this.failures;
     const now = this.now();
-    let outcome;
+    const createdAt = this.expiry.dateNow();
+    let outcome: GrantResult;
     try {
       const key = spec.key ? { id: spec.key.id, periods: periodStarts(now) } : undefined;
-      outcome = await this.store.reserve({
-        requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, key, createdAt: this.expiry.dateNow(),
-      });
+      const granted = this.store.grant({ requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, key, createdAt }, this.book);
+      outcome = granted instanceof Promise ? await granted : granted;
     } catch (e) {
       if (e instanceof StoreUnavailable) {
         this.markUnavailable(e);
-        // Lost in transit, the hold may exist after all: void it once the store answers again.
-        if (e.reason === "unreachable") this.queueVoid(spec.requestId, null);
+        // Lost in transit, a direct hold may exist after all: void it once the store answers again.
+        if (e.reason === "unreachable" && this.store.voidDirect) this.queueVoid(spec.requestId, null);
         throw serviceUnavailable();
       }
       throw this.internal("reserve", spec.requestId, e);
     }
-    this.markHealthy(epoch);
+    if (outcome.ok && outcome.direct) this.markHealthy(epoch);
     if (!outcome.ok && outcome.keyLimit !== undefined) {
       const reset = spec.key?.limitReset ?? null;
       throw keyLimitExceeded(formatUsd(amount), formatUsd(outcome.keyLimit), formatUsd(outcome.available), reset, nextReset(reset, now));
     }
     if (!outcome.ok) throw insufficientCredits(formatUsd(amount), formatUsd(outcome.available));
+    if (!outcome.direct && !this.book.has(spec.requestId)) throw new InternalError(`the store granted ${spec.requestId} without booking it`);
     this.open++;
-    const hold = new Hold(this, spec, amount);
+    const hold = new Hold(this, spec, amount, { direct: outcome.direct, createdAt });
     this.expiry.track(hold);
+    this.holdEvent(hold, "pending");
     return hold;
+  }
+
+  /** What this process holds for the account's requests in flight (booked in memory). */
+  held(accountId: string): number {
+    return this.book.held(accountId);
+  }
+
+  /** What this process holds against the key's spend limit. */
+  heldByKey(keyId: string): number {
+    return this.book.heldByKey(keyId);
   }
 
   /** HoldLedger: writes a hold's charge (Hold.settle calls this once per attempt). */
   async post(hold: Hold, quote: Quote, request: SettleRequest): Promise<Settlement> {
+    if (quote.amount > hold.amount) throw new InternalError(`charge of ${quote.amount} above its hold of ${hold.amount} (${hold.requestId})`);
     const epoch = this.failures;
     let r;
     try {
-      r = await this.store.post(postRequest(hold, quote, request));
+      // Once the charge is committed the balance has it: the hold stops counting at that moment.
+      r = await this.store.post(postRequest(hold, quote, request), () => this.book.remove(hold.requestId));
     } catch (e) {
       if (e instanceof StoreUnavailable) {
         this.markUnavailable(e);
@@ -150,6 +184,7 @@ export class Ledger implements HoldLedger {
     this.markHealthy(epoch);
     this.open--;
     this.expiry.forget(hold.requestId);
+    this.holdEvent(hold, "posted");
     if (quote.clamped) this.noteClamp(hold, quote);
     // Listeners hear only of charges that are durable, once each (not of idempotent repeats).
     if (r.fresh) this.notifySettled(hold, quote, request, r.charged);
@@ -176,9 +211,19 @@ export class Ledger implements HoldLedger {
    * been written (the answer was lost), and Hold asks recover() for it.
    */
   async void(hold: Hold): Promise<VoidOutcome> {
+    if (!hold.direct) {
+      // Booked in memory: released at once. Not booked any more: its charge was committed.
+      if (this.book.remove(hold.requestId)) {
+        this.closeVoided(hold);
+        return "voided";
+      }
+      if (hold.chargeMayExist) return "absent";
+      this.closeVoided(hold);
+      return "absent";
+    }
     const epoch = this.failures;
     try {
-      const voided = await this.store.void(hold.requestId);
+      const voided = await this.store.voidDirect!(hold.requestId);
       this.markHealthy(epoch);
       if (!voided && hold.chargeMayExist) return "absent";
       this.closeVoided(hold);
@@ -209,6 +254,7 @@ export class Ledger implements HoldLedger {
     }
     this.open--;
     this.expiry.forget(hold.requestId);
+    this.holdEvent(hold, "posted");
     this.log.warn("a charge whose answer was lost had been written: the request is charged", { request_id: hold.requestId, charged_usd: formatUsd(r.charged) });
     if (quote.clamped) this.noteClamp(hold, quote);
     this.notifySettled(hold, quote, request, r.charged);
@@ -220,12 +266,33 @@ export class Ledger implements HoldLedger {
     hold.markReleased();
     this.open--;
     this.expiry.forget(hold.requestId);
+    this.holdEvent(hold, "voided");
   }
 
-  /** Voids the holds pending past their expiry (hold-expiry.ts); never rejects. */
+  private holdEvent(hold: Hold, state: HoldEvent["state"]): void {
+    if (this.holdListeners.length === 0) return;
+    const e: HoldEvent = { requestId: hold.requestId, accountId: hold.accountId, amount: hold.amount, state };
+    for (const l of this.holdListeners) {
+      try {
+        l(e);
+      } catch {
+        // observers only
+      }
+    }
+  }
+
+  /** Calls `listener` when a hold is taken, charged, or released unposted. */
+  onHold(listener: (e: HoldEvent) => void): void {
+    this.holdListeners.push(listener);
+  }
+
+  /** Releases the holds open past their expiry (hold-expiry.ts); never rejects. */
   expireHolds(): Promise<number> {
     return this.expiry.sweep({
-      closeExpired: (hold) => this.closeVoided(hold),
+      closeExpired: (hold) => {
+        if (!hold.direct) this.book.remove(hold.requestId);
+        this.closeVoided(hold);
+      },
       failed: (e) => {
         if (e instanceof StoreUnavailable) this.markUnavailable(e);
         else this.log.error("hold expiry failed; retrying at the next sweep", { error: String((e as Error)?.message ?? e).slice(0, 300) });
@@ -264,7 +331,7 @@ export class Ledger implements HoldLedger {
         [...this.retries].map(async ([requestId, hold]) => {
           try {
             // Voided now, or nothing pending (voided or posted before): either way no longer held.
-            const voided = await this.store.void(requestId);
+            const voided = await this.store.voidDirect!(requestId);
             this.retries.delete(requestId);
             if (!voided && hold?.chargeMayExist) {
               // Its settle failed (the client was told so, neutrally), yet its charge had been written.
@@ -294,8 +361,10 @@ export class Ledger implements HoldLedger {
     if (!this.unavailable) {
       this.log.error("the ledger cannot write; new requests are refused with 503 until it can", { reason: e.reason, detail: e.message.slice(0, 300) });
     }
+    // A store that will write nothing more stays refused until the process restarts.
+    if (this.unavailable?.final) return;
     this.unavailable = e;
-    this.unavailableUntil = Date.now() + this.probeIntervalMs;
+    this.unavailableUntil = e.final ? Infinity : Date.now() + this.probeIntervalMs;
   }
 
   /** A write that began at failure count `epoch` succeeded. */
@@ -353,7 +422,7 @@ export class Ledger implements HoldLedger {
    * into money reserved by requests in flight; the balance may not pass MAX_BALANCE.
    */
   adjust(accountId: string, amount: number, reason: string): Promise<{ balanceAfter: number }> {
-    return this.write("adjust", () => this.store.adjust(accountId, amount, reason));
+    return this.write("adjust", () => this.store.adjust(accountId, amount, reason, this.book));
   }
 
   /** Creates an account and its opening credits in one transaction. */
@@ -381,7 +450,7 @@ export class Ledger implements HoldLedger {
     return this.unavailable === null;
   }
 
-  /** Holds not yet posted or voided: requests in flight, and voids waiting for the store. */
+  /** Holds not yet posted or released: requests in flight, and voids waiting for the store. */
   pendingHolds(): number {
     return this.open;
   }
@@ -425,7 +494,9 @@ export class Ledger implements HoldLedger {
 /** The store's post of a hold's charge (a first attempt and a recovery write the same). */
 function postRequest(hold: Hold, quote: Quote, request: SettleRequest): PostRequest {
   return {
-    requestId: hold.requestId, amount: quote.amount, serviceTier: request.serviceTier, note: [quote.clamped ? "clamped to hold" : null, hold.priceNote].filter((n) => n !== null).join("; ") || null,
+    requestId: hold.requestId, accountId: hold.accountId, keyId: hold.keyId, amount: quote.amount, holdAmount: hold.amount, direct: hold.direct,
+    holdCreatedAt: hold.createdAt, endpoint: hold.endpoint, model: hold.model, serviceTier: request.serviceTier,
+    note: [quote.clamped ? "clamped to hold" : null, hold.priceNote].filter((n) => n !== null).join("; ") || null,
     storedResponse: request.storedResponse, ...quote.recorded,
   };
 }

@@ -11,7 +11,8 @@
  *                nothing when it took none;
  *   failed       nothing: the hold is released, and the client gets the source's error frames
  *                (or a cut-off transfer), which say whether it was billed;
- *   charge fails the same as failed: never charged, told so only when the release is durable.
+ *   charge fails never charged: the stream ends as failed (told "not billed" only when the release
+ *                is durable), or — for a source whose output is whole already (speech) — complete.
  *
  * Whatever happens, the call is closed (released unless charged) in the finally below, and this
  * function never rejects: bytes already sent end as a complete body or a cut-off transfer.
@@ -62,6 +63,11 @@ export interface MeteredSource {
   failure(error: unknown, voided: boolean): DomainError;
   /** The bytes that end a failed stream, or null to cut the transfer off. */
   failedBytes(error: DomainError): Uint8Array | null;
+  /**
+   * When the charge of a completed stream cannot be written: true ends the body complete anyway
+   * (unbilled: audio already sent is a whole file), false ends it as failed (error frames).
+   */
+  readonly completesUncharged?: boolean;
 }
 
 /**
@@ -155,6 +161,10 @@ export async function runMeteredStream(call: MeteredCall, sink: ByteSink, source
       await call.charge(ending.usage, ending.storedResponse);
     } catch (err) {
       log.error("stream charge failed; not billed", { request_id: call.requestId, error: String((err as Error)?.message ?? err).slice(0, 300) });
+      if (source.completesUncharged) {
+        if (ending.closing) sink.write(ending.closing);
+        return;
+      }
       // The charge released the hold; "not billed" only once that release is durable.
       const told = err instanceof DomainError && err.kind === "unavailable" ? err : chargeNotRecorded(await call.close());
       end(sink, source, told);

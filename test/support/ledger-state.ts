@@ -26,7 +26,7 @@ export function ledgerState(h: Harness, accountId: string): LedgerState {
     reserved,
     entries: count("SELECT COUNT(*) AS n FROM ledger_entries WHERE account_id = ?"),
     charges: count("SELECT COUNT(*) AS n FROM ledger_entries WHERE account_id = ? AND kind = 'charge'"),
-    pendingHolds: count("SELECT COUNT(*) AS n FROM holds WHERE account_id = ? AND state = 'pending'"),
+    pendingHolds: count("SELECT COUNT(*) AS n FROM holds WHERE account_id = ? AND state = 'pending'") + h.server.services.ledger.book.openFor(accountId),
     sum: h.ledgerSum(accountId),
   };
 }
@@ -37,7 +37,7 @@ export async function storeState(h: Harness, accountId: string): Promise<LedgerS
 }
 
 /** Waits until no hold of the account is pending (streams settle just after their last byte). */
-export async function settled(h: Harness, accountId: string, timeoutMs = 2_000): Promise<LedgerState> {
+export async function settled(h: Harness, accountId: string, timeoutMs = 10_000): Promise<LedgerState> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const s = await storeState(h, accountId);

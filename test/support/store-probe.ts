@@ -5,6 +5,7 @@
  */
 import { SQL } from "bun";
 import type { Database } from "bun:sqlite";
+import type { Ledger } from "../../src/billing/ledger";
 
 export interface HoldRow {
   amount: number;
@@ -172,6 +173,36 @@ export function pgProbe(url: string): StoreProbe {
     },
     async close() {
       await sql.close();
+    },
+  };
+}
+
+/**
+ * A probe that also sees what the server holds in memory (holds are not written any more,
+ * billing/hold-book.ts): `reserved` and pending holds include the ledger's open holds, and a
+ * hold's state is the ledger's for the holds it took (the store's for direct ones).
+ */
+export function liveProbe(base: StoreProbe, ledger: Ledger): StoreProbe {
+  const holds = new Map<string, HoldRow>();
+  ledger.onHold((e) => holds.set(e.requestId, { amount: e.amount, state: e.state, account_id: e.accountId }));
+  const pendingOf = (accountId: string) => [...holds.values()].filter((h) => h.account_id === accountId && h.state === "pending").length;
+  return {
+    ...base,
+    async balance(id) {
+      const b = await base.balance(id);
+      return { balance: b.balance, reserved: b.reserved + ledger.held(id) };
+    },
+    async counts(id) {
+      const c = await base.counts(id);
+      return { ...c, pendingHolds: Math.max(c.pendingHolds, pendingOf(id)) };
+    },
+    async hold(requestId) {
+      return holds.get(requestId) ?? (await base.hold(requestId));
+    },
+    async holdStates(id) {
+      const states: Record<string, number> = {};
+      for (const h of holds.values()) if (h.account_id === id) states[h.state] = (states[h.state] ?? 0) + 1;
+      return Object.keys(states).length > 0 ? states : base.holdStates(id);
     },
   };
 }

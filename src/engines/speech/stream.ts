@@ -122,6 +122,8 @@ export async function startSpeechStream(plan: SpeechPlan, clientSignal: AbortSig
 }
 
 export class SpeechSource implements MeteredSource {
+  /** Audio already sent ends as a complete file even when its charge cannot be written (unbilled). */
+  readonly completesUncharged = true;
   /** Characters whose audio was written (each counted with the write that completes its chunk). */
   private written = 0;
 

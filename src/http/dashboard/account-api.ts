@@ -32,10 +32,10 @@ export function registerAccountApi(app: App, s: Services, guard: DashboardGuard)
     const endMs = Math.floor(now / DAY_MS) * DAY_MS + DAY_MS;
     const period = { startMs: endMs - SPEND_DAYS * DAY_MS, endMs };
     const [byDay, byModel, byDayModel, money, recent] = await Promise.all([
-      usageReport(s.store.usage, accountId, { ...period, groupBy: ["day"] }),
-      usageReport(s.store.usage, accountId, { ...period, groupBy: ["model"] }),
-      usageReport(s.store.usage, accountId, { ...period, groupBy: ["day", "model"] }),
-      accountMoney(s.store.usage, accountId, now),
+      usageReport(s.usage, accountId, { ...period, groupBy: ["day"] }),
+      usageReport(s.usage, accountId, { ...period, groupBy: ["model"] }),
+      usageReport(s.usage, accountId, { ...period, groupBy: ["day", "model"] }),
+      accountMoney(s.usage, accountId, now),
       s.generations.recent(accountId, 25),
     ]);
     return {

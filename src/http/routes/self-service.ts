@@ -13,7 +13,7 @@ import { DomainError, invalidField, missingField, notFound } from "../../errors"
 import { accountMoney } from "../../billing/account-spend";
 import { accountView } from "../../accounts/accounts";
 import type { ApiKeyListing } from "../../accounts/api-keys";
-import { keyControlsView, limitRemaining } from "../../accounts/key-controls";
+import { keyControlsView, limitRemaining, spentThisPeriod } from "../../accounts/key-controls";
 import { periodStarts } from "../../billing/key-periods";
 import { usdNumber } from "../../billing/money";
 
@@ -79,24 +79,31 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
   });
 }
 
-/** A limited key's own figures in USD: its limit, what is left (never more than the account has), its usage. */
+/**
+ * A limited key's own figures in USD: its limit, what is left (never more than the account has),
+ * its usage. The usage of the period its limit resets on is what the limit counts (its stored
+ * period's spend); the other periods sum its charges by when they count (counted_at), the same
+ * attribution — so usage never shows more than the limit allowed.
+ */
 async function keyFigures(s: Services, key: ApiKeyListing, accountAvailableUnits: number) {
   const now = Date.now();
   const view = keyControlsView(key, now);
   const usage = await s.keys.usageSince(key.id, periodStarts(now));
+  const own = spentThisPeriod(key, now);
+  const reset = key.limit_reset;
   return {
     limit: view.limit,
     limit_remaining: usdNumber(Math.min(limitRemaining(key, now) ?? 0, accountAvailableUnits)),
     limit_reset: view.limit_reset,
     usage: view.usage,
-    usage_daily: usdNumber(usage.day),
-    usage_weekly: usdNumber(usage.week),
-    usage_monthly: usdNumber(usage.month),
+    usage_daily: usdNumber(reset === "daily" ? own : usage.day),
+    usage_weekly: usdNumber(reset === "weekly" ? own : usage.week),
+    usage_monthly: usdNumber(reset === "monthly" ? own : usage.month),
   };
 }
 
 async function mustMoney(s: Services, accountId: string) {
-  const money = await accountMoney(s.store.usage, accountId);
+  const money = await accountMoney(s.usage, accountId);
   if (!money) throw notFound("The account of this key no longer exists.");
   return money;
 }

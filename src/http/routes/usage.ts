@@ -18,7 +18,7 @@ export function registerUsageRoutes(app: App, s: Services, docs: RouteDocs): voi
   app.get("/v1/usage", async ({ bearer, request, set }) => {
     const caller = await identify(s, request, bearer, set);
     const q = parseUsageQuery(singleValuedQuery(request.url));
-    return usageReport(s.store.usage, caller.accountId, q);
+    return usageReport(s.usage, caller.accountId, q);
   });
 }
 

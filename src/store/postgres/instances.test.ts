@@ -3,6 +3,7 @@
  * instance whose heartbeat expired, exactly once, and never anything of a live instance; a
  * released instance can no longer take holds and registers again.
  */
+import { postOf } from "../../../test/support/post-request";
 import { describe, expect, test } from "bun:test";
 import { StoreUnavailable } from "../../billing/ledger-store";
 import { usePgFixture, type PgInstance } from "../../../test/support/postgres-store";
@@ -17,7 +18,7 @@ async function inFlight(inst: PgInstance, acct: string, n: number, amount: numbe
   for (let i = 0; i < n; i++) {
     const admission = await inst.limiter.admit(acct, limits);
     expect(admission.ok).toBe(true);
-    expect(await inst.ledger.reserve({ requestId: `if_${++seq}_${acct}`, accountId: acct, amount, endpoint: "/v1/chat/completions", model: "m" })).toEqual({ ok: true });
+    expect(await inst.ledger.grant({ requestId: `if_${++seq}_${acct}`, accountId: acct, amount, endpoint: "/v1/chat/completions", model: "m" })).toEqual({ ok: true, direct: true });
   }
 }
 
@@ -39,10 +40,10 @@ describe("survivors release a dead instance", () => {
     expect((await f.a.registry.reap()).filter((r) => r.instanceId === dead.registry.id)).toEqual([]);
     // The survivor's own request is untouched and settles normally.
     const [{ request_id }] = (await f.a.db.sql`SELECT request_id FROM holds WHERE account_id = ${acct} AND state = 'pending'`) as [{ request_id: string }];
-    expect(await f.a.ledger.post({ requestId: request_id, amount: 400, serviceTier: "default" })).toMatchObject({ charged: 400, fresh: true });
+    expect(await f.a.ledger.post(postOf({ requestId: request_id, amount: 400, serviceTier: "default" }))).toMatchObject({ charged: 400, fresh: true });
     // A request of the dead instance that completes late can no longer be charged.
     const [{ request_id: lost }] = (await f.a.db.sql`SELECT request_id FROM holds WHERE instance_id = ${dead.registry.id} LIMIT 1`) as [{ request_id: string }];
-    await expect(dead.ledger.post({ requestId: lost, amount: 1, serviceTier: "default" })).rejects.toMatchObject({ detail: expect.stringContaining("without a pending hold") });
+    await expect(dead.ledger.post(postOf({ requestId: lost, amount: 1, serviceTier: "default" }))).rejects.toMatchObject({ detail: expect.stringContaining("without a pending hold") });
     expect(await f.balances(acct)).toEqual({ balance: 99_600, reserved: 0 });
   });
 
@@ -70,14 +71,14 @@ describe("survivors release a dead instance", () => {
     const oldId = stalled.registry.id;
     await Bun.sleep(450); // it stalled past its timeout
     expect((await f.a.registry.reap()).map((r) => r.instanceId)).toContain(oldId);
-    const refused = await stalled.ledger.reserve({ requestId: `st_${acct}`, accountId: acct, amount: 1, endpoint: "e", model: "m" }).catch((e) => e);
+    const refused = await stalled.ledger.grant({ requestId: `st_${acct}`, accountId: acct, amount: 1, endpoint: "e", model: "m" }).catch((e) => e);
     expect(refused).toBeInstanceOf(StoreUnavailable);
     expect(await stalled.limiter.admit(acct, limits).catch((e) => e)).toBeInstanceOf(StoreUnavailable);
     // The refused write made it register again at once, without waiting for its next beat.
     for (let i = 0; i < 100 && reregistered.length === 0; i++) await Bun.sleep(20);
     expect(reregistered).toEqual([oldId, stalled.registry.id]);
     expect(stalled.registry.id).not.toBe(oldId);
-    expect(await stalled.ledger.reserve({ requestId: `st2_${acct}`, accountId: acct, amount: 1, endpoint: "e", model: "m" })).toEqual({ ok: true });
+    expect(await stalled.ledger.grant({ requestId: `st2_${acct}`, accountId: acct, amount: 1, endpoint: "e", model: "m" })).toEqual({ ok: true, direct: true });
     stalled.registry.halt();
   });
 

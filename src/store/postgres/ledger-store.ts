@@ -26,8 +26,9 @@
  * committed it or given up on it).
  */
 import type {
-  HoldRequest, LedgerEntryRow, LedgerStore, PostRequest, PostResult, ReserveResult,
+  GrantRequest, GrantResult, LedgerEntryRow, LedgerStore, PostRequest, PostResult,
 } from "../../billing/ledger-store";
+import type { HoldBook } from "../../billing/hold-book";
 import { StoreUnavailable } from "../../billing/ledger-store";
 import { InternalError, invalidField, notFound } from "../../errors";
 import { formatUsd, MAX_BALANCE } from "../../billing/money";
@@ -68,7 +69,8 @@ export class PostgresLedgerStore implements LedgerStore {
     this.voids = new WriteBatcher((ids) => this.voidBatch(ids), batch);
   }
 
-  async reserve(h: HoldRequest): Promise<ReserveResult> {
+  /** A direct hold: written in the database by one conditional statement. */
+  async grant(h: GrantRequest, _book?: HoldBook): Promise<GrantResult> {
     if (!Number.isSafeInteger(h.amount) || h.amount < 0) throw new RangeError(`bad hold amount ${h.amount}`);
     try {
       if (h.key) return await this.reserveWithKey(h, h.key);
@@ -78,7 +80,7 @@ export class PostgresLedgerStore implements LedgerStore {
         ok: boolean;
         available: string | null;
       }[];
-      return row!.ok ? { ok: true } : { ok: false, available: int(row!.available) };
+      return row!.ok ? { ok: true, direct: true } : { ok: false, available: int(row!.available) };
     } catch (e) {
       if (outcomeUnknown(e)) this.undoUnknownHold(h.requestId);
       throw instanceError(e, this.instance);
@@ -86,7 +88,7 @@ export class PostgresLedgerStore implements LedgerStore {
   }
 
   /** A hold that must fit the key's spend limit too: migration 006's switchyard_reserve_key, one round trip. */
-  private async reserveWithKey(h: HoldRequest, key: NonNullable<HoldRequest["key"]>): Promise<ReserveResult> {
+  private async reserveWithKey(h: GrantRequest, key: NonNullable<GrantRequest["key"]>): Promise<GrantResult> {
     const p = key.periods;
     const [row] = (await this.db.run((sql) => sql`
       SELECT ok, refused, available, key_limit FROM switchyard_reserve_key(
@@ -97,7 +99,7 @@ export class PostgresLedgerStore implements LedgerStore {
       available: string | null;
       key_limit: string | null;
     }[];
-    if (row!.ok) return { ok: true };
+    if (row!.ok) return { ok: true, direct: true };
     if (row!.refused === "key_limit") return { ok: false, available: int(row!.available), keyLimit: int(row!.key_limit) };
     return { ok: false, available: int(row!.available) };
   }
@@ -112,9 +114,9 @@ export class PostgresLedgerStore implements LedgerStore {
     setTimeout(undo, this.db.statementTimeoutMs + 1000).unref?.();
   }
 
-  post(p: PostRequest): Promise<PostResult> {
+  post(p: PostRequest, committed?: () => void): Promise<PostResult> {
     if (!Number.isSafeInteger(p.amount) || p.amount < 0) return Promise.reject(new RangeError(`bad charge amount ${p.amount}`));
-    return this.posts.submit(p);
+    return committed ? this.posts.submit(p).then((r) => (committed(), r)) : this.posts.submit(p);
   }
 
   /**
@@ -170,7 +172,7 @@ export class PostgresLedgerStore implements LedgerStore {
     });
   }
 
-  void(requestId: string): Promise<boolean> {
+  voidDirect(requestId: string): Promise<boolean> {
     return this.voids.submit(requestId);
   }
 
@@ -187,7 +189,7 @@ export class PostgresLedgerStore implements LedgerStore {
     });
   }
 
-  async adjust(accountId: string, amount: number, reason: string): Promise<{ balanceAfter: number }> {
+  async adjust(accountId: string, amount: number, reason: string, _book?: HoldBook): Promise<{ balanceAfter: number }> {
     if (!Number.isSafeInteger(amount) || amount === 0) throw new RangeError(`bad adjustment ${amount}`);
     const [row] = (await this.db.run((sql) => sql`
       SELECT outcome, balance_after FROM switchyard_adjust(${accountId}, ${amount}, ${reason}, ${nowSeconds()}, ${MAX_BALANCE})`)) as {

@@ -28,7 +28,7 @@ test("a restarted instance releases its previous run's holds and slots at once",
   await first.db.sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_open', 'o', 0)`;
   await first.ledger.adjust("acct_open", 1000, "test");
   expect((await first.limiter.admit("acct_open", { rateLimitRpm: 100, concurrencyLimit: 10 })).ok).toBe(true);
-  expect(await first.ledger.reserve({ requestId: "open_1", accountId: "acct_open", amount: 400, endpoint: "e", model: "m" })).toEqual({ ok: true });
+  expect(await first.ledger.grant({ requestId: "open_1", accountId: "acct_open", amount: 400, endpoint: "e", model: "m" })).toEqual({ ok: true, direct: true });
   // Killed: no clean release.
   first.registry!.halt();
   await first.db.close();

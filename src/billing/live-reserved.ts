@@ -1,0 +1,49 @@
+/**
+ * `reserved` as it is now: what a store reads (holds it keeps itself — PostgreSQL's direct holds
+ * and leases — or an older version's leftovers) plus what this process holds in memory for
+ * requests in flight (billing/hold-book.ts). Every reader of reserved money — the admin API, the
+ * dashboard, GET /v1/usage, GET /v1/key and the key lists — goes through these, so none shows a
+ * figure without the holds of this process. (The CLI runs in a process of its own: it sees what
+ * the store keeps.)
+ */
+import type { AccountRecords, AccountRow } from "../accounts/accounts";
+import type { ApiKeyListing, KeyRecords } from "../accounts/api-keys";
+import type { UsageRecords } from "./usage-report";
+
+/** What this process holds in memory, per account and per key (the ledger). */
+export interface HeldFigures {
+  held(accountId: string): number;
+  heldByKey(keyId: string): number;
+}
+
+export function liveAccounts(records: AccountRecords, h: HeldFigures): AccountRecords {
+  const live = (row: AccountRow): AccountRow => ({ ...row, reserved: row.reserved + h.held(row.id) });
+  return {
+    get: async (id) => {
+      const row = await records.get(id);
+      return row ? live(row) : null;
+    },
+    list: async () => (await records.list()).map(live),
+    update: (id, patch) => records.update(id, patch),
+  };
+}
+
+export function liveKeys(records: KeyRecords, h: HeldFigures): KeyRecords {
+  const live = (k: ApiKeyListing): ApiKeyListing => ({ ...k, reserved: k.reserved + h.heldByKey(k.id) });
+  return Object.assign(Object.create(records) as KeyRecords, {
+    get: async (id: string) => {
+      const k = await records.get(id);
+      return k ? live(k) : null;
+    },
+    listForAccount: async (accountId: string) => (await records.listForAccount(accountId)).map(live),
+  });
+}
+
+export function liveUsage<T extends UsageRecords>(records: T, h: HeldFigures): T {
+  return Object.assign(Object.create(records) as T, {
+    balance: async (accountId: string) => {
+      const acct = await records.balance(accountId);
+      return acct ? { balance: acct.balance, reserved: acct.reserved + h.held(accountId) } : null;
+    },
+  });
+}
