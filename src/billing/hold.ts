@@ -69,7 +69,8 @@ export interface Settlement extends Quote {
   requestId: string;
   /** What was taken from the balance (the first charge's, for a repeated settle). */
   charged: number;
-  balanceAfter: number;
+  /** Null when the charge's entry is written later (PostgreSQL's charge journal). */
+  balanceAfter: number | null;
 }
 
 /** What a Hold needs from its ledger (billing/ledger.ts). */

@@ -102,7 +102,8 @@ export interface StoredResponseRecord {
 
 export interface PostResult {
   charged: number;
-  balanceAfter: number;
+  /** The balance after the charge; null when its entry is written later (PostgreSQL's charge journal). */
+  balanceAfter: number | null;
   /** False when this request id was already charged: the first charge is returned, nothing new was taken. */
   fresh: boolean;
 }

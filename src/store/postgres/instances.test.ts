@@ -71,7 +71,7 @@ describe("survivors release a dead instance", () => {
     const oldId = stalled.registry.id;
     await Bun.sleep(450); // it stalled past its timeout
     expect((await f.a.registry.reap()).map((r) => r.instanceId)).toContain(oldId);
-    const refused = await stalled.ledger.grant({ requestId: `st_${acct}`, accountId: acct, amount: 1, endpoint: "e", model: "m" }).catch((e) => e);
+    const refused = await Promise.resolve(stalled.ledger.grant({ requestId: `st_${acct}`, accountId: acct, amount: 1, endpoint: "e", model: "m" })).catch((e) => e);
     expect(refused).toBeInstanceOf(StoreUnavailable);
     expect(await stalled.limiter.admit(acct, limits).catch((e) => e)).toBeInstanceOf(StoreUnavailable);
     // The refused write made it register again at once, without waiting for its next beat.

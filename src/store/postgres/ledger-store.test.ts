@@ -209,7 +209,7 @@ describe("start-up and instances", () => {
     expect(await restarted.ledger.releaseAbandoned()).toBe(0);
     expect(await f.balances(acct)).toEqual({ balance: 10_000, reserved: 500 });
     // The previous run may no longer take holds.
-    const late = await old.ledger.grant(hold(rid(), acct, 1)).catch((e) => e);
+    const late = await Promise.resolve(old.ledger.grant(hold(rid(), acct, 1))).catch((e) => e);
     expect(late).toBeInstanceOf(StoreUnavailable);
   });
 

@@ -35,7 +35,7 @@ test("while the server is down, reserve and admit fail fast with StoreUnavailabl
   try {
     const t0 = performance.now();
     const [r, a] = await Promise.all([
-      f.a.ledger.grant(hold("down_1", acct, 10)).catch((e) => e),
+      Promise.resolve(f.a.ledger.grant(hold("down_1", acct, 10))).catch((e) => e),
       f.a.limiter.admit(acct, limits).catch((e) => e),
     ]);
     expect(r).toBeInstanceOf(StoreUnavailable);
@@ -76,7 +76,7 @@ test("a reserve whose connection dies mid-statement leaves no hold behind", asyn
   try {
     await blocker`BEGIN`;
     await blocker`SELECT 1 FROM accounts WHERE id = ${acct} FOR UPDATE`;
-    const pending = f.a.ledger.grant(hold("killed_1", acct, 500)).catch((e) => e);
+    const pending = Promise.resolve(f.a.ledger.grant(hold("killed_1", acct, 500))).catch((e) => e);
     // Watched from outside the blocking transaction: pg_stat_activity is a snapshot per transaction.
     const admin = f.a.db.sql;
     let pid: number | undefined;
