@@ -5,9 +5,9 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, type SessionInfo } from "./api";
-import { ErrorLine, Tabs, TopBar } from "./app";
+import { ErrorLine, GenerationRecord, Tabs, TopBar } from "./components";
 import { Chart } from "./chart";
-import { amounts, count, ms, usd, usdTick, when } from "./format";
+import { amounts, count, usd, usdTick, when } from "./format";
 import { KeysPanel } from "./keys-panel";
 import { Playground } from "./playground";
 import { ConnectPanel } from "./connect-panel";
@@ -98,22 +98,5 @@ function Overview(props: { data: any }) {
         <td><a href=${"#" + r.id} class="mono" onClick=${(e: Event) => (e.preventDefault(), showRecord(r.id))}>${r.id.slice(0, 14)}…</a></td></tr>`)}
       </tbody></table></div>
     ${open ? html`<${GenerationRecord} record=${open} onClose=${() => setOpen(null)} />` : null}
-  </section>`;
-}
-
-/** One request's generation record (the same object GET /v1/generation returns). */
-export function GenerationRecord(props: { record: any; onClose?: () => void }) {
-  const r = props.record;
-  const rows: [string, string][] = [
-    ["Request id", r.id], ["Time (UTC)", when(r.created_at)], ["Model", r.model ?? "—"], ["Endpoint", r.endpoint ?? "—"],
-    ["Service tier", r.service_tier ?? "—"], ["Status", r.status ?? "not recorded"], ["Latency", ms(r.latency)],
-    ["Engine time", ms(r.generation_time)],
-    r.characters ? ["Characters", count(r.characters)] : ["Tokens in / out", `${count(r.tokens_prompt)} / ${count(r.tokens_completion)}`],
-    ["Cost", usd(r.total_cost)],
-  ];
-  return html`<section class="record" id="generation-record" aria-label="Generation record">
-    <h3>Generation record ${props.onClose ? html`<button class="link" onClick=${props.onClose}>close</button>` : null}</h3>
-    <dl>${rows.map(([k, v]) => html`<dt>${k}</dt><dd data-field=${k}>${v}</dd>`)}</dl>
-    ${r.note ? html`<p class="muted small">${r.note}</p>` : null}
   </section>`;
 }

@@ -5,7 +5,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { usd, when } from "./format";
 
 /** A key's own controls in one cell: its spend limit (used of limit, reset), expiry, models, rate. */

@@ -6,8 +6,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, call } from "./api";
-import { ErrorLine, Tabs } from "./app";
-import { GenerationRecord } from "./account-view";
+import { ErrorLine, GenerationRecord, Tabs } from "./components";
 import { count, usd } from "./format";
 import { ChatPlayground } from "./chat-playground";
 import { liveModels, type LiveModels as Models } from "./live-models";
