@@ -26,13 +26,13 @@ export function AccountView(props: { session: SessionInfo; onSignOut: () => void
   }, []);
 
   return html`<div class="page">
-    <${TopBar} title="Account" subtitle=${data ? `${data.account.name} · ${data.account.id}` : ""} onSignOut=${props.onSignOut} />
+    <${TopBar} title="Account" subtitle=${data ? `${data.account.name} · ${data.account.id}${props.session.manages_keys === false ? " · limited key" : ""}` : ""} onSignOut=${props.onSignOut} />
     <${Tabs} tabs=${[["overview", "Overview"], ["keys", "Keys"], ["playground", "Playground"], ["connect", "Connect"]]} current=${tab} onPick=${setTab} />
     <${ErrorLine} error=${error} />
     ${data ? html`<${BalanceCards} money=${data.money} period=${data.period} />` : html`<p class="muted">Loading…</p>`}
     ${tab === "overview" && data ? html`<${Overview} data=${data} />` : null}
     ${tab === "keys" ? html`<${KeysPanel} list="/account/keys" create="/account/keys" revoke=${(id: string) => `/account/keys/${id}`} />` : null}
-    ${tab === "playground" ? html`<${Playground} onBilled=${load} />` : null}
+    ${tab === "playground" ? html`<${Playground} onBilled=${load} allowed=${props.session.allowed_models ?? null} />` : null}
     ${tab === "connect" ? html`<${ConnectPanel} />` : null}
   </div>`;
 }
@@ -88,8 +88,8 @@ function Overview(props: { data: any }) {
         <td>${r.model}</td><td class="num">${count(r.requests)}</td><td class="num">${count(r.input_tokens)}</td>
         <td class="num">${count(r.output_tokens)}</td><td class="num">${count(r.characters)}</td><td class="num">${usd(r.cost)}</td></tr>`)}
       </tbody></table></div>
-    <h2>Recent requests</h2>
-    ${d.recent.length === 0 ? html`<p class="muted">No billed requests yet. Try the playground.</p>` : null}
+    <h2>${d.recent_scope === "key" ? "Recent requests with this key" : "Recent requests"}</h2>
+    ${d.recent.length === 0 ? html`<p class="muted">No ${d.recent_scope === "key" ? "" : "billed "}requests yet. Try the playground.</p>` : null}
     <div class="scroll"><table id="recent">
       <thead><tr><th>Time (UTC)</th><th>Model</th><th>Amount</th><th>Status</th><th class="num">Cost</th><th>Request</th></tr></thead>
       <tbody>${d.recent.map((r: any) => html`<tr>
