@@ -8,7 +8,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { count } from "./format";
 import { checked, decimalText, Field, FormErrorLine, useFormError, value, whole, useShownOnOpen } from "./field-form";
 

@@ -6,7 +6,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { amounts, ms, usd, when } from "./format";
 
 const FIELDS = ["account", "key", "model", "status", "from", "to"] as const;
