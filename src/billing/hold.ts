@@ -242,8 +242,9 @@ function pick(u: Consumption): Consumption {
   const c: Consumption = {};
   if (u.inputTokens !== undefined) c.inputTokens = u.inputTokens;
   if (u.outputTokens !== undefined) c.outputTokens = u.outputTokens;
-  if (u.cachedTokens !== undefined) c.cachedTokens = u.cachedTokens;
-  if (u.cacheWriteTokens !== undefined) c.cacheWriteTokens = u.cacheWriteTokens;
+  // Cache reads and writes are parts of the prompt: a charge never records more of them than it (reads first).
+  if (u.cachedTokens !== undefined) c.cachedTokens = Math.min(u.cachedTokens, c.inputTokens ?? 0);
+  if (u.cacheWriteTokens !== undefined) c.cacheWriteTokens = Math.min(u.cacheWriteTokens, (c.inputTokens ?? 0) - (c.cachedTokens ?? 0));
   if (u.reasoningTokens !== undefined) c.reasoningTokens = u.reasoningTokens;
   if (u.characters !== undefined) c.characters = u.characters;
   return c;

@@ -520,6 +520,14 @@ describe("cached and written prompt tokens (docs/money.md, \"Cached input\")", (
     expect(entry(hold.requestId)).toMatchObject({ input_tokens: 100, cached_tokens: 90, cache_write_tokens: 10 });
   });
 
+  test("within the hold too, a charge never records more reads and writes than its prompt", async () => {
+    const a = await account(1_000_000);
+    const hold = await reserveCached(a, { inputTokens: 1_000, cacheWriteTokens: 1_000, outputTokens: 10 });
+    const s = await hold.settle({ inputTokens: 100, cachedTokens: 90, cacheWriteTokens: 500, outputTokens: 10, serviceTier: "default" });
+    expect(s).toMatchObject({ clamped: false, recorded: { inputTokens: 100, cachedTokens: 90, cacheWriteTokens: 10 }, charged: 90 + 200 + 300 });
+    expect(entry(hold.requestId)).toMatchObject({ input_tokens: 100, cached_tokens: 90, cache_write_tokens: 10 });
+  });
+
   test("credits and debits record no cache tokens", async () => {
     const a = await account(500);
     expect(db.query("SELECT cached_tokens, cache_write_tokens, cache_saved FROM ledger_entries WHERE account_id = ?").get(a)).toEqual({ cached_tokens: 0, cache_write_tokens: 0, cache_saved: 0 });
