@@ -185,6 +185,27 @@ describeEachStore("cached input billed at the cached price", (store) => {
     expect(csv[1]!.split(",").slice(13)).toEqual(["0.003", "8000", "0", "0.0072"]);
   });
 
+  test("the admin API writes cache prices (numbers or decimal strings), names a bad one, and requests use them at once", async () => {
+    const created = await h.admin("POST", "/admin/models", {
+      id: "admin-cached", kind: "chat", owned_by: "lab", context_window: 200_000,
+      pricing: { input_per_million: 1, output_per_million: "2.00", cached_input_per_million: 0.2 },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.pricing).toEqual({ input_per_million: 1, output_per_million: 2, cached_input_per_million: 0.2 });
+    for (const [pricing, field] of [[{ cached_input_per_million: -0.1 }, "pricing.cached_input_per_million"], [{ cache_write_per_million: "free" }, "pricing.cache_write_per_million"]] as const) {
+      const bad = await h.admin("PATCH", "/admin/models/admin-cached", { pricing });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.param).toBe(field);
+    }
+    // PATCH merges per price: the cached price changes, the others stay.
+    expect((await h.admin("PATCH", "/admin/models/admin-cached", { pricing: { cached_input_per_million: "0.10" } })).body.pricing)
+      .toEqual({ input_per_million: 1, output_per_million: 2, cached_input_per_million: 0.1 });
+    scripted.script({ content: "ok", usage: SHAPES[0]![1] });
+    const acct = await h.account(1);
+    expect((await call(h.base, acct.key, "chat", false, "admin-cached")).header).toBe("0.003");
+    expect((await h.admin("DELETE", "/admin/models/admin-cached")).status).toBe(200);
+  });
+
   test("the hold covers every prompt token at the write price, so an all-written prompt is charged in full, never clamped", async () => {
     scripted.script({ content: "ok", usage: { prompt_tokens: 10_000, completion_tokens: 100, prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 10_000 } } });
     const acct = await h.account(1);
