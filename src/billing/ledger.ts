@@ -426,7 +426,7 @@ export class Ledger implements HoldLedger {
 function postRequest(hold: Hold, quote: Quote, request: SettleRequest): PostRequest {
   return {
     requestId: hold.requestId, amount: quote.amount, serviceTier: request.serviceTier, note: [quote.clamped ? "clamped to hold" : null, hold.priceNote].filter((n) => n !== null).join("; ") || null,
-    storedResponse: request.storedResponse, ...quote.recorded,
+    storedResponse: request.storedResponse, cacheSaved: quote.cacheSaved, ...quote.recorded,
   };
 }
 

@@ -4,7 +4,7 @@
  * /v1/chat/completions, /v1/messages and /v1/responses, which only translate around it.
  */
 import type { Services } from "../services";
-import { chatCost, priceNote } from "../billing/prices";
+import { chatBudget, chatPricing, priceNote } from "../billing/prices";
 import { formatUsd, usdNumber } from "../billing/money";
 import { clientGone, upstreamError } from "../errors";
 import type { Hold } from "../billing/hold";
@@ -34,8 +34,8 @@ export async function reserveChat(s: Services, call: ChatCall, budget: TokenBudg
     endpoint: call.endpoint,
     model: call.resolved.requestedId,
     key: call.key,
-    budget: { inputTokens: budget.inputBound, outputTokens: budget.maxOutput },
-    price: (u) => chatCost(entry, multiplier, { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 }),
+    budget: chatBudget(entry, budget.inputBound, budget.maxOutput),
+    price: chatPricing(entry, multiplier),
     priceNote: priceNote(entry, multiplier),
   });
   return hold;
@@ -49,6 +49,7 @@ export function chatResult(hold: Hold, usage: Consumption, serviceTier: ChatResu
   const result: ChatResult = { inputTokens, outputTokens, charged: q.amount, serviceTier };
   // The details are parts of the totals: a clamped total clamps its part too.
   if (usage.cachedTokens !== undefined) result.cachedTokens = Math.min(usage.cachedTokens, inputTokens);
+  if (usage.cacheWriteTokens !== undefined) result.cacheWriteTokens = Math.min(usage.cacheWriteTokens, inputTokens - (result.cachedTokens ?? 0));
   if (usage.reasoningTokens !== undefined) result.reasoningTokens = Math.min(usage.reasoningTokens, outputTokens);
   return result;
 }
@@ -158,7 +159,14 @@ export async function openChatStream(s: Services, call: ChatCall): Promise<ChatS
 export function usageObject(upstreamUsage: unknown, r: ChatResult) {
   const base = upstreamUsage && typeof upstreamUsage === "object" ? (upstreamUsage as ChatObject) : {};
   const details: ChatObject = {};
-  if (r.cachedTokens !== undefined) details.prompt_tokens_details = { ...(base.prompt_tokens_details as ChatObject | undefined), cached_tokens: r.cachedTokens };
+  if (r.cachedTokens !== undefined || r.cacheWriteTokens !== undefined) {
+    // OpenAI's field for reads; OpenRouter's for writes, where the upstream reported any.
+    details.prompt_tokens_details = {
+      ...(base.prompt_tokens_details as ChatObject | undefined),
+      ...(r.cachedTokens !== undefined ? { cached_tokens: r.cachedTokens } : {}),
+      ...(r.cacheWriteTokens !== undefined ? { cache_write_tokens: r.cacheWriteTokens } : {}),
+    };
+  }
   if (r.reasoningTokens !== undefined) details.completion_tokens_details = { ...(base.completion_tokens_details as ChatObject | undefined), reasoning_tokens: r.reasoningTokens };
   return {
     ...base,

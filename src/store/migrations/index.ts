@@ -10,6 +10,7 @@ import { responseRetention } from "./006-response-retention";
 import { keyControls } from "./007-key-controls";
 import { requestLog } from "./008-request-log";
 import { liveCatalog } from "./009-live-catalog";
+import { cacheTokens } from "./010-cache-tokens";
 
 export interface Migration {
   version: number;
@@ -17,4 +18,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention, keyControls, requestLog, liveCatalog];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention, keyControls, requestLog, liveCatalog, cacheTokens];

@@ -82,14 +82,18 @@ export class SqliteLedgerStore implements LedgerStore {
       insertAccount: db.query<never, [string, string, number]>("INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)"),
       insertEntry: db.query(
         `INSERT INTO ledger_entries (account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier,
-           input_tokens, output_tokens, characters, reason, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           input_tokens, output_tokens, characters, reason, created_at, cached_tokens, cache_write_tokens, cache_saved)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       expiredHolds: db.query<{ request_id: string; account_id: string; amount: number }, [number]>(
         "SELECT request_id, account_id, amount FROM holds WHERE state = 'pending' AND created_at < ? LIMIT 1000",
       ),
       pendingCount: db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'"),
-      entries: db.query<LedgerEntryRow, [string, number]>("SELECT * FROM ledger_entries WHERE account_id = ? ORDER BY id DESC LIMIT ?"),
+      entries: db.query<LedgerEntryRow, [string, number]>(
+        `SELECT id, account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier, input_tokens, output_tokens,
+                cached_tokens, cache_write_tokens, cache_saved, characters, reason, created_at
+           FROM ledger_entries WHERE account_id = ? ORDER BY id DESC LIMIT ?`,
+      ),
     };
   }
 
@@ -136,7 +140,7 @@ export class SqliteLedgerStore implements LedgerStore {
       const balanceAfter = this.q.balance.get(hold.account_id)!.balance;
       this.q.insertEntry.run(
         hold.account_id, "charge", -p.amount, balanceAfter, p.requestId, hold.endpoint, hold.model, p.serviceTier,
-        p.inputTokens ?? 0, p.outputTokens ?? 0, p.characters ?? 0, p.note ?? null, at,
+        p.inputTokens ?? 0, p.outputTokens ?? 0, p.characters ?? 0, p.note ?? null, at, p.cachedTokens ?? 0, p.cacheWriteTokens ?? 0, p.cacheSaved ?? 0,
       );
       if (p.storedResponse) this.responses.write(p.storedResponse);
       return { charged: p.amount, balanceAfter, fresh: true };
@@ -166,7 +170,7 @@ export class SqliteLedgerStore implements LedgerStore {
         throw invalidField("amount", `the balance may not exceed ${formatUsd(MAX_BALANCE)} USD`);
       }
       this.q.setBalance.run(balanceAfter, accountId);
-      this.q.insertEntry.run(accountId, amount > 0 ? "credit" : "debit", amount, balanceAfter, null, null, null, null, 0, 0, 0, reason, nowSeconds());
+      this.q.insertEntry.run(accountId, amount > 0 ? "credit" : "debit", amount, balanceAfter, null, null, null, null, 0, 0, 0, reason, nowSeconds(), 0, 0, 0);
       return { balanceAfter };
     });
   }
@@ -180,7 +184,7 @@ export class SqliteLedgerStore implements LedgerStore {
       this.q.insertAccount.run(a.id, a.name, a.createdAt);
       if (credits === 0) return;
       this.q.setBalance.run(credits, a.id);
-      this.q.insertEntry.run(a.id, "credit", credits, credits, null, null, null, null, 0, 0, 0, reason, a.createdAt);
+      this.q.insertEntry.run(a.id, "credit", credits, credits, null, null, null, null, 0, 0, 0, reason, a.createdAt, 0, 0, 0);
     });
   }
 

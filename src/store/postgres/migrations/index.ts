@@ -11,6 +11,7 @@ import { keyControls } from "./006-key-controls";
 import { requestLog } from "./007-request-log";
 import { liveCatalog } from "./008-live-catalog";
 import { instanceAliveLock } from "./009-instance-alive-lock";
+import { cacheTokens } from "./010-cache-tokens";
 
 export interface PgMigration {
   version: number;
@@ -18,4 +19,4 @@ export interface PgMigration {
   sql: string;
 }
 
-export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog, instanceAliveLock];
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog, instanceAliveLock, cacheTokens];
