@@ -132,6 +132,7 @@ export class Admin {
         object: "ledger_entry",
         amount: usdNumber(e.amount as number),
         balance_after: usdNumber(e.balance_after as number),
+        cache_saved: usdNumber(e.cache_saved),
       })),
     };
   }

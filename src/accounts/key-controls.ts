@@ -8,7 +8,7 @@
  */
 import { Type } from "@sinclair/typebox";
 import type { Services } from "../services";
-import type { ApiKeyListing, KeyControls, KeyPatch } from "./api-keys";
+import type { ApiKeyListing, KeyControls, KeyOwner, KeyPatch } from "./api-keys";
 import { LIMIT_MAXIMUM } from "./accounts";
 import { formatUsd, MAX_BALANCE, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
 import { LIMIT_RESETS, type LimitReset, nextReset, periodStarts, spentInPeriod } from "../billing/key-periods";
@@ -144,6 +144,67 @@ export function assertModelAllowed(s: Services, allowed: readonly string[] | nul
     `This key may not use the model '${requested}'. It may use: ${allowed.join(", ")}.`,
     "model",
   );
+}
+
+/** A key's controls as the API names them; a key with none of them is its account's owner key. */
+export type KeyControlName = "limit" | "expires_at" | "models" | "rate_limit_rpm";
+
+const CONTROL_WORDS: Record<KeyControlName, string> = {
+  limit: "a spend limit",
+  expires_at: "an expiry",
+  models: "a model list",
+  rate_limit_rpm: "a rate limit",
+};
+
+/** The controls this key carries, in the API's order ([] for a key without any). */
+export function controlsOf(key: KeyOwner["key"]): KeyControlName[] {
+  const out: KeyControlName[] = [];
+  if (key.spendLimit !== null) out.push("limit");
+  if (key.expiresAt !== null) out.push("expires_at");
+  if (key.models !== null) out.push("models");
+  if (key.rateLimitRpm !== null) out.push("rate_limit_rpm");
+  return out;
+}
+
+/**
+ * Whether a key may manage its account's keys (create, revoke) in the dashboard: only a key with
+ * no control at all. A key with a limit, an expiry, a model list or a rate limit is an inference
+ * key: it could otherwise mint a key without its limits (README, "The dashboard").
+ */
+export function managesKeys(key: KeyOwner["key"]): boolean {
+  return controlsOf(key).length === 0;
+}
+
+/** "a spend limit, a model list and a rate limit": the controls in words. */
+export function controlsInWords(names: readonly KeyControlName[]): string {
+  const words = names.map((n) => CONTROL_WORDS[n]);
+  return words.length <= 1 ? (words[0] ?? "no controls") : `${words.slice(0, -1).join(", ")} and ${words[words.length - 1]}`;
+}
+
+/** When the key expired (ms), or null while it is live (no expiry, or one still ahead). */
+export function expiredAt(key: KeyOwner["key"], nowMs = Date.now()): number | null {
+  const at = key.expiresAt;
+  return at !== null && at * 1000 <= nowMs ? at * 1000 : null;
+}
+
+/** 401 key_expired for a key past its expiry (the same answer everywhere a key is presented). */
+export function keyExpired(expiredAtMs: number, param: string | null = null): DomainError {
+  return new DomainError("authentication", "key_expired", `This API key expired at ${new Date(expiredAtMs).toISOString()}. Ask for a new key.`, param);
+}
+
+/**
+ * The public ids a key's model list lets it call (each entry as written, and the id it resolves
+ * to), for the dashboard's playground to offer; null when the key may use every model.
+ */
+export function allowedModelIds(s: Services, models: readonly string[] | null): string[] | null {
+  if (models === null) return null;
+  const ids = new Set<string>();
+  for (const m of models) {
+    ids.add(m);
+    const target = resolveId(s, m);
+    if (target) ids.add(target.requestedId);
+  }
+  return [...ids].sort();
 }
 
 export { LIMIT_RESETS };

@@ -63,6 +63,11 @@ export interface Quote {
   clamped: boolean;
   /** The price of the usage as reported (above `amount` when clamped). */
   reportedAmount: number;
+  /**
+   * What the prompt cache took off the recorded usage's price: its price with every cached and
+   * written token priced as input, less its price (negative when writes cost more than reads saved).
+   */
+  cacheSaved: number;
 }
 
 export interface Settlement extends Quote {
@@ -157,13 +162,20 @@ export class Hold implements AsyncDisposable {
   quote(usage: Consumption): Quote {
     const reported = pick(usage);
     const reportedAmount = this.price(reported);
-    if (reportedAmount <= this.amount) return { amount: reportedAmount, recorded: reported, clamped: false, reportedAmount };
+    if (reportedAmount <= this.amount) return { amount: reportedAmount, recorded: reported, clamped: false, reportedAmount, cacheSaved: this.cacheSaved(reported, reportedAmount) };
     // Over the ceiling: every quantity is recorded at most as held, and the charge at most the hold.
     const recorded: Consumption = {};
     for (const q of QUANTITIES) if (reported[q] !== undefined) recorded[q] = Math.min(reported[q]!, this.budget[q] ?? 0);
     if (reported.cachedTokens !== undefined) recorded.cachedTokens = Math.min(reported.cachedTokens, recorded.inputTokens ?? 0);
+    if (reported.cacheWriteTokens !== undefined) recorded.cacheWriteTokens = Math.min(reported.cacheWriteTokens, (recorded.inputTokens ?? 0) - (recorded.cachedTokens ?? 0));
     if (reported.reasoningTokens !== undefined) recorded.reasoningTokens = Math.min(reported.reasoningTokens, recorded.outputTokens ?? 0);
-    return { amount: Math.min(this.price(recorded), this.amount), recorded, clamped: true, reportedAmount };
+    const recordedAmount = this.price(recorded);
+    return { amount: Math.min(recordedAmount, this.amount), recorded, clamped: true, reportedAmount, cacheSaved: this.cacheSaved(recorded, recordedAmount) };
+  }
+
+  private cacheSaved(c: Consumption, price: number): number {
+    if (!c.cachedTokens && !c.cacheWriteTokens) return 0;
+    return this.price({ ...c, cachedTokens: 0, cacheWriteTokens: 0 }) - price;
   }
 
   /**
@@ -248,7 +260,9 @@ function pick(u: Consumption): Consumption {
   const c: Consumption = {};
   if (u.inputTokens !== undefined) c.inputTokens = u.inputTokens;
   if (u.outputTokens !== undefined) c.outputTokens = u.outputTokens;
-  if (u.cachedTokens !== undefined) c.cachedTokens = u.cachedTokens;
+  // Cache reads and writes are parts of the prompt: a charge never records more of them than it (reads first).
+  if (u.cachedTokens !== undefined) c.cachedTokens = Math.min(u.cachedTokens, c.inputTokens ?? 0);
+  if (u.cacheWriteTokens !== undefined) c.cacheWriteTokens = Math.min(u.cacheWriteTokens, (c.inputTokens ?? 0) - (c.cachedTokens ?? 0));
   if (u.reasoningTokens !== undefined) c.reasoningTokens = u.reasoningTokens;
   if (u.characters !== undefined) c.characters = u.characters;
   return c;

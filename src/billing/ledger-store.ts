@@ -55,6 +55,8 @@ export interface Consumption {
   outputTokens?: number;
   /** Of the input, tokens the upstream served from its prompt cache. */
   cachedTokens?: number;
+  /** Of the input, tokens the upstream wrote to its prompt cache. */
+  cacheWriteTokens?: number;
   /** Of the output, tokens spent on reasoning. */
   reasoningTokens?: number;
   /** Speech: Unicode code points synthesised. */
@@ -79,6 +81,8 @@ export interface PostRequest extends Consumption {
   serviceTier: string;
   /** Why the charge differs from what was reported (e.g. "clamped to hold"), or null. */
   note?: string | null;
+  /** Units the prompt cache took off the charge (Quote.cacheSaved); recorded on the entry. */
+  cacheSaved?: number;
   /**
    * A stored Responses turn written in the same transaction as the charge, so a client is never
    * charged for a turn that was not stored (nor finds a turn stored that was not charged).
@@ -130,6 +134,11 @@ export interface LedgerEntryRow {
   service_tier: string | null;
   input_tokens: number;
   output_tokens: number;
+  /** Of input_tokens, read from and written to the upstream's prompt cache. */
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** Units the prompt cache took off the charge. */
+  cache_saved: number;
   characters: number;
   reason: string | null;
   created_at: number;

@@ -496,3 +496,63 @@ describe("hold expiry", () => {
     l.close();
   });
 });
+
+describe("cached and written prompt tokens (docs/money.md, \"Cached input\")", () => {
+  /** 10 units per uncached prompt token, 1 per cache read, 20 per cache write, 30 per output token. */
+  const cachePrice = (u: Consumption) => {
+    const input = u.inputTokens ?? 0;
+    const read = Math.min(u.cachedTokens ?? 0, input);
+    const written = Math.min(u.cacheWriteTokens ?? 0, input - read);
+    return 10 * (input - read - written) + read + 20 * written + 30 * (u.outputTokens ?? 0);
+  };
+  const reserveCached = (accountId: string, budget: Consumption) =>
+    ledger.reserve({ requestId: `req_${++seq}`, accountId, endpoint: "/v1/chat/completions", model: "m", budget, price: cachePrice, priceNote: "price per 1M USD: input 10, cached input 1, cache write 20, output 30" });
+  const entry = (requestId: string) =>
+    db.query("SELECT amount, input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved, reason FROM ledger_entries WHERE request_id = ? AND kind = 'charge'").get(requestId);
+
+  test("a charge prices reads and writes at their own prices and records them, with what the cache saved", async () => {
+    const a = await account(1_000_000);
+    // Writes cost more than input: the budget holds every prompt token at the write price.
+    const hold = await reserveCached(a, { inputTokens: 1_000, cacheWriteTokens: 1_000, outputTokens: 10 });
+    expect(hold.amount).toBe(20_000 + 300);
+    const s = await hold.settle({ inputTokens: 1_000, cachedTokens: 800, cacheWriteTokens: 150, outputTokens: 10, serviceTier: "default" });
+    // 50 uncached × 10 + 800 × 1 + 150 × 20 + 10 × 30; all of it at the input price would be 10,300.
+    expect(s).toMatchObject({ charged: 4_600, clamped: false, cacheSaved: 10_300 - 4_600, recorded: { inputTokens: 1_000, cachedTokens: 800, cacheWriteTokens: 150 } });
+    expect(entry(hold.requestId)).toEqual({
+      amount: -4_600, input_tokens: 1_000, output_tokens: 10, cached_tokens: 800, cache_write_tokens: 150, cache_saved: 5_700,
+      reason: "price per 1M USD: input 10, cached input 1, cache write 20, output 30",
+    });
+  });
+
+  test("every prompt token written, the dearest honest usage, fits its hold exactly", async () => {
+    const a = await account(1_000_000);
+    const hold = await reserveCached(a, { inputTokens: 1_000, cacheWriteTokens: 1_000, outputTokens: 10 });
+    const s = await hold.settle({ inputTokens: 1_000, cacheWriteTokens: 1_000, outputTokens: 10, serviceTier: "default" });
+    expect(s).toMatchObject({ charged: hold.amount, clamped: false, cacheSaved: 10_300 - 20_300 });
+    expect(entry(hold.requestId)).toMatchObject({ cache_write_tokens: 1_000, cache_saved: -10_000 });
+  });
+
+  test("over the hold, reads and writes are clamped like the prompt they are part of", async () => {
+    const a = await account(1_000_000);
+    const hold = await reserveCached(a, { inputTokens: 100, outputTokens: 10 });
+    expect(hold.amount).toBe(1_300);
+    const s = await hold.settle({ inputTokens: 50_000, cachedTokens: 90, cacheWriteTokens: 40_000, outputTokens: 10, serviceTier: "default" });
+    // The prompt is cut to its budget (100), the reads to it (90), the writes to what is left (10).
+    expect(s).toMatchObject({ clamped: true, recorded: { inputTokens: 100, cachedTokens: 90, cacheWriteTokens: 10, outputTokens: 10 } });
+    expect(s.charged).toBe(Math.min(cachePrice(s.recorded), hold.amount));
+    expect(entry(hold.requestId)).toMatchObject({ input_tokens: 100, cached_tokens: 90, cache_write_tokens: 10 });
+  });
+
+  test("within the hold too, a charge never records more reads and writes than its prompt", async () => {
+    const a = await account(1_000_000);
+    const hold = await reserveCached(a, { inputTokens: 1_000, cacheWriteTokens: 1_000, outputTokens: 10 });
+    const s = await hold.settle({ inputTokens: 100, cachedTokens: 90, cacheWriteTokens: 500, outputTokens: 10, serviceTier: "default" });
+    expect(s).toMatchObject({ clamped: false, recorded: { inputTokens: 100, cachedTokens: 90, cacheWriteTokens: 10 }, charged: 90 + 200 + 300 });
+    expect(entry(hold.requestId)).toMatchObject({ input_tokens: 100, cached_tokens: 90, cache_write_tokens: 10 });
+  });
+
+  test("credits and debits record no cache tokens", async () => {
+    const a = await account(500);
+    expect(db.query("SELECT cached_tokens, cache_write_tokens, cache_saved FROM ledger_entries WHERE account_id = ?").get(a)).toEqual({ cached_tokens: 0, cache_write_tokens: 0, cache_saved: 0 });
+  });
+});

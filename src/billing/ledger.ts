@@ -497,7 +497,7 @@ function postRequest(hold: Hold, quote: Quote, request: SettleRequest): PostRequ
     requestId: hold.requestId, accountId: hold.accountId, keyId: hold.keyId, amount: quote.amount, holdAmount: hold.amount, direct: hold.direct,
     holdCreatedAt: hold.createdAt, endpoint: hold.endpoint, model: hold.model, serviceTier: request.serviceTier,
     note: [quote.clamped ? "clamped to hold" : null, hold.priceNote].filter((n) => n !== null).join("; ") || null,
-    storedResponse: request.storedResponse, ...quote.recorded,
+    storedResponse: request.storedResponse, cacheSaved: quote.cacheSaved, ...quote.recorded,
   };
 }
 

@@ -41,6 +41,24 @@ test.each([
   expect(errorOf([bad])).toStartWith(message);
 });
 
+test("cache prices are catalog fields: a cached-input and a cache-write price load as units, absent ones stay absent", () => {
+  const catalog = new Catalog(JSON.stringify({ models: [
+    entry({ id: "cached", pricing: { input_per_million: "1.00", output_per_million: "2.00", cached_input_per_million: "0.10", cache_write_per_million: "1.25" } }),
+    entry({ id: "plain" }),
+  ] }));
+  expect(catalog.get("cached")!.prices).toEqual({ inputPerMillion: 1_000_000_000, outputPerMillion: 2_000_000_000, charactersPerMillion: 0, cachedInputPerMillion: 100_000_000, cacheWritePerMillion: 1_250_000_000 });
+  expect(catalog.get("plain")!.prices).toEqual({ inputPerMillion: 200_000_000, outputPerMillion: 600_000_000, charactersPerMillion: 0 });
+});
+
+test("a bad cache price is refused naming the field and the rule", () => {
+  expect(errorOf([entry({ pricing: { input_per_million: "1", cached_input_per_million: 0.1 } })])).toStartWith(
+    'SWITCHYARD_CATALOG: models[3].pricing.cached_input_per_million is not valid (expected string): write USD per million as a decimal string with at most 9 decimals, e.g. "0.20" (what a prompt token read',
+  );
+  expect(errorOf([entry({ pricing: { input_per_million: "1", cache_write_per_million: "1.2345678901" } })])).toStartWith(
+    "SWITCHYARD_CATALOG: models[3].pricing.cache_write_per_million is not valid: write USD per million",
+  );
+});
+
 test("a speech model needs no context window", () => {
   expect(parseCatalog({ models: [entry({ id: "voice", kind: "speech", context_window: undefined, pricing: { characters_per_million: "15" } })] }, "x")).toHaveLength(1);
 });

@@ -35,6 +35,10 @@ const EntrySchema = Type.Object(
         input_per_million: Type.Optional(Decimal),
         output_per_million: Type.Optional(Decimal),
         characters_per_million: Type.Optional(Decimal),
+        /** Chat: input tokens the engine read from its prompt cache; absent, they cost the input price. */
+        cached_input_per_million: Type.Optional(Decimal),
+        /** Chat: input tokens the engine wrote to its prompt cache; absent, they cost the input price. */
+        cache_write_per_million: Type.Optional(Decimal),
       },
       { additionalProperties: false },
     ),
@@ -44,6 +48,9 @@ const EntrySchema = Type.Object(
   { additionalProperties: false },
 );
 const CatalogSchema = Type.Object({ models: Type.Array(EntrySchema) });
+
+/** Every price an entry may carry, as the admin API and the CLI write them. */
+export const PRICE_FIELDS = Object.keys(EntrySchema.properties.pricing.properties) as (keyof CatalogEntryJson["pricing"])[];
 
 export type CatalogEntryJson = Static<typeof EntrySchema>;
 
@@ -63,10 +70,12 @@ const HINTS: Record<string, string> = {
   dimensions: 'write the embedding vector\'s length, e.g. "dimensions": 768',
   turbo: 'write true (the model also serves "<id>-turbo" at 1.5x the price) or false',
   input_modalities: 'write ["text"] or ["text", "image"]',
-  pricing: 'write USD per million tokens as strings, e.g. "pricing": { "input_per_million": "0.20", "output_per_million": "0.60" }',
+  pricing: 'write USD per million tokens as strings, e.g. "pricing": { "input_per_million": "0.20", "output_per_million": "0.60", "cached_input_per_million": "0.05" }',
   input_per_million: PRICE_HINT,
   output_per_million: PRICE_HINT,
   characters_per_million: PRICE_HINT,
+  cached_input_per_million: `${PRICE_HINT} (what a prompt token read from the engine's cache costs; leave it out to charge the input price)`,
+  cache_write_per_million: `${PRICE_HINT} (what a prompt token written to the engine's cache costs; leave it out to charge the input price)`,
   enabled: "write true, or false to remove the model",
 };
 

@@ -27,7 +27,11 @@ export interface ModelEntry {
   dimensions: number | null;
   turbo: boolean;
   inputModalities: ("text" | "image")[];
-  prices: { inputPerMillion: number; outputPerMillion: number; charactersPerMillion: number };
+  /**
+   * Units per million. A cache read or write price left out of the catalog is absent here, and the
+   * token costs the input price (billing/prices.ts).
+   */
+  prices: { inputPerMillion: number; outputPerMillion: number; charactersPerMillion: number; cachedInputPerMillion?: number; cacheWritePerMillion?: number };
   pricingJson: CatalogEntryJson["pricing"];
   /** Offered by an upstream and priced by SWITCHYARD_DEFAULT_PRICE, not written in a catalog. */
   discovered?: boolean;
@@ -71,6 +75,8 @@ function toEntry(j: CatalogEntryJson): ModelEntry {
       inputPerMillion: p(j.pricing.input_per_million),
       outputPerMillion: p(j.pricing.output_per_million),
       charactersPerMillion: p(j.pricing.characters_per_million),
+      ...(j.pricing.cached_input_per_million !== undefined ? { cachedInputPerMillion: parseUsd(j.pricing.cached_input_per_million) } : {}),
+      ...(j.pricing.cache_write_per_million !== undefined ? { cacheWritePerMillion: parseUsd(j.pricing.cache_write_per_million) } : {}),
     },
     pricingJson: j.pricing,
   };

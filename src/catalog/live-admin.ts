@@ -8,14 +8,13 @@
 import type { Services } from "../services";
 import { badRequest, invalidField, notFound } from "../errors";
 import { formatUsd, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
-import { CatalogEntryError, MODEL_ID_MAX, MODEL_ID_PATTERN, parseEntry, type CatalogEntryJson } from "./catalog-format";
+import { CatalogEntryError, MODEL_ID_MAX, MODEL_ID_PATTERN, PRICE_FIELDS, parseEntry, type CatalogEntryJson } from "./catalog-format";
 import { TURBO_SUFFIX, type ModelEntry } from "./catalog";
 import { upstreamSpec, type LiveConfig, type RouteDocument, type UpstreamDocument } from "./live-config";
 import { RoutesConfigError } from "../upstream/routes-config";
 import { nowSeconds } from "../accounts/accounts";
 
 type Json = Record<string, unknown>;
-const PRICE_FIELDS = ["input_per_million", "output_per_million", "characters_per_million"] as const;
 const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$/;
 const ID_RE = new RegExp(MODEL_ID_PATTERN);
 

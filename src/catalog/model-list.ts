@@ -39,6 +39,9 @@ export function modelObject(entry: ModelEntry, turbo: boolean) {
       currency: "USD",
       ...(p.input_per_million ? { input_per_million_tokens: scaled(p.input_per_million, turbo) } : {}),
       ...(p.output_per_million ? { output_per_million_tokens: scaled(p.output_per_million, turbo) } : {}),
+      // Present only where the catalog sets them; absent, a cached or written prompt token costs the input price.
+      ...(p.cached_input_per_million ? { cached_input_per_million_tokens: scaled(p.cached_input_per_million, turbo) } : {}),
+      ...(p.cache_write_per_million ? { cache_write_per_million_tokens: scaled(p.cache_write_per_million, turbo) } : {}),
       ...(p.characters_per_million ? { per_million_characters: scaled(p.characters_per_million, turbo) } : {}),
     },
   };

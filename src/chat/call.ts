@@ -28,8 +28,10 @@ export interface ChatResult {
   /** Units actually charged. */
   charged: number;
   serviceTier: "default" | "priority";
-  /** Of inputTokens, served from the upstream's prompt cache (billed like any input token). */
+  /** Of inputTokens, read from the upstream's prompt cache (billed at the cached-input price, if the model has one). */
   cachedTokens?: number;
+  /** Of inputTokens, written to the upstream's prompt cache (billed at the cache-write price, if the model has one). */
+  cacheWriteTokens?: number;
   /** Of outputTokens, spent on reasoning (billed like any output token). */
   reasoningTokens?: number;
 }

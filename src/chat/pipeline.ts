@@ -5,7 +5,7 @@
  * translate around it.
  */
 import type { Services } from "../services";
-import { chatCost, priceNote } from "../billing/prices";
+import { chatBudget, chatPricing, priceNote } from "../billing/prices";
 import { usdNumber } from "../billing/money";
 import { clientGone, upstreamError } from "../errors";
 import type { Quote } from "../billing/hold";
@@ -38,8 +38,8 @@ export function chatCallSpec(call: ChatCall, budget: TokenBudget): CallSpec {
     model: call.resolved.requestedId,
     key: call.key,
     serviceTier: call.resolved.tier,
-    budget: { inputTokens: budget.inputBound, outputTokens: budget.maxOutput },
-    price: (u) => chatCost(entry, multiplier, { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 }),
+    budget: chatBudget(entry, budget.inputBound, budget.maxOutput),
+    price: chatPricing(entry, multiplier),
     priceNote: priceNote(entry, multiplier),
   };
 }
@@ -52,6 +52,7 @@ export function chatResult(metered: { quote(usage: Consumption): Quote }, usage:
   const result: ChatResult = { inputTokens, outputTokens, charged: q.amount, serviceTier };
   // The details are parts of the totals: a clamped total clamps its part too.
   if (usage.cachedTokens !== undefined) result.cachedTokens = Math.min(usage.cachedTokens, inputTokens);
+  if (usage.cacheWriteTokens !== undefined) result.cacheWriteTokens = Math.min(usage.cacheWriteTokens, inputTokens - (result.cachedTokens ?? 0));
   if (usage.reasoningTokens !== undefined) result.reasoningTokens = Math.min(usage.reasoningTokens, outputTokens);
   return result;
 }
@@ -158,7 +159,14 @@ export async function openChatStream(s: Services, call: ChatCall): Promise<{ met
 export function usageObject(upstreamUsage: unknown, r: ChatResult) {
   const base = upstreamUsage && typeof upstreamUsage === "object" ? (upstreamUsage as ChatObject) : {};
   const details: ChatObject = {};
-  if (r.cachedTokens !== undefined) details.prompt_tokens_details = { ...(base.prompt_tokens_details as ChatObject | undefined), cached_tokens: r.cachedTokens };
+  if (r.cachedTokens !== undefined || r.cacheWriteTokens !== undefined) {
+    // OpenAI's field for reads; OpenRouter's for writes, where the upstream reported any.
+    details.prompt_tokens_details = {
+      ...(base.prompt_tokens_details as ChatObject | undefined),
+      ...(r.cachedTokens !== undefined ? { cached_tokens: r.cachedTokens } : {}),
+      ...(r.cacheWriteTokens !== undefined ? { cache_write_tokens: r.cacheWriteTokens } : {}),
+    };
+  }
   if (r.reasoningTokens !== undefined) details.completion_tokens_details = { ...(base.completion_tokens_details as ChatObject | undefined), reasoning_tokens: r.reasoningTokens };
   return {
     ...base,

@@ -251,7 +251,11 @@ export class ChatStream {
   /** Input (the upstream's count, else ours) and the output delivered but its last `dropLast` characters. */
   private async counted(dropLast: number): Promise<Consumption> {
     const output = this.delivered.total(dropLast);
-    if (this.usage) return { inputTokens: this.usage.inputTokens, outputTokens: await output };
+    if (this.usage) {
+      // The upstream's prompt, and what of it its cache read and wrote, with our count of the output.
+      const { inputTokens, cachedTokens, cacheWriteTokens } = this.usage;
+      return { inputTokens, cachedTokens, cacheWriteTokens, outputTokens: await output };
+    }
     return countUsage(this.s, this.call, output);
   }
 }

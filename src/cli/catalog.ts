@@ -45,6 +45,8 @@ function entryFlags(flags: Flags): Record<string, unknown> {
   if (str(flags, "input-price") !== undefined) pricing.input_per_million = str(flags, "input-price")!;
   if (str(flags, "output-price") !== undefined) pricing.output_per_million = str(flags, "output-price")!;
   if (str(flags, "characters-price") !== undefined) pricing.characters_per_million = str(flags, "characters-price")!;
+  if (str(flags, "cached-input-price") !== undefined) pricing.cached_input_per_million = str(flags, "cached-input-price")!;
+  if (str(flags, "cache-write-price") !== undefined) pricing.cache_write_per_million = str(flags, "cache-write-price")!;
   if (Object.keys(pricing).length > 0) e.pricing = pricing;
   return e;
 }

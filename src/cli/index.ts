@@ -36,6 +36,7 @@ Usage:
   switchyard catalog list [--json] | show <model-id>     every catalog entry, its source and prices
   switchyard catalog add <model-id> --kind chat --owned-by LAB --context-window N --input-price USD --output-price USD
                      [--max-output-tokens N] [--characters-price USD] [--turbo true] [--image true]
+                     [--cached-input-price USD] [--cache-write-price USD]   prompt tokens read from / written to the engine's cache
   switchyard catalog update <model-id> [same flags] [--enabled true|false]   prices apply to requests that start after
   switchyard catalog disable|enable|remove <model-id>   remove: drop the live entry (file/embedded one serves again)
   switchyard upstreams list | add <name> --base-url URL [--key-stdin | --key-env VAR] [--connect-ms N]

@@ -9,6 +9,7 @@ import { DomainError } from "../errors";
 import { admitRequest, attachRateHeaders, storeRefused } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
 import type { KeyOwner } from "../accounts/api-keys";
+import { expiredAt, keyExpired } from "../accounts/key-controls";
 import { contextOf } from "./request-context";
 import { clientAddress } from "./client-address";
 import type { Cidr } from "../net/ip";
@@ -174,10 +175,8 @@ function callerOf(s: Services, request: Request, bearer: string | undefined): Ca
 function callerFrom(s: Services, owner: KeyOwner | null): Caller {
   if (!owner) throw new DomainError("authentication", "invalid_api_key", "Incorrect API key provided. Keys are shown once at creation; create a new one if it is lost.");
   if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
-  const expiresAt = owner.key.expiresAt;
-  if (expiresAt !== null && expiresAt * 1000 <= Date.now()) {
-    throw new DomainError("authentication", "key_expired", `This API key expired at ${new Date(expiresAt * 1000).toISOString()}. Ask for a new key.`);
-  }
+  const expired = expiredAt(owner.key);
+  if (expired !== null) throw keyExpired(expired);
   return {
     accountId: owner.accountId,
     keyId: owner.keyId,

@@ -22,6 +22,8 @@ interface ChargeSeries {
   tier: string;
   input: Cell | null;
   output: Cell | null;
+  cacheRead: Cell | null;
+  cacheWrite: Cell | null;
   characters: Cell | null;
   credits: Cell | null;
   charges: Cell | null;
@@ -39,6 +41,7 @@ export function requestMetrics(s: Services): RequestMetrics {
     timeToFirstToken: m.histogram("switchyard_time_to_first_token_seconds", "Streamed chat: time from arrival to the first content chunk relayed, by model.", LATENCY_BUCKETS),
   };
   const tokens = m.counter("switchyard_tokens_total", "Billed tokens by endpoint, model and direction.");
+  const promptCache = m.counter("switchyard_prompt_cache_tokens_total", "Of the billed input tokens, those the upstream read from (kind=read) or wrote to (kind=write) its prompt cache, by endpoint and model.");
   const characters = m.counter("switchyard_characters_total", "Billed speech characters (Unicode code points) by model.");
   const credits = m.counter("switchyard_credits_charged_nano_usd_total", "Credits charged, in nano-USD (1e-9 USD), by endpoint and model.");
   const charges = m.counter("switchyard_charges_total", "Durable charges by endpoint, model and service tier.");
@@ -54,11 +57,13 @@ export function requestMetrics(s: Services): RequestMetrics {
     const k = `${c.endpoint} ${c.model} ${c.serviceTier}`;
     let x = chargeSeries.get(k);
     if (x === undefined) {
-      x = { labels: { endpoint: c.endpoint, model: c.model }, tier: c.serviceTier, input: null, output: null, characters: null, credits: null, charges: null };
+      x = { labels: { endpoint: c.endpoint, model: c.model }, tier: c.serviceTier, input: null, output: null, cacheRead: null, cacheWrite: null, characters: null, credits: null, charges: null };
       if (chargeSeries.size < 10_000) chargeSeries.set(k, x);
     }
     if (c.inputTokens) (x.input ??= tokens.cell({ ...x.labels, direction: "input" })).value += c.inputTokens;
     if (c.outputTokens) (x.output ??= tokens.cell({ ...x.labels, direction: "output" })).value += c.outputTokens;
+    if (c.cachedTokens) (x.cacheRead ??= promptCache.cell({ ...x.labels, kind: "read" })).value += c.cachedTokens;
+    if (c.cacheWriteTokens) (x.cacheWrite ??= promptCache.cell({ ...x.labels, kind: "write" })).value += c.cacheWriteTokens;
     if (c.characters) (x.characters ??= characters.cell(x.labels)).value += c.characters;
     (x.credits ??= credits.cell(x.labels)).value += c.charged;
     (x.charges ??= charges.cell({ ...x.labels, tier: x.tier })).value++;

@@ -19,6 +19,11 @@ export interface ChargeRow {
   amount: number;
   input_tokens: number;
   output_tokens: number;
+  /** Of input_tokens, read from and written to the upstream's prompt cache. */
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** Units the prompt cache took off the charge. */
+  cache_saved: number;
   characters: number;
   reason: string | null;
   model: string | null;
@@ -49,7 +54,7 @@ export interface StoreProbe {
   close(): Promise<void>;
 }
 
-const CHARGE = "request_id, account_id, amount, input_tokens, output_tokens, characters, reason, model, endpoint";
+const CHARGE = "request_id, account_id, amount, input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved, characters, reason, model, endpoint";
 
 export function sqliteProbe(db: () => Database): StoreProbe {
   const one = <T>(sql: string, ...args: (string | number)[]) => db().query(sql).get(...args) as T;
@@ -106,7 +111,8 @@ const num = (v: unknown) => (v === null || v === undefined ? v : Number(v)) as n
 function chargeRow(r: Record<string, unknown>): ChargeRow {
   return {
     request_id: r.request_id as string, account_id: r.account_id as string, amount: num(r.amount), input_tokens: num(r.input_tokens),
-    output_tokens: num(r.output_tokens), characters: num(r.characters), reason: (r.reason as string | null) ?? null,
+    output_tokens: num(r.output_tokens), cached_tokens: num(r.cached_tokens), cache_write_tokens: num(r.cache_write_tokens), cache_saved: num(r.cache_saved),
+    characters: num(r.characters), reason: (r.reason as string | null) ?? null,
     model: (r.model as string | null) ?? null, endpoint: (r.endpoint as string | null) ?? null,
   };
 }

@@ -3,6 +3,10 @@
  * Every read is scoped to the session's account; every write is the same admin operation the
  * admin API and the CLI use, after checking the target belongs to that account. The playground
  * sends real requests through the normal endpoints with the session's key (see playground.ts).
+ *
+ * A session reaches what its key reaches (README, "The dashboard"): a key without controls
+ * manages the account's keys; a key with any control reads the account's usage (as its GET
+ * /v1/usage does), its own requests and its own key, and never creates or revokes a key.
  */
 import type { App } from "../app";
 import type { Services } from "../../services";
@@ -11,10 +15,14 @@ import { Admin } from "../../accounts/admin";
 import { accountMoney } from "../../billing/account-spend";
 import { usageReport } from "../../billing/usage-report";
 import { dashboardHeaders } from "../../dashboard/assets";
+import { managesKeys } from "../../accounts/key-controls";
+import { logRowView } from "../../generations/request-log";
 import type { DashboardGuard } from "./guard";
 import { registerPlayground } from "./playground";
 
 const DAY_MS = 86_400_000;
+/** Requests listed under "Recent requests". */
+const RECENT = 25;
 export const SPEND_DAYS = 30;
 
 export function registerAccountApi(app: App, s: Services, guard: DashboardGuard): void {
@@ -25,7 +33,9 @@ export function registerAccountApi(app: App, s: Services, guard: DashboardGuard)
   };
 
   app.get("/dashboard/api/account", async ({ request, set }) => {
-    const accountId = await accountOf(request, set);
+    dashboardHeaders(set);
+    const { accountId, keyId, owner } = await guard.account(request);
+    const manager = managesKeys(owner.key);
     const account = await s.accounts.mustGet(accountId);
     const now = Date.now();
     // The last 30 UTC days, today included: the same sums GET /v1/usage gives for that period.
@@ -36,7 +46,8 @@ export function registerAccountApi(app: App, s: Services, guard: DashboardGuard)
       usageReport(s.usage, accountId, { ...period, groupBy: ["model"] }),
       usageReport(s.usage, accountId, { ...period, groupBy: ["day", "model"] }),
       accountMoney(s.usage, accountId, now),
-      s.generations.recent(accountId, 25),
+      // A key with controls lists only its own requests (with failed ones, cost 0).
+      manager ? s.generations.recent(accountId, RECENT) : s.store.reports.requestLog({ accountId, keyId, limit: RECENT }).then((rows) => rows.map(logRowView)),
     ]);
     return {
       account: { id: account.id, name: account.name },
@@ -46,6 +57,7 @@ export function registerAccountApi(app: App, s: Services, guard: DashboardGuard)
       by_model: byModel.rows,
       by_day_model: byDayModel.rows,
       recent,
+      recent_scope: manager ? "account" : "key",
     };
   });
 
@@ -56,22 +68,25 @@ export function registerAccountApi(app: App, s: Services, guard: DashboardGuard)
     return record;
   });
 
+  // `manage`: whether this session may create and revoke keys; without it, only its own key is listed.
   app.get("/dashboard/api/account/keys", async ({ request, set }) => {
-    const session = await guard.session(request, "account");
     dashboardHeaders(set);
-    const keys = (await admin.listKeys(session.accountId!)).data;
-    return { data: keys.map((k) => ({ ...k, current: k.id === session.keyId })) };
+    const { accountId, keyId, owner } = await guard.account(request);
+    const manage = managesKeys(owner.key);
+    const keys = (await admin.listKeys(accountId)).data.filter((k) => manage || k.id === keyId);
+    return { data: keys.map((k) => ({ ...k, current: k.id === keyId })), manage };
   });
 
   app.post("/dashboard/api/account/keys", async ({ request, set, body }) => {
-    const accountId = await accountOf(request, set);
+    dashboardHeaders(set);
+    const { accountId } = await guard.keyManager(request);
     set.status = 201;
     return admin.createKey(accountId, body ?? {});
   });
 
   app.delete("/dashboard/api/account/keys/:id", async ({ request, set, params }) => {
-    const session = await guard.session(request, "account");
     dashboardHeaders(set);
+    const { session } = await guard.keyManager(request);
     // Another account's key reads exactly like a key that does not exist.
     if (!(await s.keys.listForAccount(session.accountId!)).some((k) => k.id === params.id)) {
       throw notFound(`No API key with id '${params.id}' on this account.`);

@@ -8,11 +8,11 @@
 import type { App } from "../app";
 import type { Services } from "../../services";
 import { LiveCatalogAdmin, pathId } from "../../catalog/live-admin";
+import { PRICE_FIELDS } from "../../catalog/catalog-format";
 import { invalidField } from "../../errors";
 import { dashboardHeaders } from "../../dashboard/assets";
 import type { DashboardGuard } from "./guard";
 
-const PRICE_FIELDS = ["input_per_million", "output_per_million", "characters_per_million"];
 
 /** Prices from the page travel as decimal strings ("0.20"): a number is refused, naming the field. */
 function decimalStringPrices(body: unknown): unknown {

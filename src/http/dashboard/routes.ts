@@ -16,6 +16,8 @@ import { dashboardAssets, dashboardHeaders, pageHtml } from "../../dashboard/ass
 import { assertSameOriginWrite, DashboardGuard, isHttps } from "./guard";
 import { clearedCookie, cookieValue, DashboardSessions, DEFAULT_SESSION_CAPS, sessionCookie, type Session } from "../../dashboard/sessions";
 import { SignInLimit } from "../../limits/sign-in-limit";
+import type { KeyOwner } from "../../accounts/api-keys";
+import { allowedModelIds, controlsOf, expiredAt, keyExpired, managesKeys } from "../../accounts/key-controls";
 import { registerAccountApi } from "./account-api";
 import { registerOperatorApi } from "./operator-api";
 import { registerOperatorReports } from "./operator-reports";
@@ -69,11 +71,18 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
   app.get("/dashboard/assets/app.js", ({ request, set }) => asset(request, set, "js"));
   app.get("/dashboard/assets/app.css", ({ request, set }) => asset(request, set, "css"));
 
-  const view = (session: Session) => ({
+  /** The session as the page sees it; an account session also says what its key may do. */
+  const view = (session: Session, owner: KeyOwner | null) => ({
     kind: session.kind,
     csrf_token: session.csrfToken,
     expires_at: new Date(session.expiresAt).toISOString(),
     account_id: session.accountId,
+    ...(owner ? {
+      key_id: owner.keyId,
+      manages_keys: managesKeys(owner.key),
+      key_controls: controlsOf(owner.key),
+      allowed_models: allowedModelIds(s, owner.key.models),
+    } : {}),
   });
 
   // Signed out is an ordinary answer here (the page asks on every load), not an error.
@@ -82,7 +91,9 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     const session = sessions.get(cookieValue(request.headers.get("cookie")));
     if (!session) return { kind: null };
     try {
-      return view(await guard.session(request, session.kind));
+      if (session.kind === "operator") return view(await guard.session(request, "operator"), null);
+      const access = await guard.account(request);
+      return view(access.session, access.owner);
     } catch (e) {
       if (e instanceof DomainError && e.kind === "authentication") return { kind: null, reason: e.message };
       throw e;
@@ -99,6 +110,7 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     const fromAddress = signIns.fromAddress(source);
     if (!fromAddress.ok) throw tooManySignIns(fromAddress.retryAfterMs, `from this address (${c.dashboardAddressSignInsPerMinute} per minute)`);
     let session: Session;
+    let signedInOwner: KeyOwner | null = null;
     if (b.kind === "account") {
       const key = b.secret.trim();
       const owner = await s.keys.authenticate(key);
@@ -107,9 +119,13 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
         throw new DomainError("authentication", "invalid_api_key", "That API key is not valid: it is unknown or was revoked. Keys start with sy- and are shown once, when created.", "secret");
       }
       if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
+      // Refused as on /v1 (not a wrong guess: the throttle is not charged).
+      const expired = expiredAt(owner.key);
+      if (expired !== null) throw keyExpired(expired, "secret");
       const withKey = signIns.withKey(owner.keyId);
       if (!withKey.ok) throw tooManySignIns(withKey.retryAfterMs, `with this key (${c.dashboardKeySignInsPerMinute} per minute)`);
       session = sessions.create({ kind: "account", accountId: owner.accountId, keyId: owner.keyId, apiKey: key });
+      signedInOwner = owner;
     } else {
       if (!s.config.adminToken) throw new DomainError("permission", "operator_view_off", "The operator view is off: this server has no SWITCHYARD_ADMIN_TOKEN.");
       if (!timingSafeEqual(digest(b.secret.trim()), digest(s.config.adminToken))) {
@@ -121,7 +137,7 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
       session = sessions.create({ kind: "operator", accountId: null, keyId: null, apiKey: null });
     }
     set.headers["set-cookie"] = sessionCookie(session.id, s.config.dashboardSessionSeconds, isHttps(request));
-    return view(session);
+    return view(session, signedInOwner);
   });
 
   app.delete("/dashboard/api/session", async ({ request, set }) => {

@@ -126,7 +126,7 @@ export class PgKeyRecords implements KeyRecords {
   async ownerByHash(hash: string): Promise<KeyOwnerRow | null> {
     const rows = (await this.db.ask((sql) => sql`
       SELECT k.id, k.account_id, k.hash, k.revoked_at, a.disabled, a.rate_limit_rpm, a.concurrency_limit,
-             k.limit_reset AS key_limit_reset, k.expires_at AS key_expires_at, k.models AS key_models, k.rate_limit_rpm AS key_rate_limit_rpm
+             k.spend_limit AS key_spend_limit, k.limit_reset AS key_limit_reset, k.expires_at AS key_expires_at, k.models AS key_models, k.rate_limit_rpm AS key_rate_limit_rpm
         FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ${hash}`)) as Row[];
     const r = rows[0];
     if (!r) return null;
@@ -138,6 +138,7 @@ export class PgKeyRecords implements KeyRecords {
       disabled: int(r.disabled),
       rate_limit_rpm: r.rate_limit_rpm === null ? null : int(r.rate_limit_rpm),
       concurrency_limit: r.concurrency_limit === null ? null : int(r.concurrency_limit),
+      key_spend_limit: orNull(r.key_spend_limit),
       key_limit_reset: (r.key_limit_reset as LimitReset | null) ?? null,
       key_expires_at: orNull(r.key_expires_at),
       key_models: (r.key_models as string | null) ?? null,

@@ -71,6 +71,18 @@ describe("post", () => {
     expect(h.state).toBe("posted");
   });
 
+  test("a charge records the prompt tokens read from and written to the cache, and what the cache saved", async () => {
+    const acct = await f.account(5000);
+    const id = rid();
+    await f.a.ledger.grant(hold(id, acct, 3000));
+    await f.a.ledger.post(postOf({ requestId: id, amount: 900, serviceTier: "default", inputTokens: 1000, outputTokens: 5, cachedTokens: 700, cacheWriteTokens: 200, cacheSaved: -40 }));
+    const [entry] = await f.a.ledger.entries(acct, 1);
+    expect(entry).toMatchObject({ kind: "charge", amount: -900, input_tokens: 1000, cached_tokens: 700, cache_write_tokens: 200, cache_saved: -40 });
+    // A credit records none.
+    const [credit] = (await f.a.ledger.entries(acct, 2)).slice(1);
+    expect(credit).toMatchObject({ kind: "credit", cached_tokens: 0, cache_write_tokens: 0, cache_saved: 0 });
+  });
+
   test("a repeat returns the first charge and takes nothing more", async () => {
     const acct = await f.account(5000);
     const id = rid();

@@ -339,6 +339,8 @@ export class PostgresLedgerStore implements LedgerStore {
       input_tokens: p.inputTokens ?? 0,
       output_tokens: p.outputTokens ?? 0,
       cached_tokens: p.cachedTokens ?? 0,
+      cache_write_tokens: p.cacheWriteTokens ?? 0,
+      cache_saved: p.cacheSaved ?? 0,
       reasoning_tokens: p.reasoningTokens ?? 0,
       characters: p.characters ?? 0,
       ...storedResponseFields(p),
@@ -444,7 +446,7 @@ export class PostgresLedgerStore implements LedgerStore {
   async entries(accountId: string, limit: number): Promise<LedgerEntryRow[]> {
     const rows = (await this.db.run((sql) => sql`
       SELECT id, account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier,
-             input_tokens, output_tokens, characters, reason, created_at
+             input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved, characters, reason, created_at
         FROM ledger_entries WHERE account_id = ${accountId} ORDER BY id DESC LIMIT ${limit}`)) as Record<string, unknown>[];
     return rows.map((r) => ({
       id: int(r.id),
@@ -458,6 +460,9 @@ export class PostgresLedgerStore implements LedgerStore {
       service_tier: (r.service_tier as string | null) ?? null,
       input_tokens: int(r.input_tokens),
       output_tokens: int(r.output_tokens),
+      cached_tokens: int(r.cached_tokens),
+      cache_write_tokens: int(r.cache_write_tokens),
+      cache_saved: int(r.cache_saved),
       characters: int(r.characters),
       reason: (r.reason as string | null) ?? null,
       created_at: int(r.created_at),

@@ -75,7 +75,8 @@ export class SqliteKeyRecords implements KeyRecords {
                 (SELECT a.disabled FROM accounts a WHERE a.id = k.account_id) AS disabled,
                 (SELECT a.rate_limit_rpm FROM accounts a WHERE a.id = k.account_id) AS rate_limit_rpm,
                 (SELECT a.concurrency_limit FROM accounts a WHERE a.id = k.account_id) AS concurrency_limit,
-                k.limit_reset AS key_limit_reset, k.expires_at AS key_expires_at, k.models AS key_models, k.rate_limit_rpm AS key_rate_limit_rpm
+                k.spend_limit AS key_spend_limit, k.limit_reset AS key_limit_reset, k.expires_at AS key_expires_at, k.models AS key_models,
+                k.rate_limit_rpm AS key_rate_limit_rpm
            FROM api_keys k WHERE k.hash = ?`,
       ),
       forAccount: db.query<StoredKey, [string]>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = ? ORDER BY created_at`),

@@ -78,13 +78,14 @@ export class SqliteLedgerStore implements LedgerStore {
       insertAccount: db.query<never, [string, string, number]>("INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)"),
       insertEntry: db.query(
         `INSERT INTO ledger_entries (account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier,
-           input_tokens, output_tokens, characters, reason, created_at, key_id, counted_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           input_tokens, output_tokens, characters, reason, created_at, key_id, counted_at, cached_tokens, cache_write_tokens, cache_saved)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       pendingCount: db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'"),
       entries: db.query<LedgerEntryRow, [string, number]>(
         `SELECT id, account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier, input_tokens, output_tokens,
-                characters, reason, created_at FROM ledger_entries WHERE account_id = ? ORDER BY id DESC LIMIT ?`,
+                cached_tokens, cache_write_tokens, cache_saved, characters, reason, created_at
+           FROM ledger_entries WHERE account_id = ? ORDER BY id DESC LIMIT ?`,
       ),
     };
   }
@@ -132,6 +133,7 @@ export class SqliteLedgerStore implements LedgerStore {
       this.q.insertEntry.run(
         p.accountId, "charge", -p.amount, balanceAfter, p.requestId, p.endpoint, p.model, p.serviceTier,
         p.inputTokens ?? 0, p.outputTokens ?? 0, p.characters ?? 0, p.note ?? null, at, p.keyId, countedAt ?? p.holdCreatedAt,
+        p.cachedTokens ?? 0, p.cacheWriteTokens ?? 0, p.cacheSaved ?? 0,
       );
       if (p.storedResponse) this.responses.write(p.storedResponse);
       return { charged: p.amount, balanceAfter, fresh: true };
@@ -156,7 +158,7 @@ export class SqliteLedgerStore implements LedgerStore {
       }
       this.q.setBalance.run(balanceAfter, accountId);
       const at = nowSeconds();
-      this.q.insertEntry.run(accountId, amount > 0 ? "credit" : "debit", amount, balanceAfter, null, null, null, null, 0, 0, 0, reason, at, null, at);
+      this.q.insertEntry.run(accountId, amount > 0 ? "credit" : "debit", amount, balanceAfter, null, null, null, null, 0, 0, 0, reason, at, null, at, 0, 0, 0);
       return { balanceAfter };
     });
   }
@@ -170,7 +172,7 @@ export class SqliteLedgerStore implements LedgerStore {
       this.q.insertAccount.run(a.id, a.name, a.createdAt);
       if (credits === 0) return;
       this.q.setBalance.run(credits, a.id);
-      this.q.insertEntry.run(a.id, "credit", credits, credits, null, null, null, null, 0, 0, 0, reason, a.createdAt, null, a.createdAt);
+      this.q.insertEntry.run(a.id, "credit", credits, credits, null, null, null, null, 0, 0, 0, reason, a.createdAt, null, a.createdAt, 0, 0, 0);
     });
   }
 

@@ -32,6 +32,13 @@ export interface Snapshot {
     /** The hold's key and the period its charge belongs to (null for a hold without a key). */
     hold_key_id: string | null;
     hold_period: number | null;
+    /** The consumption recorded on a charge: the prompt, what of it was read from and written to the cache, the output. */
+    input_tokens: number;
+    cached_tokens: number;
+    cache_write_tokens: number;
+    output_tokens: number;
+    /** Units the prompt cache took off the charge. */
+    cache_saved: number;
   }[];
   holdStates: Map<string, string>;
   /** Every key's running figures. */

@@ -138,13 +138,16 @@ export async function postgresBackend(): Promise<LedgerBackend> {
         const floor = accounts.length > 0 ? Math.min(...accounts.map((a) => lastSeen.get(a.id) ?? 0)) : 0;
         const rows = (await tx`
           SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after, e.request_id, h.amount AS hold_amount, h.state AS hold_state,
-                 h.key_id AS hold_key_id, h.period_start AS hold_period
+                 h.key_id AS hold_key_id, h.period_start AS hold_period,
+                 e.input_tokens, e.cached_tokens, e.cache_write_tokens, e.output_tokens, e.cache_saved
             FROM ledger_entries e LEFT JOIN holds h ON h.request_id = e.request_id WHERE e.id > ${floor} ORDER BY e.id`) as Record<string, unknown>[];
         const newEntries = rows
           .map((r) => ({
             id: num(r.id), account_id: r.account_id as string, kind: r.kind as string, amount: num(r.amount), balance_after: num(r.balance_after),
             request_id: (r.request_id as string | null) ?? null, hold_amount: r.hold_amount === null ? null : num(r.hold_amount), hold_state: (r.hold_state as string | null) ?? null,
             hold_key_id: (r.hold_key_id as string | null) ?? null, hold_period: r.hold_period === null || r.hold_period === undefined ? null : num(r.hold_period),
+            input_tokens: num(r.input_tokens), cached_tokens: num(r.cached_tokens), cache_write_tokens: num(r.cache_write_tokens),
+            output_tokens: num(r.output_tokens), cache_saved: num(r.cache_saved),
           }))
           .filter((e) => e.id > (lastSeen.get(e.account_id) ?? 0));
         for (const e of newEntries) lastSeen.set(e.account_id, e.id);

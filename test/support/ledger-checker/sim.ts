@@ -21,6 +21,9 @@
  *   its period_spent = Σ the charges of its holds of its current period;
  *   every new entry's balance_after = the previous balance ± its amount, and the newest = balance;
  *   every charge ≤ its hold, on a posted hold, once per request; no charge for a failed request;
+ *   a charge's prompt-cache reads and writes never add up to more than its prompt, and it records
+ *   the prompt, reads, writes, output and cache saving the model expects (usage with and without
+ *   cache counts, some above the prompt);
  *   a settle that resolved is in the store with exactly the charge the model expects;
  *   after a sweep the store wrote, no hold older than the expiry is pending; a stream ended at its
  *   deadline is charged as delivered (its hold never expires first: expiry ≥ deadline + margin);
@@ -53,19 +56,52 @@ export function rng(seed: number): () => number {
 const STREAM_MAX_S = 900;
 const HOLD_EXPIRY_S = 1200;
 
-/** 1 unit per input token, 3 per output token. */
-const price = (u: Consumption) => (u.inputTokens ?? 0) + 3 * (u.outputTokens ?? 0);
+/**
+ * Units per token: 2 per uncached prompt token, 1 per prompt token read from the cache, 3 per one
+ * written to it (dearer than input, as some labs price writes), 3 per output token. Reads and
+ * writes are parts of the prompt, cut to it (reads first), as billing/prices.ts prices them.
+ */
+function parts(u: Consumption): { input: number; read: number; written: number } {
+  const input = u.inputTokens ?? 0;
+  const read = Math.min(u.cachedTokens ?? 0, input);
+  return { input, read, written: Math.min(u.cacheWriteTokens ?? 0, input - read) };
+}
+const price = (u: Consumption) => {
+  const { input, read, written } = parts(u);
+  return 2 * (input - read - written) + read + 3 * written + 3 * (u.outputTokens ?? 0);
+};
 
-/** What the ledger must charge for `usage` on a hold of `budget`: the model's own arithmetic. */
-function expectedCharge(budget: Consumption, usage: Consumption): number {
+/** The figures a charge entry records. */
+interface Recorded {
+  input_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  output_tokens: number;
+  cache_saved: number;
+}
+
+function recordedOf(c: Consumption): Recorded {
+  const { input, read, written } = parts(c);
+  const saved = read + written === 0 ? 0 : price({ inputTokens: input, outputTokens: c.outputTokens }) - price(c);
+  return { input_tokens: input, cached_tokens: read, cache_write_tokens: written, output_tokens: c.outputTokens ?? 0, cache_saved: saved };
+}
+
+/**
+ * What the ledger must charge and record for `usage` on a hold of `budget`: the model's own
+ * arithmetic. Over the hold, the prompt and the output are cut to the budget, and the cache's
+ * parts to the prompt they are part of.
+ */
+function expectedCharge(budget: Consumption, usage: Consumption): { charge: number; recorded: Recorded } {
   const hold = price(budget);
   const reported = price(usage);
-  if (reported <= hold) return reported;
-  const clamped = price({
+  if (reported <= hold) return { charge: reported, recorded: recordedOf(usage) };
+  const clamped: Consumption = {
     inputTokens: Math.min(usage.inputTokens ?? 0, budget.inputTokens ?? 0),
     outputTokens: Math.min(usage.outputTokens ?? 0, budget.outputTokens ?? 0),
-  });
-  return Math.min(clamped, hold);
+    cachedTokens: usage.cachedTokens,
+    cacheWriteTokens: usage.cacheWriteTokens,
+  };
+  return { charge: Math.min(price(clamped), hold), recorded: recordedOf(clamped) };
 }
 
 type Outcome = "pending" | "refused" | "charged" | "not charged" | "unknown";
@@ -79,6 +115,8 @@ interface RequestModel {
   outcome: Outcome;
   /** The charge a resolved settle reported. */
   charged: number | null;
+  /** What its charge entry must record, once it settles. */
+  recorded: Recorded | null;
   hold: number | null;
   done: boolean;
   /** When its hold was dated (simulated Unix seconds, as the reserve was sent). */
@@ -112,6 +150,8 @@ export interface CheckerReport {
   /** Holds the expiry sweep voided, and requests that then found their hold expired. */
   expired: number;
   expiredRefused: number;
+  /** Charges that recorded prompt tokens read from or written to the cache. */
+  cacheCharges: number;
 }
 
 class CheckFailed extends Error {}
@@ -133,7 +173,7 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
   let ledger = new Ledger(store, log, ledgerOptions);
   let gen = 0;
   let step = 0;
-  const report = { requests: 0, charged: 0, notCharged: 0, refusedCredits: 0, refusedKeyLimit: 0, refusedUnavailable: 0, clockMoves: 0, crashes: 0, faults: 0, deadlines: 0, expired: 0, expiredRefused: 0 };
+  const report = { cacheCharges: 0, requests: 0, charged: 0, notCharged: 0, refusedCredits: 0, refusedKeyLimit: 0, refusedUnavailable: 0, clockMoves: 0, crashes: 0, faults: 0, deadlines: 0, expired: 0, expiredRefused: 0 };
   /** The first failure, also when a request task found it (it surfaces at the next step). */
   let failure: CheckFailed | null = null;
   const fail = (what: string): never => {
@@ -188,9 +228,11 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
     const account = pick(accounts);
     // Most requests come with a key (as over HTTP); some without, as the ledger allows.
     const key = random() < 0.85 ? pick(keysOf.get(account)!) : null;
-    const r: RequestModel = { id: `req_${opts.seed}_${report.requests++}`, account, key, gen: myGen, outcome: "pending", charged: null, hold: null, done: false, datedAt: nowS() };
+    const r: RequestModel = { id: `req_${opts.seed}_${report.requests++}`, account, key, gen: myGen, outcome: "pending", charged: null, recorded: null, hold: null, done: false, datedAt: nowS() };
     requests.set(r.id, r);
-    const budget: Consumption = { inputTokens: int(1, 60), outputTokens: int(1, 120) };
+    // Every prompt token held at the dearest input price (a cache write's), as chatBudget holds it.
+    const inputBound = int(1, 60);
+    const budget: Consumption = { inputTokens: inputBound, cacheWriteTokens: inputBound, outputTokens: int(1, 120) };
     let hold: Hold;
     // Its hold is dated at most this late (the ledger dates it as the reserve is sent).
     const started = nowS();
@@ -238,7 +280,14 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
         kind === "honest" ? { inputTokens: int(0, budget.inputTokens!), outputTokens: int(0, budget.outputTokens!) }
         : kind === "over" ? { inputTokens: int(0, 10 * budget.inputTokens!), outputTokens: int(budget.outputTokens!, 1_000_000) }
         : { inputTokens: budget.inputTokens!, outputTokens: int(1, budget.outputTokens!) };
-      const expected = expectedCharge(budget, usage);
+      // Most usage says what of the prompt the cache read and wrote; an over-reporting upstream, and
+      // now and then one whose totals are honest, says more than the prompt.
+      const hostile = kind === "over" || random() < 0.15;
+      const prompt = usage.inputTokens!;
+      if (random() < 0.6) usage.cachedTokens = int(0, hostile ? 2 * prompt + 1 : prompt);
+      if (random() < 0.4) usage.cacheWriteTokens = int(0, hostile ? 2 * prompt + 1 : prompt - Math.min(usage.cachedTokens ?? 0, prompt));
+      const { charge: expected, recorded } = expectedCharge(budget, usage);
+      r.recorded = recorded;
       const attempts = random() < 0.1 ? [hold.settle({ ...usage, serviceTier: "default" }), hold.settle({ ...usage, serviceTier: "default" })] : [hold.settle({ ...usage, serviceTier: "default" })];
       const results = await Promise.allSettled(attempts);
       const ok = results.filter((x) => x.status === "fulfilled").map((x) => (x as PromiseFulfilledResult<{ charged: number }>).value.charged);
@@ -325,6 +374,11 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
         if (k.limit !== null && sum > k.limit) fail(`key ${k.id} charged ${sum} in period ${e.hold_period}, above its limit ${k.limit}`);
       }
       if (r!.outcome === "not charged" || r!.outcome === "refused") fail(`${id} was charged after it ${r!.outcome === "refused" ? "was refused" : "failed"}`);
+      // The cache's parts are parts of the prompt, and the entry records exactly the model's figures.
+      if (e.cached_tokens + e.cache_write_tokens > e.input_tokens) fail(`${id} records ${e.cached_tokens} read + ${e.cache_write_tokens} written of a ${e.input_tokens}-token prompt`);
+      if (e.cached_tokens + e.cache_write_tokens > 0) report.cacheCharges++;
+      const seen = { input_tokens: e.input_tokens, cached_tokens: e.cached_tokens, cache_write_tokens: e.cache_write_tokens, output_tokens: e.output_tokens, cache_saved: e.cache_saved };
+      if (r!.recorded && JSON.stringify(seen) !== JSON.stringify(r!.recorded)) fail(`${id} records ${JSON.stringify(seen)}, expected ${JSON.stringify(r!.recorded)}`);
     }
     for (const a of snap.accounts) {
       if (a.balance < 0 || a.reserved < 0) fail(`${a.id}: balance ${a.balance}, reserved ${a.reserved}`);

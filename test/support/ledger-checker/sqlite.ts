@@ -107,7 +107,8 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
       const newEntries = d
         .query(
           `SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after, e.request_id, h.amount AS hold_amount, h.state AS hold_state,
-                  h.key_id AS hold_key_id, h.period_start AS hold_period
+                  h.key_id AS hold_key_id, h.period_start AS hold_period,
+                  e.input_tokens, e.cached_tokens, e.cache_write_tokens, e.output_tokens, e.cache_saved
            FROM ledger_entries e LEFT JOIN holds h ON h.request_id = e.request_id WHERE e.id > ? ORDER BY e.id`,
         )
         .all(sinceId) as Snapshot["newEntries"];

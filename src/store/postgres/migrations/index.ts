@@ -11,7 +11,8 @@ import { keyControls } from "./006-key-controls";
 import { requestLog } from "./007-request-log";
 import { liveCatalog } from "./008-live-catalog";
 import { instanceAliveLock } from "./009-instance-alive-lock";
-import { leases } from "./010-leases";
+import { cacheTokens } from "./010-cache-tokens";
+import { leases } from "./011-leases";
 
 export interface PgMigration {
   version: number;
@@ -19,4 +20,4 @@ export interface PgMigration {
   sql: string;
 }
 
-export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog, instanceAliveLock, leases];
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog, instanceAliveLock, cacheTokens, leases];

@@ -15,7 +15,7 @@ import type { Migration } from "./index";
  * lifted for that one update). The holds table stays for the history it holds.
  */
 export const holdsInMemory: Migration = {
-  version: 10,
+  version: 11,
   name: "holds-in-memory",
   sql: `
 ALTER TABLE ledger_entries ADD COLUMN key_id TEXT;

@@ -16,10 +16,12 @@ import type { PgMigration } from "./index";
  * one counts against the stored one (it never moves backwards), a newer one starts it
  * (billing/key-periods.ts). Charges carry key_id and counted_at, as on SQLite (migration 010 there).
  *
+ * switchyard_post (direct holds) is replaced once more: migration 010's, counting the key's spend.
+ *
  * Lock order, as in 003 and 004: instances → limit_state → accounts → api_keys → holds → leases.
  */
 export const leases: PgMigration = {
-  version: 10,
+  version: 11,
   name: "leases",
   sql: `
 ALTER TABLE accounts ADD COLUMN leased BIGINT NOT NULL DEFAULT 0 CHECK (leased >= 0);
@@ -97,6 +99,8 @@ DECLARE
   v_limited BOOLEAN := false;
   v_want BIGINT;
   v_want_key BIGINT := 0;
+  v_limit BIGINT := NULL;
+  v_reset TEXT := NULL;
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
   PERFORM switchyard_instance_alive(p_instance_id);
@@ -111,16 +115,18 @@ BEGIN
     IF NOT FOUND THEN
       RAISE EXCEPTION 'no key % for account %', p_key_id, p_account_id;
     END IF;
+    v_limit := v_limit;
+    v_reset := k.limit_reset;
     IF k.spend_limit IS NOT NULL THEN
       v_limited := true;
       v_key_free := k.spend_limit - switchyard_key_spent(k.limit_reset, k.period_start, k.period_spent, p_day, p_week, p_month) - k.reserved - k.leased;
     END IF;
   END IF;
   IF v_free < p_amount OR (p_request_id IS NULL AND v_free < p_want) THEN
-    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), v_key_free, k.spend_limit; RETURN;
+    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), v_key_free, v_limit; RETURN;
   END IF;
   IF v_limited AND v_key_free < p_amount THEN
-    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), GREATEST(v_key_free, 0), k.spend_limit; RETURN;
+    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), GREATEST(v_key_free, 0), v_limit; RETURN;
   END IF;
   v_want := GREATEST(p_want, 0);
   IF v_limited THEN v_want_key := GREATEST(p_want_key, 0); END IF;
@@ -136,12 +142,12 @@ BEGIN
       INSERT INTO leases (instance_id, kind, subject, amount) VALUES (p_instance_id, 'key', p_key_id, v_want_key)
         ON CONFLICT (instance_id, kind, subject) DO UPDATE SET amount = leases.amount + EXCLUDED.amount;
     END IF;
-    RETURN QUERY SELECT 'lease'::TEXT, v_want, v_want_key, v_free - v_want, CASE WHEN v_limited THEN v_key_free - v_want_key END, k.spend_limit;
+    RETURN QUERY SELECT 'lease'::TEXT, v_want, v_want_key, v_free - v_want, CASE WHEN v_limited THEN v_key_free - v_want_key END, v_limit;
     RETURN;
   END IF;
   -- A top-up alone (no request): nothing more to do.
   IF p_request_id IS NULL THEN
-    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), v_key_free, k.spend_limit; RETURN;
+    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), v_key_free, v_limit; RETURN;
   END IF;
   -- A small balance (or allowance): this request's own hold, written here.
   UPDATE accounts SET reserved = accounts.reserved + p_amount WHERE accounts.id = p_account_id;
@@ -150,8 +156,8 @@ BEGIN
   END IF;
   INSERT INTO holds (request_id, account_id, amount, endpoint, model, state, instance_id, created_at, key_id, period_start)
   VALUES (p_request_id, p_account_id, p_amount, p_endpoint, p_model, 'pending', p_instance_id, p_created_at, p_key_id,
-          CASE WHEN p_key_id IS NULL THEN NULL ELSE switchyard_key_period(k.limit_reset, p_day, p_week, p_month) END);
-  RETURN QUERY SELECT 'direct'::TEXT, 0::BIGINT, 0::BIGINT, v_free - p_amount, CASE WHEN v_limited THEN v_key_free - p_amount END, k.spend_limit;
+          CASE WHEN p_key_id IS NULL THEN NULL ELSE switchyard_key_period(v_reset, p_day, p_week, p_month) END);
+  RETURN QUERY SELECT 'direct'::TEXT, 0::BIGINT, 0::BIGINT, v_free - p_amount, CASE WHEN v_limited THEN v_key_free - p_amount END, v_limit;
 END $$;
 
 -- Gives back parts of this instance's leases: items {kind: credit|key|slots, subject, amount}.
@@ -225,7 +231,8 @@ BEGIN
     SELECT * FROM json_to_recordset(p_items) AS x(
       request_id TEXT, account_id TEXT, key_id TEXT, amount BIGINT, held_at BIGINT, day BIGINT, week BIGINT, month BIGINT,
       endpoint TEXT, model TEXT, service_tier TEXT, note TEXT,
-      input_tokens BIGINT, output_tokens BIGINT, cached_tokens BIGINT, reasoning_tokens BIGINT, characters BIGINT,
+      input_tokens BIGINT, output_tokens BIGINT, cached_tokens BIGINT, cache_write_tokens BIGINT, cache_saved BIGINT,
+      reasoning_tokens BIGINT, characters BIGINT,
       resp_id TEXT, resp_account_id TEXT, resp_previous_id TEXT, resp_input_items JSON, resp_body JSON, resp_created_at BIGINT)
   LOOP
     SELECT le.amount, le.balance_after INTO e FROM ledger_entries le WHERE le.request_id = it.request_id AND le.kind = 'charge';
@@ -263,9 +270,11 @@ BEGIN
       v_counted := switchyard_count_key(it.key_id, v_charge, it.held_at, it.day, it.week, it.month);
     END IF;
     INSERT INTO ledger_entries (account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier,
-                                input_tokens, output_tokens, cached_tokens, reasoning_tokens, characters, reason, created_at, key_id, counted_at)
+                                input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved,
+                                reasoning_tokens, characters, reason, created_at, key_id, counted_at)
     VALUES (it.account_id, 'charge', -v_charge, v_balance, it.request_id, it.endpoint, it.model, it.service_tier,
             COALESCE(it.input_tokens, 0), COALESCE(it.output_tokens, 0), COALESCE(it.cached_tokens, 0),
+            COALESCE(it.cache_write_tokens, 0), COALESCE(it.cache_saved, 0),
             COALESCE(it.reasoning_tokens, 0), COALESCE(it.characters, 0), v_note, p_now, it.key_id, v_counted);
     IF it.resp_id IS NOT NULL THEN
       PERFORM switchyard_store_response(it.resp_id, it.resp_account_id, it.resp_previous_id, it.resp_input_items, it.resp_body, it.resp_created_at);
@@ -325,7 +334,8 @@ BEGIN
   FOR it IN
     SELECT * FROM json_to_recordset(p_items) AS x(
       request_id TEXT, amount BIGINT, service_tier TEXT, note TEXT,
-      input_tokens BIGINT, output_tokens BIGINT, cached_tokens BIGINT, reasoning_tokens BIGINT, characters BIGINT,
+      input_tokens BIGINT, output_tokens BIGINT, cached_tokens BIGINT, cache_write_tokens BIGINT, cache_saved BIGINT,
+      reasoning_tokens BIGINT, characters BIGINT,
       resp_id TEXT, resp_account_id TEXT, resp_previous_id TEXT, resp_input_items JSON, resp_body JSON, resp_created_at BIGINT)
   LOOP
     UPDATE holds SET state = 'posted', closed_at = p_now
@@ -344,9 +354,11 @@ BEGIN
         RETURNING GREATEST(h.created_at, k.period_start) INTO v_counted;
       END IF;
       INSERT INTO ledger_entries (account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier,
-                                  input_tokens, output_tokens, cached_tokens, reasoning_tokens, characters, reason, created_at, key_id, counted_at)
+                                  input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved,
+                                  reasoning_tokens, characters, reason, created_at, key_id, counted_at)
       VALUES (h.account_id, 'charge', -it.amount, v_balance, it.request_id, h.endpoint, h.model, it.service_tier,
               COALESCE(it.input_tokens, 0), COALESCE(it.output_tokens, 0), COALESCE(it.cached_tokens, 0),
+              COALESCE(it.cache_write_tokens, 0), COALESCE(it.cache_saved, 0),
               COALESCE(it.reasoning_tokens, 0), COALESCE(it.characters, 0), it.note, p_now, h.key_id, v_counted);
       IF it.resp_id IS NOT NULL THEN
         PERFORM switchyard_store_response(it.resp_id, it.resp_account_id, it.resp_previous_id, it.resp_input_items, it.resp_body, it.resp_created_at);
