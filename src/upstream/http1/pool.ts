@@ -5,7 +5,7 @@
  * sane whatever the number of accounts: idle connections per origin and in all; past either, the
  * oldest idle connection goes (the newest has the longest left to live).
  */
-import type { Connection } from "./http1-connection";
+import type { Connection } from "./connection";
 
 export interface PoolLimits {
   /** Idle connections kept per origin, all partitions together. */

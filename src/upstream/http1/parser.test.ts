@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ChunkedDecoder, framingOf, joinInPlace, MAX_HEAD_BYTES, parseHead, ProtocolError } from "./http1-parser";
+import { ChunkedDecoder, framingOf, joinInPlace, MAX_HEAD_BYTES, parseHead, ProtocolError } from "./parser";
 
 const bytes = (s: string) => new Uint8Array(Buffer.from(s, "latin1"));
 const text = (parts: Uint8Array[]) => parts.map((p) => Buffer.from(p).toString("latin1")).join("");

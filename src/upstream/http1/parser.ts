@@ -1,5 +1,5 @@
 /**
- * The pure half of the upstream HTTP/1.1 client (http1.ts): parsing a response head and decoding
+ * The pure half of the upstream HTTP/1.1 client (client.ts): parsing a response head and decoding
  * a chunked body. Bytes in, values out; no sockets. An upstream is untrusted, so every limit is
  * explicit and every malformed input is a ProtocolError, never a guess.
  */

@@ -5,7 +5,7 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
-import { createPool, request1, targetOf } from "./http1";
+import { createPool, request1, targetOf } from "./client";
 import { capReceiveBuffer } from "./receive-buffer";
 
 const BODY = 8 * 1024 * 1024;
