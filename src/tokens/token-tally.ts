@@ -18,7 +18,7 @@
  */
 import type { TokenCounter } from "./token-counter";
 import { isLetterAt } from "./tokens";
-import { freeNow } from "../limits/young-garbage";
+import { freeNow } from "../runtime/memory";
 
 /**
  * More text than a relay can have read but not handed to its client when it ends: its queue

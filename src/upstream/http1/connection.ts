@@ -8,7 +8,7 @@ import { isIP } from "node:net";
 import type { Target, TlsOptions } from "./target";
 import { parseHead } from "./parser";
 import { ConnectionPool, type PoolLimits } from "./pool";
-import { capReceiveBuffer } from "./receive-buffer";
+import { capReceiveBuffer } from "../../runtime/memory";
 
 /** No connection could be made (refused, unresolvable, TLS refused, or the deadline passed). */
 export class ConnectError extends Error {}

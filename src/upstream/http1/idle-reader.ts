@@ -4,7 +4,7 @@
  * pieces of at most MAX_READ_BYTES, each read's buffer freed once handed out (readTransient).
  */
 import type { Body, ReadResult } from "./body";
-import { freeNow } from "../../limits/young-garbage";
+import { freeNow } from "../../runtime/memory";
 
 export class IdleTimeout extends Error {}
 

@@ -12,7 +12,7 @@ export interface PoolLimits {
   maxIdlePerOrigin: number;
   /** Idle connections kept in all. */
   maxIdle: number;
-  /** The kernel receive buffer of each new connection, in bytes (0 or absent: the system's own; see receive-buffer.ts). */
+  /** The kernel receive buffer of each new connection, in bytes (0 or absent: the system's own; see runtime/memory.ts, capReceiveBuffer). */
   receiveBufferBytes?: number;
 }
 
