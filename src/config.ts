@@ -6,7 +6,7 @@
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { parseCidrList, type Cidr } from "./net/ip";
-import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/header-value";
+import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/http1/header-value";
 import { ProxyConfigError, proxySettings, type ProxySettings } from "./upstream/proxy";
 
 export interface Config {

@@ -14,7 +14,7 @@ import { meterWhole, openMetered, type CallSpec, type MeteredCall } from "../met
 import { completionId, countUsage, estimateInput, type ChatCall, type ChatResult } from "./call";
 import { CountAborted } from "../tokens/token-counter";
 import { dispatchChat } from "../upstream/dispatch";
-import { abortWith, BodyTooLarge, readBoundedText } from "../upstream/timeouts";
+import { abortWith, BodyTooLarge, readBoundedText } from "../upstream/http1/client";
 import { contextWindowExceeded, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";

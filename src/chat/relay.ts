@@ -14,8 +14,7 @@ import { DomainError, midStreamFailure } from "../errors";
 import { streamCutByStop } from "../limits/drain";
 import { requestMetrics } from "../metrics/request-metrics";
 import { SseFrames } from "../protocols/sse-frames";
-import { YoungGarbage } from "../limits/young-garbage";
-import { fullGC } from "bun:jsc";
+import { collectFull, GcPacer } from "../runtime/memory";
 import type { ChatCall, ChatResult } from "./call";
 import { StreamFailure, type ChatStream } from "./stream";
 import { chatResult } from "./pipeline";
@@ -25,11 +24,11 @@ type Json = Record<string, unknown>;
 /**
  * Bytes relayed (all streams together) between collections of the serving thread's young garbage:
  * each relayed byte leaves a few bytes of strings and buffers that die within its read (see
- * limits/young-garbage.ts). 256 KiB saved no more memory in the stream-memory bench, and cost
+ * runtime/memory.ts, GcPacer). 256 KiB saved no more memory in the stream-memory bench, and cost
  * more CPU per request in the hot-path bench's streamed mode.
  */
 export const RELAY_EDEN_BYTES = 1024 * 1024;
-const relayGarbage = new YoungGarbage(RELAY_EDEN_BYTES);
+const relayGarbage = new GcPacer(RELAY_EDEN_BYTES);
 /**
  * With SWITCHYARD_STREAM_GC_MIB set, a full collection every so many MiB relayed: what the young
  * collections promoted (text and bytes that waited for a client) is freed too. It lowers the peak
@@ -37,9 +36,9 @@ const relayGarbage = new YoungGarbage(RELAY_EDEN_BYTES);
  * asked for (docs/architecture.md, "Memory per stream"). JavaScriptCore's own full collection,
  * not Bun.gc(true), which also sweeps and trims the allocators: about a third of the pause.
  */
-let relayFullGc: { mib: number; pacer: YoungGarbage | null } = { mib: 0, pacer: null };
-function fullGcPacer(mib: number): YoungGarbage | null {
-  if (relayFullGc.mib !== mib) relayFullGc = { mib, pacer: mib > 0 ? new YoungGarbage(mib * 1024 * 1024, fullGC) : null };
+let relayFullGc: { mib: number; pacer: GcPacer | null } = { mib: 0, pacer: null };
+function fullGcPacer(mib: number): GcPacer | null {
+  if (relayFullGc.mib !== mib) relayFullGc = { mib, pacer: mib > 0 ? new GcPacer(mib * 1024 * 1024, collectFull) : null };
   return relayFullGc.pacer;
 }
 

@@ -8,7 +8,7 @@
  */
 import { sseComment } from "../protocols/sse";
 import { everyPeriod } from "./shared-ticker";
-import { freeNow } from "../limits/young-garbage";
+import { freeNow } from "../runtime/memory";
 
 const HEARTBEAT = new TextEncoder().encode(sseComment());
 

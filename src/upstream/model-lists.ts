@@ -7,10 +7,9 @@
  * keeps its last known list; one that never answered has none, and its routes count as served.
  * Nothing from here reaches a client except model ids and the listed `owned_by`.
  */
-import { request1 } from "./http1";
+import { readBoundedText, request1 } from "./http1/client";
 import { targetFor } from "./client";
-import type { ConnectionPool } from "./pool";
-import { readBoundedText } from "./timeouts";
+import type { ConnectionPool } from "./http1/pool";
 import type { UpstreamSpec } from "./routes-config";
 
 /** One model as an upstream lists it. */

@@ -27,8 +27,8 @@
 import { readFileSync } from "node:fs";
 import { Type, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./header-value";
-import type { TlsOptions } from "./http1";
+import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./http1/header-value";
+import type { TlsOptions } from "./http1/target";
 import { proxyFor, type ProxySettings, type ProxySpec } from "./proxy";
 
 const Ms = (max: number) => Type.Integer({ minimum: 1, maximum: max });

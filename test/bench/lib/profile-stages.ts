@@ -60,7 +60,7 @@ export const STAGE_RULES: Rule[] = [
   ["ledger store: SQLite batch (group commit)", under("src/store/sqlite/ledger-store.ts", "src/store/sqlite/group-commit.ts", "src/store/sqlite/responses.ts")],
   ["generation outcomes (batched rows)", under("src/generations/", "src/store/sqlite/outcomes.ts")],
   ["other store reads (key and account changes)", under("src/store/")],
-  ["timeouts + upstream body reads", under("src/upstream/timeouts.ts")],
+  ["timeouts + upstream body reads", under("src/upstream/http1/idle-reader.ts", "src/upstream/http1/body.ts")],
   ["upstream request (fetch)", under("src/upstream/client.ts", "src/upstream/dispatch.ts")],
   [REPLY, under("src/chat/rewrite.ts", "src/chat/stream.ts", "src/chat/upstream-shape.ts", "src/protocols/")],
   [PIPELINE, under("src/chat/")],

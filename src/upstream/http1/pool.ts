@@ -5,14 +5,14 @@
  * sane whatever the number of accounts: idle connections per origin and in all; past either, the
  * oldest idle connection goes (the newest has the longest left to live).
  */
-import type { Connection } from "./http1-connection";
+import type { Connection } from "./connection";
 
 export interface PoolLimits {
   /** Idle connections kept per origin, all partitions together. */
   maxIdlePerOrigin: number;
   /** Idle connections kept in all. */
   maxIdle: number;
-  /** The kernel receive buffer of each new connection, in bytes (0 or absent: the system's own; see receive-buffer.ts). */
+  /** The kernel receive buffer of each new connection, in bytes (0 or absent: the system's own; see runtime/memory.ts, capReceiveBuffer). */
   receiveBufferBytes?: number;
 }
 

@@ -6,12 +6,12 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startForwardProxy } from "../../test/support/forward-proxy";
-import { ConnectError, request1, targetOf, type Target, type TlsOptions } from "./http1";
-import { proxySettings, proxyFor } from "./proxy";
-import { readAllText } from "./timeouts";
+import { startForwardProxy } from "../../../test/support/forward-proxy";
+import { ConnectError, request1, targetOf, type Target, type TlsOptions } from "./client";
+import { proxySettings, proxyFor } from "../proxy";
+import { readAllText } from "./body";
 
-const fixtures = join(import.meta.dir, "../../test/fixtures/tls");
+const fixtures = join(import.meta.dir, "../../../test/fixtures/tls");
 const pem = (name: string) => readFileSync(join(fixtures, name), "utf8");
 const serverCa = pem("localhost.crt");
 const client: TlsOptions = { cert: pem("client.crt"), key: pem("client.key") };

@@ -1,26 +1,12 @@
 /**
  * The idle deadline between an upstream body's chunks, which errors the body instead of letting
- * it hang (the connect deadline is the HTTP client's, http1.ts).
+ * it hang (the connect deadline is the client's, client.ts), and the relay's reads of a body: in
+ * pieces of at most MAX_READ_BYTES, each read's buffer freed once handed out (readTransient).
  */
-import type { Body, ReadResult } from "./http1";
-import { freeNow } from "../limits/young-garbage";
+import type { Body, ReadResult } from "./body";
+import { freeNow } from "../../runtime/memory";
 
 export class IdleTimeout extends Error {}
-/** A body grew past the limit its reader set: reading stopped there and the connection closed. */
-export class BodyTooLarge extends Error {}
-
-/**
- * Aborts `controller` as soon as `signal` aborts (at once when it already has): the cheap
- * equivalent of `AbortSignal.any([signal, controller.signal])` when the controller's own signal
- * is the one handed on.
- */
-export function abortWith(signal: AbortSignal, controller: AbortController): void {
-  if (signal.aborted) controller.abort(signal.reason);
-  else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
-}
-
-/** An upstream body, read chunk by chunk (no stream object in between: the relay is the consumer). */
-export type BodyReader = Body;
 
 /**
  * The most one read hands out. After a pause the socket may return megabytes at once; a relay
@@ -30,7 +16,7 @@ export type BodyReader = Body;
 export const MAX_READ_BYTES = 8 * 1024;
 
 /** An upstream body that a relay reads and lets go of as it goes (see readTransient). */
-export interface GuardedBody extends BodyReader {
+export interface GuardedBody extends Body {
   /**
    * Like read(), but what it hands out is valid only until the next call (or cancel): a buffer the
    * upstream's bytes arrived in is freed as soon as all of it was handed out, at once, not when
@@ -42,7 +28,7 @@ export interface GuardedBody extends BodyReader {
 
 /**
  * Buffers at least this large, read whole from the upstream, are freed by readTransient; from a
- * body that owns its reads (upstream/http1.ts), every read's buffer is.
+ * body that owns its reads (exchange.ts), every read's buffer is.
  */
 const FREED_BYTES = 64 * 1024;
 
@@ -58,7 +44,7 @@ const FREED_BYTES = 64 * 1024;
  */
 export function idleGuardedReader(
   first: Uint8Array | null,
-  reader: BodyReader,
+  reader: Body,
   idleMs: number,
   hooks: { onIdle(): void; onBroken(): void },
 ): GuardedBody {
@@ -162,43 +148,4 @@ export function idleGuardedReader(
       return reader.cancel(reason).catch(() => {});
     },
   };
-}
-
-/** Reads a whole body as text (a non-streamed upstream reply), or its first `limit` bytes or so. */
-export async function readAllText(body: BodyReader, limit = Infinity): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const r = await body.read();
-    if (r.done) break;
-    chunks.push(r.value);
-    total += r.value.byteLength;
-    if (total >= limit) {
-      await body.cancel();
-      break;
-    }
-  }
-  return chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, total).toString("utf8") : Buffer.concat(chunks, total).toString("utf8");
-}
-
-/**
- * Reads a whole body as text, up to `maxBytes`: a body that grows past it is cancelled as soon as
- * a read crosses the limit (its connection closes; at most one read past the limit is held) and
- * the read fails with BodyTooLarge.
- */
-export async function readBoundedText(body: BodyReader, maxBytes: number): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const r = await body.read();
-    if (r.done) break;
-    total += r.value.byteLength;
-    if (total > maxBytes) {
-      chunks.length = 0;
-      await body.cancel();
-      throw new BodyTooLarge(`body larger than ${maxBytes} bytes`);
-    }
-    chunks.push(r.value);
-  }
-  return chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, total).toString("utf8") : Buffer.concat(chunks, total).toString("utf8");
 }

@@ -1,12 +1,12 @@
 /**
  * A relay that waits for a slow client pauses its upstream socket; the kernel keeps taking the
  * upstream's bytes meanwhile, and on resuming, one socket read hands over all it holds. With the
- * receive buffer capped, that is at most about twice the cap, whatever the upstream sent.
+ * receive buffer capped (the pool's receiveBufferBytes; runtime/memory.ts, capReceiveBuffer), that
+ * is at most about twice the cap, whatever the upstream sent.
  */
 import { afterEach, expect, test } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
-import { createPool, request1, targetOf } from "./http1";
-import { capReceiveBuffer } from "./receive-buffer";
+import { createPool, request1, targetOf } from "./client";
 
 const BODY = 8 * 1024 * 1024;
 const PIECE = 64 * 1024;
@@ -67,10 +67,4 @@ test.skipIf(process.platform !== "linux")("with the receive buffer capped at 64 
   const { total, largest } = await readSizes(64 * 1024);
   expect(total).toBe(BODY);
   expect(largest).toBeLessThanOrEqual(256 * 1024);
-});
-
-test("without a cap, or without a descriptor, nothing is set", () => {
-  expect(capReceiveBuffer({ fd: 3 }, 0)).toBe(false);
-  expect(capReceiveBuffer({}, 64 * 1024)).toBe(false);
-  expect(capReceiveBuffer({ fd: -1 }, 64 * 1024)).toBe(false);
 });

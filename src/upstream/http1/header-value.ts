@@ -1,7 +1,7 @@
 /**
  * What an HTTP header value the gateway sends must not hold (RFC 9110 5.5): a control character
  * other than HTAB (CR, LF and NUL among them), or a character past latin-1. Start-up refuses keys
- * that hold one (config.ts, routes-config.ts); the upstream client refuses to write one (http1.ts).
+ * that hold one (config.ts, upstream/routes-config.ts); the client refuses to write one (client.ts).
  */
 export const HEADER_VALUE_UNSAFE = /[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]/;
 

@@ -4,11 +4,11 @@
  * byte is written. Against raw TCP servers (test/support/raw-upstream.ts).
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { createPool, InvalidRequestHeader, request1, targetOf, type Request1 } from "./http1";
+import { createPool, InvalidRequestHeader, request1, targetOf, type Request1 } from "./client";
 import { ConnectionPool, KEEP_IDLE_MS, poolKey } from "./pool";
-import type { Connection } from "./http1-connection";
-import { readAllText as text } from "./timeouts";
-import { rawUpstream, type RawUpstream } from "../../test/support/raw-upstream";
+import type { Connection } from "./connection";
+import { readAllText as text } from "./body";
+import { rawUpstream, type RawUpstream } from "../../../test/support/raw-upstream";
 
 const servers: RawUpstream[] = [];
 afterEach(() => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ChunkedDecoder, framingOf, joinInPlace, MAX_HEAD_BYTES, parseHead, ProtocolError } from "./http1-parser";
+import { ChunkedDecoder, framingOf, joinInPlace, MAX_HEAD_BYTES, parseHead, ProtocolError } from "./parser";
 
 const bytes = (s: string) => new Uint8Array(Buffer.from(s, "latin1"));
 const text = (parts: Uint8Array[]) => parts.map((p) => Buffer.from(p).toString("latin1")).join("");
@@ -70,7 +70,9 @@ describe("framingOf", () => {
     expect(framingOf(head(status, headers))).toEqual(framing);
   });
 
-  test.each(["5, 6", "-1", "0x10", "1e3", ""])("content-length %j is refused", (cl) => {
+  // Only SP and HTAB surround a value (RFC 9110 §5.5): NBSP (or any other space String.trim
+  // knows) next to the digits makes a length llhttp refuses, and another parser may read as none.
+  test.each(["5, 6", "-1", "0x10", "1e3", "", "2\xa0", "\xa02", "2\xa0, 2", "2, \xa02"])("content-length %j is refused", (cl) => {
     expect(() => framingOf(head(200, { "content-length": cl }))).toThrow(ProtocolError);
   });
 

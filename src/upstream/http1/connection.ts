@@ -1,14 +1,14 @@
 /**
- * The connections under the upstream HTTP/1.1 client (http1.ts): opening one (with its deadline,
+ * The connections under the upstream HTTP/1.1 client (client.ts): opening one (with its deadline,
  * and for TLS a verified certificate), writing a request whole, passing what arrives to the
  * connection's current exchange, and handing finished ones back to their keep-alive pool (pool.ts).
  */
 import type { Socket, SocketHandler } from "bun";
 import { isIP } from "node:net";
-import type { Target, TlsOptions } from "./http1";
-import { parseHead } from "./http1-parser";
+import type { Target, TlsOptions } from "./target";
+import { parseHead } from "./parser";
 import { ConnectionPool, type PoolLimits } from "./pool";
-import { capReceiveBuffer } from "./receive-buffer";
+import { capReceiveBuffer } from "../../runtime/memory";
 
 /** No connection could be made (refused, unresolvable, TLS refused, or the deadline passed). */
 export class ConnectError extends Error {}

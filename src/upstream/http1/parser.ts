@@ -1,5 +1,5 @@
 /**
- * The pure half of the upstream HTTP/1.1 client (http1.ts): parsing a response head and decoding
+ * The pure half of the upstream HTTP/1.1 client (client.ts): parsing a response head and decoding
  * a chunked body. Bytes in, values out; no sockets. An upstream is untrusted, so every limit is
  * explicit and every malformed input is a ProtocolError, never a guess.
  */
@@ -33,6 +33,8 @@ const STATUS_LINE = /^HTTP\/1\.([01]) ([1-5]\d\d)(?: [^\x00-\x08\x0a-\x1f\x7f]*)
 /** Control characters other than HTAB have no place in a field value. */
 const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** The optional whitespace around a field value or list element: SP and HTAB only (RFC 9110 §5.6.3). */
+const OWS_AROUND = /^[ \t]+|[ \t]+$/g;
 
 /**
  * Parses the head at the start of `bytes`: null while it is incomplete, a ProtocolError when it is
@@ -58,7 +60,7 @@ export function parseHead(bytes: Uint8Array, searchFrom = 0): ResponseHead | nul
     if (!HEADER_NAME.test(name)) throw new ProtocolError("malformed header line");
     const key = name.toLowerCase();
     // Only SP and HTAB surround a value (String.trim would also take NBSP, VT, FF).
-    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, "");
+    const value = line.slice(colon + 1).replace(OWS_AROUND, "");
     if (BAD_VALUE.test(value)) throw new ProtocolError("control character in a header value");
     const seen = headers.get(key);
     headers.set(key, seen === undefined ? value : `${seen}, ${value}`);
@@ -80,8 +82,9 @@ export function framingOf(head: ResponseHead): Framing {
   }
   const cl = head.headers.get("content-length");
   if (cl === undefined) return { kind: "close" };
-  // Repeated identical values ("5, 5") are allowed; differing ones are a smuggling attempt.
-  const values = new Set(cl.split(",").map((v) => v.trim()));
+  // Repeated identical values ("5, 5") are allowed; differing ones are a smuggling attempt. Only
+  // SP and HTAB surround them (String.trim would also take NBSP, making "5\xa0" a length).
+  const values = new Set(cl.split(",").map((v) => v.replace(OWS_AROUND, "")));
   const only = values.size === 1 ? [...values][0]! : "";
   if (!/^\d{1,15}$/.test(only)) throw new ProtocolError("invalid content-length");
   const bytes = Number(only);

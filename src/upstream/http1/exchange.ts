@@ -1,190 +1,22 @@
 /**
- * The upstream HTTP/1.1 client: one request at a time per connection over `Bun.connect`, with
- * keep-alive connections pooled per origin and partition (pool.ts: the gateway's partition is the
- * account, so that a connection never carries two accounts' requests).
- *
- * Why not fetch: a relay must read its upstream only as fast as its client takes bytes. Bun's
- * fetch keeps reading a body nobody reads into ~0.5 MB buffers, and with the rest of its
- * bookkeeping a paused fetch body costs ~1.6 MB per connection (40 stalled 14 MB streams through
- * a bare relay: +66 MB, against +19 MB over Bun.connect and +39 MB with the undici package, in one
- * harness). Here a body's socket is read only while its reader waits for a read, so a body holds
- * at most what one socket read brought, and the kernel's TCP window stalls the upstream. It also
- * gives the connect deadline fetch lacks.
- *
- * Scope, on purpose: requests with a known-length body (the gateway sends JSON), responses of any
- * HTTP/1.x framing, no redirects, no content codings (we ask for identity and refuse others).
- * TLS certificates are verified, for the URL's host name, against the bundled CAs or the route's
- * own CA bundle; a route may present a client certificate. Forward proxies (proxy.ts): absolute-
- * form requests for http:// upstreams, a CONNECT tunnel for https:// ones.
- *
- * Why our own client and not the undici package (Node's, with ProxyAgent and per-origin TLS):
- * measured in one harness on the same machine and run (docs/upstream-client.md), a bare relay over
- * undici 7.30 took 113-115 µs of CPU per small request against 31-39 µs here, held 34-40 MB
- * against 14-29 MB for 40 stalled 14 MB streams, and adds 1.9 MB to the binary against 16 KB.
+ * One request/response on a connection of the upstream HTTP/1.1 client (client.ts): it parses the
+ * response as its bytes arrive (parser.ts), hands the head to the caller and queues the body for
+ * its reader, pausing the socket while nothing waits for a read, and decides whether the
+ * connection may carry another request (connection.ts, pool.ts).
  */
-import { ChunkedDecoder, framingOf, joinInPlace, parseHead, ProtocolError, type Framing } from "./http1-parser";
-import { connect, ConnectError, ConnectionClosed, createPool, destroy, idleConnections, release, sharedPool, write, type Connection, type ExchangeSink } from "./http1-connection";
-import { poolKey, type ConnectionPool } from "./pool";
-import { HEADER_VALUE_UNSAFE } from "./header-value";
-import type { ProxySpec } from "./proxy";
+import { ChunkedDecoder, framingOf, joinInPlace, parseHead, ProtocolError, type Framing } from "./parser";
+import { ConnectionClosed, destroy, release, type Connection, type ExchangeSink } from "./connection";
+import type { Body, ReadResult } from "./body";
 
-export { ProtocolError, ConnectError, ConnectionClosed, idleConnections, createPool };
-
-/** A request header (or the request line) would carry a control character: nothing was sent. */
-export class InvalidRequestHeader extends Error {}
-
-/** Where requests go, parsed once per base URL. */
-export interface Target {
-  /** The pool's key. */
-  origin: string;
-  hostname: string;
-  /** Connect to this address instead of resolving `hostname` (TLS still verifies `hostname`). */
-  address?: string;
-  port: number;
-  tls: boolean;
-  /** The Host header. */
-  host: string;
-  /** The base URL's path without a trailing slash (requests append theirs). */
-  basePath: string;
-  /** The forward proxy in between, if any. */
-  proxy: ProxySpec | null;
-  /** A route's own CA bundle and client certificate (PEM); null: the bundled CAs, no client certificate. */
-  tlsOptions: TlsOptions | null;
-}
-
-/** PEM texts, read from the files a route names. */
-export interface TlsOptions {
-  ca?: string;
-  cert?: string;
-  key?: string;
-}
-
-export function targetOf(baseUrl: string, via: { proxy?: ProxySpec | null; tlsOptions?: TlsOptions | null } = {}): Target {
-  const u = new URL(baseUrl);
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error(`unsupported scheme ${u.protocol}`);
-  const tls = u.protocol === "https:";
-  const proxy = via.proxy ?? null;
-  const tlsOptions = tls ? (via.tlsOptions ?? null) : null;
-  // Connections are shared only between requests that would open the same one.
-  let origin = u.origin;
-  if (proxy) origin += ` via ${proxy.origin}`;
-  if (tlsOptions) origin += ` tls ${Bun.hash(`${tlsOptions.ca ?? ""}\0${tlsOptions.cert ?? ""}`).toString(36)}`;
-  return {
-    origin,
-    hostname: u.hostname.replace(/^\[|\]$/g, ""),
-    port: Number(u.port || (tls ? 443 : 80)),
-    tls,
-    host: u.host,
-    basePath: u.pathname.replace(/\/+$/, ""),
-    proxy,
-    tlsOptions,
-  };
-}
-
-export type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };
-
-/** A body read chunk by chunk; `cancel` stops reading (an unfinished body closes its connection). */
-export interface Body {
-  read(): Promise<ReadResult>;
-  cancel(reason?: unknown): Promise<void>;
-  /**
-   * Each read is a view of a buffer that nothing else reads (a socket read of its own), so a
-   * reader may free that buffer once done with the view (see upstream/timeouts.ts, readTransient).
-   */
-  readonly ownsReads?: boolean;
-}
-
+/** The response, once its head has arrived: the body is read through the exchange itself. */
 export interface Response1 {
   status: number;
   headers: Map<string, string>;
   body: Body;
 }
 
-export interface Request1 {
-  target: Target;
-  method: string;
-  /** Appended to the target's base path. */
-  path: string;
-  headers: Record<string, string>;
-  body: string;
-  signal: AbortSignal;
-  connectTimeoutMs: number;
-  /** The keep-alive pool (default: the shared one). */
-  pool?: ConnectionPool;
-  /** Connections are pooled per origin and this (the account): default "", one partition. */
-  partition?: string;
-  /** false: `connection: close`, a new connection for this request, closed after it. Default true. */
-  keepAlive?: boolean;
-}
-
-/**
- * A pooled connection that the server closed as our request went out closes within a round trip
- * of the write. A close later than this may follow a request the upstream received and worked on:
- * that is not sent again.
- */
-const STALE_CLOSE_WITHIN_MS = 250;
-
-/** Sends a request and resolves with the response once its head has arrived. */
-export async function request1(req: Request1): Promise<Response1> {
-  if (req.signal.aborted) throw new ConnectionClosed("aborted");
-  const keepAlive = req.keepAlive ?? true;
-  const bytes = encodeRequest(req, keepAlive);
-  const pool = req.pool ?? sharedPool;
-  const key = poolKey(req.target.origin, req.partition ?? "");
-  // A pooled connection the server closed just as we wrote to it fails before any response byte:
-  // that one failure is retried once, on a new connection.
-  for (let fresh = !keepAlive; ; fresh = true) {
-    const conn = (fresh ? null : pool.take(key)) ?? (await connect(req.target, pool, key, req.connectTimeoutMs, req.signal));
-    const reused = conn.served > 0;
-    const exchange = new Exchange(conn, req.signal, keepAlive);
-    write(conn, bytes);
-    const writtenAt = Date.now();
-    try {
-      return await exchange.response;
-    } catch (err) {
-      const stale = reused && !exchange.answered && err instanceof ConnectionClosed && Date.now() - writtenAt < STALE_CLOSE_WITHIN_MS;
-      if (stale && !fresh && !req.signal.aborted) continue;
-      throw err;
-    }
-  }
-}
-
-/** A header name is a token (RFC 9110 5.1). */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** The request target: visible ASCII only. */
-const BAD_TARGET = /[^\x21-\x7e]/;
-
-/**
- * Head and body in one buffer, each encoded once straight into it (bodies run to megabytes).
- * A header that would put a CR, LF, NUL or other control byte on the wire is refused before
- * anything is written; the error names the header, never its value (it may be a key).
- */
-function encodeRequest(req: Request1, keepAlive: boolean): Uint8Array {
-  const bodyBytes = Buffer.byteLength(req.body, "utf8");
-  const target = `${req.target.basePath}${req.path}`;
-  if (BAD_TARGET.test(target) || !TOKEN.test(req.method)) throw new InvalidRequestHeader("the request line holds a character it must not");
-  const t = req.target;
-  // Through a proxy, a plain-HTTP request names its whole URL (RFC 9112 §3.2.2); a tunnelled one does not.
-  const forwarded = t.proxy !== null && !t.tls;
-  let head = `${req.method} ${forwarded ? `http://${t.host}` : ""}${target} HTTP/1.1\r\nhost: ${t.host}\r\n`;
-  if (forwarded && t.proxy!.authorization) head += `proxy-authorization: ${t.proxy!.authorization}\r\n`;
-  for (const name in req.headers) {
-    const value = req.headers[name]!;
-    if (!TOKEN.test(name)) throw new InvalidRequestHeader("a request header name is not a token");
-    if (HEADER_VALUE_UNSAFE.test(value)) throw new InvalidRequestHeader(`request header ${name} holds a control character`);
-    head += `${name}: ${value}\r\n`;
-  }
-  if (!keepAlive) head += "connection: close\r\n";
-  head += `accept-encoding: identity\r\ncontent-length: ${bodyBytes}\r\n\r\n`;
-  const headBytes = Buffer.byteLength(head, "latin1");
-  const all = Buffer.allocUnsafe(headBytes + bodyBytes);
-  all.write(head, 0, "latin1");
-  all.write(req.body, headBytes, "utf8");
-  return all;
-}
-
 /** One request/response on a connection: parses the response and queues its body for the reader. */
-class Exchange implements Body, ExchangeSink {
+export class Exchange implements Body, ExchangeSink {
   readonly response: Promise<Response1>;
   /** Every body piece is a view of a socket read (or of the gathered head) of its own. */
   readonly ownsReads = true;

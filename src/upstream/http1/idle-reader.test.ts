@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { abortWith, idleGuardedReader, IdleTimeout, MAX_READ_BYTES, readAllText } from "./timeouts";
+import { idleGuardedReader, IdleTimeout, MAX_READ_BYTES } from "./idle-reader";
+import { readAllText } from "./body";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -157,22 +158,5 @@ describe("idleGuardedReader", () => {
     await Bun.sleep(40);
     expect(src.cancelled).toBe(true);
     expect(h.seen).toEqual([]);
-  });
-});
-
-describe("abortWith", () => {
-  test.each([
-    ["already aborted", true],
-    ["aborted later", false],
-  ])("%s: the controller follows the signal", (_name, early) => {
-    const client = new AbortController();
-    if (early) client.abort();
-    const upstream = new AbortController();
-    abortWith(client.signal, upstream);
-    if (!early) {
-      expect(upstream.signal.aborted).toBe(false);
-      client.abort();
-    }
-    expect(upstream.signal.aborted).toBe(true);
   });
 });
