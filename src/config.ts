@@ -87,6 +87,10 @@ export interface Config {
   databaseStallMs: number;
   /** An instance whose heartbeat is older than this is dead: a survivor releases its holds and slots. */
   instanceTimeoutMs: number;
+  /** PostgreSQL: how often a charge journal ships its charges at the latest (ms; docs/scale-out.md, "Leases"). */
+  chargeShipMs: number;
+  /** PostgreSQL: how long a hold or admission that does not fit waits for other instances' leases (ms). */
+  leaseRecallMs: number;
   /** The web dashboard at /dashboard (SWITCHYARD_DASHBOARD=off removes it). */
   dashboard: boolean;
   /** How long a dashboard sign-in lasts, in seconds. */
@@ -307,6 +311,8 @@ export function loadConfig(env: Env = process.env): Config {
     databasePool: int(env, "SWITCHYARD_DATABASE_POOL", 10, 2, 1000),
     databaseStallMs: int(env, "SWITCHYARD_DATABASE_STALL_MS", 2000, 100, 600_000),
     instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
+    chargeShipMs: int(env, "SWITCHYARD_CHARGE_SHIP_MS", 20, 1, 10_000),
+    leaseRecallMs: int(env, "SWITCHYARD_LEASE_RECALL_MS", 500, 0, 60_000),
     dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
     dashboardKeySignInsPerMinute: int(env, "SWITCHYARD_DASHBOARD_KEY_SIGNINS_PER_MINUTE", 10, 1, 100_000),

@@ -20,6 +20,7 @@ import { Accounts } from "./accounts/accounts";
 import { ApiKeys } from "./accounts/api-keys";
 import { Ledger } from "./billing/ledger";
 import { liveAccounts, liveKeys, liveUsage } from "./billing/live-reserved";
+import { leasedFigures } from "./store/postgres/credit-leases";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
 import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { LiveConfig } from "./catalog/live-config";
@@ -256,12 +257,13 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
   const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
   let provider: ProviderDecision | undefined;
   const ledger = new Ledger(store.ledger, log, { holdExpirySeconds: config.holdExpirySeconds });
-  const usage = liveUsage(store.usage, ledger);
+  const held = store.engine === "postgres" ? leasedFigures(ledger, (store as PostgresDataStore).ledger.leases) : ledger;
+  const usage = liveUsage(store.usage, held);
   const s: Services = {
     config,
     store,
-    accounts: new Accounts(liveAccounts(store.accounts, ledger)),
-    keys: new ApiKeys(liveKeys(store.keys, ledger)),
+    accounts: new Accounts(liveAccounts(store.accounts, held)),
+    keys: new ApiKeys(liveKeys(store.keys, held)),
     ledger,
     usage,
     responses: new ResponseStore(store.responses, { retentionSeconds: config.responsesRetentionSeconds, now: clock }),

@@ -10,14 +10,20 @@ import type { AccountRecords, AccountRow } from "../accounts/accounts";
 import type { ApiKeyListing, KeyRecords } from "../accounts/api-keys";
 import type { UsageRecords } from "./usage-report";
 
-/** What this process holds in memory, per account and per key (the ledger). */
+/**
+ * What this process holds in memory, per account and per key, as an adjustment of what the store
+ * reads. SQLite: the ledger's holds. PostgreSQL, where the store counts every instance's leases as
+ * reserved: this instance's holds less its own lease (the rest of its lease is free, not spoken
+ * for), and `unshipped` — charges journaled here that the database's balance does not have yet.
+ */
 export interface HeldFigures {
   held(accountId: string): number;
   heldByKey(keyId: string): number;
+  unshipped?(accountId: string): number;
 }
 
 export function liveAccounts(records: AccountRecords, h: HeldFigures): AccountRecords {
-  const live = (row: AccountRow): AccountRow => ({ ...row, reserved: row.reserved + h.held(row.id) });
+  const live = (row: AccountRow): AccountRow => ({ ...row, balance: row.balance - (h.unshipped?.(row.id) ?? 0), reserved: Math.max(0, row.reserved + h.held(row.id)) });
   return {
     get: async (id) => {
       const row = await records.get(id);
@@ -29,7 +35,7 @@ export function liveAccounts(records: AccountRecords, h: HeldFigures): AccountRe
 }
 
 export function liveKeys(records: KeyRecords, h: HeldFigures): KeyRecords {
-  const live = (k: ApiKeyListing): ApiKeyListing => ({ ...k, reserved: k.reserved + h.heldByKey(k.id) });
+  const live = (k: ApiKeyListing): ApiKeyListing => ({ ...k, reserved: Math.max(0, k.reserved + h.heldByKey(k.id)) });
   return Object.assign(Object.create(records) as KeyRecords, {
     get: async (id: string) => {
       const k = await records.get(id);
@@ -43,7 +49,7 @@ export function liveUsage<T extends UsageRecords>(records: T, h: HeldFigures): T
   return Object.assign(Object.create(records) as T, {
     balance: async (accountId: string) => {
       const acct = await records.balance(accountId);
-      return acct ? { balance: acct.balance, reserved: acct.reserved + h.held(accountId) } : null;
+      return acct ? { balance: acct.balance - (h.unshipped?.(accountId) ?? 0), reserved: Math.max(0, acct.reserved + h.held(accountId)) } : null;
     },
   });
 }

@@ -16,6 +16,7 @@
  * direct path, one hold row each, so two instances do not pass a small balance back and forth.
  */
 import type { HoldBook } from "../../billing/hold-book";
+import type { HeldFigures } from "../../billing/live-reserved";
 
 export const LEASE_SECONDS = 2;
 export const LEASE_MIN_HOLDS = 4;
@@ -176,4 +177,19 @@ export class CreditLeases {
 
 function decayed(m: LeaseMirror, now: number): number {
   return m.rate * Math.pow(0.5, (now - m.rateAt) / RATE_HALF_LIFE_MS);
+}
+
+/**
+ * The live figures of billing/live-reserved.ts on PostgreSQL: the store reads every instance's
+ * leases as reserved, so this instance's own lease is taken out again and its holds put in, and
+ * the charges it journaled but did not ship yet come off the balance.
+ */
+export function leasedFigures(ledger: { held(accountId: string): number; heldByKey(keyId: string): number }, leases: CreditLeases): HeldFigures {
+  return {
+    // The lease is what is charged here (off the balance below), held, or free.
+    held: (id) => ledger.held(id) - (leases.accounts.get(id)?.leased ?? 0),
+    // A key's spend does not have the unshipped charges yet: they count as held until shipped.
+    heldByKey: (id) => ledger.heldByKey(id) - (leases.keys.get(id)?.leased ?? 0) + (leases.keys.get(id)?.spent ?? 0),
+    unshipped: (id) => leases.accounts.get(id)?.spent ?? 0,
+  };
 }

@@ -151,9 +151,10 @@ export class PostgresLedgerStore implements LedgerStore {
 
   private track(accountId: string, p: Promise<unknown>): void {
     this.asking.set(accountId, p);
-    void p.finally(() => {
+    const done = () => {
       if (this.asking.get(accountId) === p) this.asking.delete(accountId);
-    });
+    };
+    p.then(done, done);
   }
 
   private learn(g: GrantRequest, row: GrantRow): void {
@@ -469,9 +470,24 @@ export class PostgresLedgerStore implements LedgerStore {
     }));
   }
 
-  /** Waits for queued posts and voids (shutdown). */
+  /**
+   * Shutdown: queued posts and voids are written, the journal ships what it holds, and every
+   * lease goes back (what requests still hold stays: those end with the instance's release).
+   */
   async flush(): Promise<void> {
+    if (this.idleTimer) clearInterval(this.idleTimer);
+    this.idleTimer = null;
     await Promise.all([this.posts.drained(), this.voids.drained()]);
+    await this.journal?.drain(5_000);
+    if (this.book) {
+      const items = this.leases.all(this.book);
+      if (items.length > 0) await this.giveBack(items).catch(() => {});
+    }
+  }
+
+  /** Closes the charge journal's own database (after flush). */
+  closeJournal(): void {
+    this.journal?.close();
   }
 
   /** Statements and items per kind of batch, for metrics and the benchmark. */

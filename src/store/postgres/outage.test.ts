@@ -36,7 +36,7 @@ test("while the server is down, reserve and admit fail fast with StoreUnavailabl
     const t0 = performance.now();
     const [r, a] = await Promise.all([
       Promise.resolve(f.a.ledger.grant(hold("down_1", acct, 10))).catch((e) => e),
-      f.a.limiter.admit(acct, limits).catch((e) => e),
+      Promise.resolve(f.a.limiter.admit(acct, limits)).catch((e) => e),
     ]);
     expect(r).toBeInstanceOf(StoreUnavailable);
     expect(a).toBeInstanceOf(StoreUnavailable);
@@ -81,7 +81,7 @@ test("a reserve whose connection dies mid-statement leaves no hold behind", asyn
     const admin = f.a.db.sql;
     let pid: number | undefined;
     for (let i = 0; i < 200 && pid === undefined; i++) {
-      const rows = (await admin`SELECT pid FROM pg_stat_activity WHERE query LIKE '%switchyard_reserve(%' AND wait_event_type = 'Lock'`) as { pid: number }[];
+      const rows = (await admin`SELECT pid FROM pg_stat_activity WHERE query LIKE '%switchyard_grant(%' AND wait_event_type = 'Lock'`) as { pid: number }[];
       pid = rows[0]?.pid;
       if (pid === undefined) await Bun.sleep(20);
     }

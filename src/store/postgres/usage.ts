@@ -35,7 +35,7 @@ export class PgUsageRecords implements UsageRecords, ChargeRecords {
   constructor(private readonly db: PgDatabase) {}
 
   async balance(accountId: string): Promise<{ balance: number; reserved: number } | null> {
-    const rows = (await this.db.ask((sql) => sql`SELECT balance, reserved FROM accounts WHERE id = ${accountId}`)) as Row[];
+    const rows = (await this.db.ask((sql) => sql`SELECT balance, reserved + leased AS reserved FROM accounts WHERE id = ${accountId}`)) as Row[];
     return rows[0] ? { balance: int(rows[0].balance), reserved: int(rows[0].reserved) } : null;
   }
 

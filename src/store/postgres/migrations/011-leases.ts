@@ -474,6 +474,30 @@ BEGIN
   RETURN QUERY SELECT NULL::TEXT, v_slots, v_tokens, v_key_tokens, v_tat, v_key_tat, v_now;
 END $$;
 
+-- A key's own rate for an instance: up to p_want requests of its GCRA bucket (burst of rpm, then
+-- one every 60/rpm s), on the database's clock.
+CREATE FUNCTION switchyard_key_rate_take(p_key_id TEXT, p_rpm INTEGER, p_want INTEGER)
+RETURNS TABLE (tokens INTEGER, tat DOUBLE PRECISION, now_ms DOUBLE PRECISION) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_tat DOUBLE PRECISION;
+  v_now DOUBLE PRECISION;
+  v_step DOUBLE PRECISION;
+  v_tokens INTEGER;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  INSERT INTO key_rate_state (key_id) VALUES (p_key_id) ON CONFLICT (key_id) DO NOTHING;
+  SELECT k.tat INTO v_tat FROM key_rate_state k WHERE k.key_id = p_key_id FOR UPDATE;
+  v_now := switchyard_now_ms();
+  v_step := 60000::DOUBLE PRECISION / p_rpm;
+  v_tokens := LEAST(p_want, GREATEST(floor((60000 + 1e-6 + v_now - GREATEST(v_tat, v_now)) / v_step)::INTEGER, 0));
+  IF v_tokens > 0 THEN
+    v_tat := GREATEST(v_tat, v_now) + v_tokens * v_step;
+    UPDATE key_rate_state SET tat = v_tat WHERE key_rate_state.key_id = p_key_id;
+  END IF;
+  RETURN QUERY SELECT v_tokens, v_tat, v_now;
+END $$;
+
 -- Unused rate an instance gives back (items {key: bool, subject, tokens, rpm}): its bucket's
 -- arrival time moves back by those requests' spacing.
 CREATE FUNCTION switchyard_rate_return(p_items JSON) RETURNS void LANGUAGE plpgsql AS $$
