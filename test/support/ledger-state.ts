@@ -36,9 +36,13 @@ export async function storeState(h: Harness, accountId: string): Promise<LedgerS
   return { balance, reserved, ...counts, sum };
 }
 
-/** Waits until no hold of the account is pending (streams settle just after their last byte). */
+/**
+ * Waits until no hold of the account is pending (streams settle just after their last byte), and —
+ * on PostgreSQL — until the charges the server journaled are shipped to the database.
+ */
 export async function settled(h: Harness, accountId: string, timeoutMs = 10_000): Promise<LedgerState> {
   const until = Date.now() + timeoutMs;
+  await shipped(h, timeoutMs);
   for (;;) {
     const s = await storeState(h, accountId);
     if ((s.pendingHolds === 0 && s.reserved === 0) || Date.now() > until) return s;
@@ -61,4 +65,11 @@ export function ledgerOnDisk(dataDir: string, accountId: string) {
   } finally {
     db.close();
   }
+}
+
+/** On PostgreSQL: waits until the server's charge journal has shipped what it holds (a no-op on SQLite). */
+export async function shipped(h: Harness, timeoutMs = 10_000): Promise<void> {
+  const store = h.server.services.store as { engine: string; ledger: { journal?: { drain(ms: number): Promise<boolean> } | null } };
+  if (store.engine !== "postgres") return;
+  await store.ledger.journal?.drain(timeoutMs);
 }
