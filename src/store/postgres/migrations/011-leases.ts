@@ -115,7 +115,7 @@ BEGIN
     IF NOT FOUND THEN
       RAISE EXCEPTION 'no key % for account %', p_key_id, p_account_id;
     END IF;
-    v_limit := v_limit;
+    v_limit := k.spend_limit;
     v_reset := k.limit_reset;
     IF k.spend_limit IS NOT NULL THEN
       v_limited := true;
