@@ -60,6 +60,8 @@ export class ChargeJournal {
   private readonly waiting = new Map<string, { resolve: () => void; reject: (e: unknown) => void }>();
   private readonly shipMs: number;
   private readonly maxBatch: number;
+  /** Charges shipped whose rows are not removed yet: their `shipped` has run. */
+  private readonly applied = new Set<string>();
   /** Rows written and not yet shipped (a gauge; the table is the truth). */
   private unshipped = 0;
   /** Statements sent to ship charges (for the benchmark's transactions per request). */
@@ -79,6 +81,7 @@ export class ChargeJournal {
       insert: this.db.query<never, [string, string]>("INSERT INTO outbox (request_id, body) VALUES (?, ?) ON CONFLICT (request_id) DO NOTHING"),
       batch: this.db.query<{ seq: number; body: string }, [number]>("SELECT seq, body FROM outbox ORDER BY seq LIMIT ?"),
       count: this.db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM outbox"),
+      ids: this.db.query<{ request_id: string }, []>("SELECT request_id FROM outbox"),
       remove: this.db.query<never, [number]>("DELETE FROM outbox WHERE seq <= ?"),
     };
     this.unshipped = this.q.count.get()!.n;
@@ -106,6 +109,11 @@ export class ChargeJournal {
   /** Rows written and not yet taken by the database. */
   get pending(): number {
     return this.unshipped;
+  }
+
+  /** The request ids of the charges waiting to be shipped (diagnostics and the ledger checker). */
+  pendingIds(): string[] {
+    return this.q.ids.all().map((r) => r.request_id);
   }
 
   private schedule(delayMs: number): void {
@@ -139,10 +147,23 @@ export class ChargeJournal {
       const byId = new Map(results.map((r) => [r.requestId, r]));
       for (const item of items) {
         const r = byId.get(item.requestId);
-        if (r) this.opts.shipped(item, r);
+        // Once per charge: a batch whose removal failed comes back as repeats (a repeat after a
+        // lost answer is the first this run hears of it, and counts).
+        if (r && !this.applied.has(item.requestId)) {
+          this.applied.add(item.requestId);
+          this.opts.shipped(item, r);
+        }
       }
-      // Gone from the journal only once the database has them: a crash before this line ships them again (a repeat).
-      await this.commits.submit(() => this.q.remove.run(rows[rows.length - 1]!.seq), "commit");
+      // Gone from the journal only once the database has them: a crash before this line ships them
+      // again (a repeat, which the database answers as one), and so does a journal closed meanwhile.
+      if (this.closed) return;
+      try {
+        await this.commits.submit(() => this.q.remove.run(rows[rows.length - 1]!.seq), "commit");
+      } catch (e) {
+        this.opts.onError?.(e);
+        return;
+      }
+      for (const item of items) this.applied.delete(item.requestId);
       this.unshipped = Math.max(0, this.unshipped - rows.length);
       for (const item of items) {
         const w = this.waiting.get(item.requestId);

@@ -102,7 +102,10 @@ export class PostgresLedgerStore implements LedgerStore {
     this.posts = new WriteBatcher((items, maybeApplied) => this.postBatch(items, maybeApplied), batch);
     this.voids = new WriteBatcher((ids) => this.voidBatch(ids), batch);
     this.recallMs = opts.recallMs ?? DEFAULT_RECALL_MS;
-    this.journal = opts.journal ? opts.journal((items) => this.ship(items), (item, r) => this.leases.shipped(item.accountId, item.keyId, item.amount)) : null;
+    this.journal = opts.journal ? opts.journal((items) => this.ship(items), (item) => {
+      // A previous run's charge (shipped after a restart) came out of that run's leases, not this one's.
+      if (item.instanceId === this.instance.id) this.leases.shipped(item.accountId, item.keyId, item.amount);
+    }) : null;
   }
 
   /** Starts giving idle leases back (a serving instance). */
@@ -281,6 +284,7 @@ export class PostgresLedgerStore implements LedgerStore {
           request_id: p.requestId, account_id: p.accountId, key_id: p.keyId, amount: p.amount, held_at: p.holdCreatedAt,
           day: period.day, week: period.week, month: period.month, endpoint: p.endpoint, model: p.model, service_tier: p.serviceTier,
           note: p.note ?? null, input_tokens: p.inputTokens ?? 0, output_tokens: p.outputTokens ?? 0, cached_tokens: p.cachedTokens ?? 0,
+          cache_write_tokens: p.cacheWriteTokens ?? 0, cache_saved: p.cacheSaved ?? 0,
           reasoning_tokens: p.reasoningTokens ?? 0, characters: p.characters ?? 0, ...storedResponseFields(p),
         };
       });
@@ -423,7 +427,15 @@ export class PostgresLedgerStore implements LedgerStore {
    * with them). Other instances' holds are never touched here; a dead instance's are released by
    * a survivor once its heartbeat expires (instances.ts).
    */
-  async releaseAbandoned(): Promise<number> {
+  /**
+   * The previous run's journaled charges are shipped first, against its own leases; only then is
+   * what it left (holds, slots, leases) released. Not shipped within `drainMs`: nothing is released
+   * (StoreUnavailable) — its leases stay until its charges are in, or a survivor reaps it.
+   */
+  async releaseAbandoned(drainMs = 10_000): Promise<number> {
+    if (this.journal && !(await this.journal.drain(drainMs))) {
+      throw new StoreUnavailable("unreachable", "the previous run's journaled charges could not be shipped yet");
+    }
     const [row] = (await this.db.run((sql) => sql`
       SELECT holds_voided FROM switchyard_release_previous(${this.instance.id}, ${this.instance.name}, ${nowSeconds()})`)) as {
       holds_voided: number;

@@ -125,8 +125,9 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
     if (registry) {
       // What the previous run charged and had not shipped goes first, against its own leases;
       // then what it left (holds, slots, leases) is released.
-      await ledger.journal?.drain(config.instanceTimeoutMs);
-      releasedAtStart = await registry.releasePrevious();
+      // Not shipped in time (the database answers but too slowly): nothing of the previous run is
+      // released now; its journal ships in the background and a survivor reaps it after the timeout.
+      if ((await ledger.journal?.drain(config.instanceTimeoutMs)) !== false) releasedAtStart = await registry.releasePrevious();
       registry.start();
       ledger.startLeases();
       limiter.start();

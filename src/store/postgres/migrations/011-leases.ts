@@ -48,6 +48,19 @@ CREATE TABLE leases (
 );
 CREATE INDEX leases_subject ON leases(kind, subject);
 
+-- A key's limit or reset changed (admin API, CLI or plain SQL): its leases were sized for the old
+-- one, so every instance is asked to give back what it leases of the key and does not use (the
+-- recall an instance sends when it cannot fit a hold). Holds taken before the change still charge.
+CREATE FUNCTION switchyard_key_limit_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('switchyard_recall', 'key:' || NEW.id);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER api_keys_limit_recall AFTER UPDATE OF spend_limit, limit_reset ON api_keys
+  FOR EACH ROW
+  WHEN (OLD.spend_limit IS DISTINCT FROM NEW.spend_limit OR OLD.limit_reset IS DISTINCT FROM NEW.limit_reset)
+  EXECUTE FUNCTION switchyard_key_limit_changed();
+
 -- The start of a key's period for its limit_reset, from the day, week and month starts given.
 CREATE FUNCTION switchyard_key_period(p_reset TEXT, p_day BIGINT, p_week BIGINT, p_month BIGINT) RETURNS BIGINT
 LANGUAGE sql IMMUTABLE AS $$
