@@ -12,6 +12,7 @@ import { PostgresLedgerStore, type PostgresLedgerOptions } from "../../src/store
 import { PostgresLimiter } from "../../src/store/postgres/limiter";
 import { testDatabase } from "./postgres";
 import { ChargeJournal } from "../../src/store/postgres/charge-journal";
+import { listenForRecalls } from "../../src/store/postgres/changes";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,7 +33,7 @@ export interface PgFixture {
    * Another instance on the same database (registered, not started). `leases`: with a charge
    * journal in a temporary directory, as a serving instance has, so its holds come from leases.
    */
-  instance(opts?: Partial<RegistryOptions> & { ledger?: Partial<PostgresLedgerOptions>; pool?: number; leases?: boolean; journalDir?: string }): Promise<PgInstance>;
+  instance(opts?: Partial<RegistryOptions> & { ledger?: Partial<PostgresLedgerOptions>; pool?: number; leases?: boolean; journalDir?: string; shipMs?: number }): Promise<PgInstance>;
   /** A new account with `credits` nano-USD, written through the ledger (one credit entry). */
   account(credits?: number): Promise<string>;
   /** The account's columns as numbers. */
@@ -53,13 +54,19 @@ export async function pgFixture(url?: string): Promise<PgFixture> {
     await registry.register();
     const journalDir = opts.journalDir ?? (opts.leases ? mkdtempSync(join(tmpdir(), "switchyard-journal-")) : null);
     const ledger = new PostgresLedgerStore(db, registry, {
-      ...(journalDir ? { journal: (ship, shipped) => new ChargeJournal(journalDir, { ship, shipped, shipMs: 5 }) } : {}),
+      ...(journalDir ? { journal: (ship, shipped) => new ChargeJournal(journalDir, { ship, shipped, shipMs: opts.shipMs ?? 5 }) } : {}),
       ...opts.ledger,
     });
     const limiter = new PostgresLimiter(db, registry);
+    // A serving instance hears recalls (open.ts): another instance asks for what it leases.
+    const recalls = journalDir ? await listenForRecalls(db, (subject) => {
+      void ledger.recalled(subject);
+      void limiter.recalled(subject);
+    }) : null;
     const inst: PgInstance = {
       db, registry, ledger, limiter,
       async close() {
+        await recalls?.close().catch(() => {});
         registry.halt();
         await ledger.flush().catch(() => {});
         await limiter.flush().catch(() => {});

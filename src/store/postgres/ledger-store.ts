@@ -174,7 +174,6 @@ export class PostgresLedgerStore implements LedgerStore {
    */
   private async grantSlow(g: GrantRequest, book: HoldBook): Promise<GrantResult> {
     const deadline = Date.now() + this.recallMs;
-    let recalled = false;
     let pause = 10;
     for (;;) {
       const under = this.asking.get(g.accountId);
@@ -201,11 +200,9 @@ export class PostgresLedgerStore implements LedgerStore {
         continue;
       }
       if (row.mode === "direct") return { ok: true, direct: true };
-      // Not even the hold fits what the database has free: others may lease what this needs.
-      if (!recalled) {
-        recalled = true;
-        await this.recall(g);
-      }
+      // Not even the hold fits what the database has free: others may lease what this needs. Asked
+      // again at each try: a top-up another instance had in flight lands after the first recall.
+      await this.recall(g);
       if (Date.now() + pause > deadline) {
         if (row.key_limit !== null && row.key_available !== null && int(row.key_available) < g.amount && int(row.available ?? "0") >= g.amount) {
           return { ok: false, available: Math.max(0, int(row.key_available) + Math.max(0, keyId ? this.leases.free("key", keyId, book) : 0)), keyLimit: int(row.key_limit) };
