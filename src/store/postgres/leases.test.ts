@@ -28,7 +28,7 @@ async function serve(ledger: Ledger, accountId: string, amount: number, keyId?: 
     budget: { inputTokens: amount }, price, ...(keyId ? { key: { id: keyId, limitReset: null } } : {}),
   });
   try {
-    return (await hold.settle({ inputTokens: amount })).charged;
+    return (await hold.settle({ inputTokens: amount, serviceTier: "default" })).charged;
   } finally {
     await hold.release();
   }
@@ -79,7 +79,7 @@ test("a balance too small to lease is held on the direct path, and charged exact
   // Four holds' worth is the smallest lease: this one is a hold row of its own.
   expect((await pg.balances(account)).reserved).toBe(200);
   expect((await leased(account)).leased).toBe(0);
-  expect((await hold.settle({ inputTokens: 150 })).charged).toBe(150);
+  expect((await hold.settle({ inputTokens: 150, serviceTier: "default" })).charged).toBe(150);
   await hold.release();
   expect(await pg.balances(account)).toEqual({ balance: 100, reserved: 0 });
   expect(await refusal(serve(ledger, account, 101))).toBe("insufficient_credits");
