@@ -3,15 +3,13 @@
  * invariants: src/billing/ledger-store.ts), with the database off the request path:
  *
  *   grant   in memory, from this instance's lease of the account's money (and of its key's
- *           limit), when the lease covers the hold: no round trip (credit-leases.ts). Otherwise
- *           one statement, switchyard_grant (migration 010): a new lease (then booked in memory),
- *           or — for a balance too small to lease — a hold row of its own (the direct path), or a
- *           refusal. Before refusing, the other instances are asked to give back what they lease
- *           of it (NOTIFY on switchyard_recall) and the grant is tried again within the recall time.
+ *           limit), when the lease covers the hold: no round trip. Otherwise one statement,
+ *           switchyard_grant (migration 011): a new lease, a hold row of its own (the direct
+ *           path), or a refusal after recalling other instances' leases (lease-grants.ts).
  *   post    a leased hold's charge goes to the instance's charge journal (charge-journal.ts):
- *           durable on local disk, then shipped in batches, one statement each. A direct hold's
- *           charge is posted in the database as before (batched: write-batcher.ts), durable
- *           before it resolves.
+ *           durable on local disk, then shipped in batches, one statement each
+ *           (journal-shipping.ts). A direct hold's charge is posted in the database as before
+ *           (batched: write-batcher.ts), durable before it resolves.
  *   void    a leased hold needs no write; a direct hold is voided in the database (batched).
  *   adjust  one round trip; a deduction may dig neither into direct holds nor into leases.
  *
@@ -30,18 +28,19 @@ import { StoreUnavailable } from "../../billing/ledger-store";
 import { InternalError, invalidField, notFound } from "../../errors";
 import { formatUsd, MAX_BALANCE } from "../../billing/money";
 import { nowSeconds } from "../../accounts/accounts";
-import { int, outcomeUnknown, toStoreError, type PgDatabase } from "./database";
+import { int, type PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
 import { WriteBatcher } from "./write-batcher";
-import { CreditLeases, type LeaseKind } from "./credit-leases";
-import { ChargeJournal, type ShipResult } from "./charge-journal";
-import { periodStarts } from "../../billing/key-periods";
+import type { CreditLeases } from "./credit-leases";
+import type { ChargeJournal, ShipResult } from "./charge-journal";
+import { DEFAULT_RECALL_MS, LeaseGrants } from "./lease-grants";
+import { shipJournaled, storedResponseFields, type JournaledCharge } from "./journal-shipping";
 
-/** A lease unused this long goes back to its account. */
-export const LEASE_IDLE_MS = 5_000;
-/** How long a grant that does not fit waits for other instances to give their leases back. */
-export const DEFAULT_RECALL_MS = 500;
-export const RECALL_CHANNEL = "switchyard_recall";
+// Their homes are lease-grants.ts, instance-error.ts and journal-shipping.ts; importers of the
+// ledger store find them here as before.
+export { LEASE_IDLE_MS, DEFAULT_RECALL_MS, RECALL_CHANNEL } from "./lease-grants";
+export { instanceError } from "./instance-error";
+export type { JournaledCharge } from "./journal-shipping";
 
 export interface PostgresLedgerOptions {
   /** Most posts (or voids) per statement. */
@@ -61,20 +60,6 @@ export interface PostgresLedgerOptions {
   recallMs?: number;
 }
 
-/** A charge as journaled: with the instance run whose lease it was taken from. */
-export interface JournaledCharge extends PostRequest {
-  instanceId: string;
-}
-
-interface GrantRow {
-  mode: "lease" | "direct" | "none";
-  granted: string;
-  key_granted: string;
-  available: string | null;
-  key_available: string | null;
-  key_limit: string | null;
-}
-
 interface PostRow {
   request_id: string;
   outcome: "posted" | "repeat" | "over_hold" | "no_hold";
@@ -86,173 +71,52 @@ export class PostgresLedgerStore implements LedgerStore {
   private readonly posts: WriteBatcher<PostRequest, PostResult>;
   private readonly voids: WriteBatcher<string, boolean>;
   private readonly failureListeners: ((e: StoreUnavailable) => void)[] = [];
-  readonly leases = new CreditLeases();
+  private readonly grants: LeaseGrants;
   readonly journal: ChargeJournal | null;
-  /** Grants under way per account: a request that does not fit waits for the one already asking. */
-  private readonly asking = new Map<string, Promise<unknown>>();
-  /** The hold book of the ledger this store serves (known from its first grant), for returns. */
-  private book: HoldBook | null = null;
-  private idleTimer: ReturnType<typeof setInterval> | null = null;
-  private readonly recallMs: number;
-  /** Statements sent for leases (grants, top-ups, returns), for the benchmark. */
-  leaseStatements = 0;
 
   constructor(private readonly db: PgDatabase, private readonly instance: InstanceIdentity, opts: PostgresLedgerOptions = {}) {
     const batch = { maxBatch: opts.maxBatch ?? 256, maxInFlight: opts.maxInFlight ?? 1, retryMs: opts.retryMs ?? 10_000 };
     this.posts = new WriteBatcher((items, maybeApplied) => this.postBatch(items, maybeApplied), batch);
     this.voids = new WriteBatcher((ids) => this.voidBatch(ids), batch);
-    this.recallMs = opts.recallMs ?? DEFAULT_RECALL_MS;
-    this.journal = opts.journal ? opts.journal((items) => this.ship(items), (item) => {
+    // Holds come from leases only with a journal to post their charges to.
+    this.grants = new LeaseGrants(db, instance, {
+      leasing: Boolean(opts.journal),
+      recallMs: opts.recallMs ?? DEFAULT_RECALL_MS,
+      undoUnknownHold: (requestId) => this.undoUnknownHold(requestId),
+    });
+    this.journal = opts.journal ? opts.journal((items) => shipJournaled(this.db, items), (item) => {
       // A previous run's charge (shipped after a restart) came out of that run's leases, not this one's.
       if (item.instanceId === this.instance.id) this.leases.shipped(item.accountId, item.keyId, item.amount);
     }) : null;
   }
 
+  /** This instance's leases in memory (the mirror of what the database set aside for it). */
+  get leases(): CreditLeases {
+    return this.grants.leases;
+  }
+
+  /** Statements sent for leases (grants, top-ups, returns), for the benchmark. */
+  get leaseStatements(): number {
+    return this.grants.statements;
+  }
+
+  set leaseStatements(n: number) {
+    this.grants.statements = n;
+  }
+
   /** Starts giving idle leases back (a serving instance). */
   startLeases(): void {
-    if (this.idleTimer) return;
-    this.idleTimer = setInterval(() => void this.returnIdle(), Math.max(250, Math.floor(LEASE_IDLE_MS / 5)));
-    this.idleTimer.unref?.();
+    this.grants.startIdleReturns();
   }
 
   grant(g: GrantRequest, book: HoldBook = new HoldBook()): GrantResult | Promise<GrantResult> {
     if (!Number.isSafeInteger(g.amount) || g.amount < 0) return Promise.reject(new RangeError(`bad hold amount ${g.amount}`));
-    this.book = book;
-    if (this.journal && this.fromLease(g, book)) return { ok: true, direct: false };
-    return this.grantSlow(g, book);
-  }
-
-  /** Books the hold against this instance's leases when they cover it (synchronously). */
-  private fromLease(g: GrantRequest, book: HoldBook): boolean {
-    if (this.leases.free("credit", g.accountId, book) < g.amount) return false;
-    const keyId = g.key?.id ?? null;
-    let keyLimited = false;
-    if (keyId !== null) {
-      const unlimited = this.leases.keyUnlimited(keyId);
-      if (unlimited === undefined) return false;
-      keyLimited = !unlimited;
-      if (keyLimited && this.leases.free("key", keyId, book) < g.amount) return false;
-    }
-    book.add({ requestId: g.requestId, accountId: g.accountId, keyId, amount: g.amount, createdAt: g.createdAt ?? nowSeconds() });
-    this.leases.used("credit", g.accountId, g.amount);
-    if (keyLimited) this.leases.used("key", keyId!, g.amount);
-    if (!this.asking.has(g.accountId) && (this.leases.low("credit", g.accountId, book) || (keyLimited && this.leases.low("key", keyId!, book)))) {
-      this.topUp(g, book);
-    }
-    return true;
-  }
-
-  /** A lease running low is topped up off the request path. */
-  private topUp(g: GrantRequest, book: HoldBook): void {
-    const keyId = g.key?.id ?? null;
-    const wantA = this.leases.low("credit", g.accountId, book) ? this.leases.want("credit", g.accountId, g.amount) : 0;
-    const wantK = keyId !== null && this.leases.low("key", keyId, book) ? this.leases.want("key", keyId, g.amount) : 0;
-    if (wantA === 0 && wantK === 0) return;
-    const p = this.askGrant({ ...g, requestId: "" }, wantA, wantK).then((row) => this.learn(g, row), () => {});
-    this.track(g.accountId, p);
-  }
-
-  private track(accountId: string, p: Promise<unknown>): void {
-    this.asking.set(accountId, p);
-    const done = () => {
-      if (this.asking.get(accountId) === p) this.asking.delete(accountId);
-    };
-    p.then(done, done);
-  }
-
-  private learn(g: GrantRequest, row: GrantRow): void {
-    if (g.key) this.leases.learnKey(g.key.id, row.key_limit !== null);
-    if (row.mode !== "lease") return;
-    this.leases.granted("credit", g.accountId, int(row.granted));
-    if (g.key) this.leases.granted("key", g.key.id, int(row.key_granted));
-  }
-
-  /**
-   * The hold did not fit the leases: wait for a grant already asking for this account, or ask
-   * (a lease, the direct path, or a refusal); before refusing, recall the other instances' leases
-   * and try again until the recall time is up.
-   */
-  private async grantSlow(g: GrantRequest, book: HoldBook): Promise<GrantResult> {
-    const deadline = Date.now() + this.recallMs;
-    let pause = 10;
-    for (;;) {
-      const under = this.asking.get(g.accountId);
-      if (under && this.journal) {
-        await under.catch(() => {});
-        if (this.fromLease(g, book)) return { ok: true, direct: false };
-      }
-      const keyId = g.key?.id ?? null;
-      const wantA = !this.journal ? 0 : this.leases.free("credit", g.accountId, book) >= g.amount ? 0 : this.leases.want("credit", g.accountId, g.amount);
-      const keyLimited = keyId === null ? false : this.leases.keyUnlimited(keyId) !== true;
-      const wantK = !this.journal || !keyLimited || this.leases.free("key", keyId!, book) >= g.amount ? 0 : this.leases.want("key", keyId!, g.amount);
-      const asked = this.askGrant(g, this.journal ? Math.max(wantA, wantA === 0 && wantK === 0 && this.leases.free("credit", g.accountId, book) < g.amount ? g.amount : 0) : Infinity, wantK);
-      this.track(g.accountId, asked);
-      let row: GrantRow;
-      try {
-        row = await asked;
-      } catch (e) {
-        if (outcomeUnknown(e) && g.requestId) this.undoUnknownHold(g.requestId);
-        throw instanceError(e, this.instance);
-      }
-      this.learn(g, row);
-      if (row.mode === "lease") {
-        if (this.fromLease(g, book)) return { ok: true, direct: false };
-        continue;
-      }
-      if (row.mode === "direct") return { ok: true, direct: true };
-      // Not even the hold fits what the database has free: others may lease what this needs. Asked
-      // again at each try: a top-up another instance had in flight lands after the first recall.
-      await this.recall(g);
-      if (Date.now() + pause > deadline) {
-        if (row.key_limit !== null && row.key_available !== null && int(row.key_available) < g.amount && int(row.available ?? "0") >= g.amount) {
-          return { ok: false, available: Math.max(0, int(row.key_available) + Math.max(0, keyId ? this.leases.free("key", keyId, book) : 0)), keyLimit: int(row.key_limit) };
-        }
-        return { ok: false, available: Math.max(0, int(row.available ?? "0") + Math.max(0, this.leases.free("credit", g.accountId, book))) };
-      }
-      await Bun.sleep(pause);
-      pause = Math.min(pause * 2, 100);
-    }
-  }
-
-  /** One switchyard_grant: `want` of a lease (Infinity: never lease — the CLI, or no journal), else the direct path. */
-  private async askGrant(g: GrantRequest, want: number, wantKey: number): Promise<GrantRow> {
-    const p = periodStarts((g.createdAt ?? nowSeconds()) * 1000);
-    const wantA = Number.isFinite(want) ? want : Number.MAX_SAFE_INTEGER;
-    this.leaseStatements++;
-    const [row] = (await this.db.run((sql) => sql`
-      SELECT mode, granted, key_granted, available, key_available, key_limit FROM switchyard_grant(
-        ${this.instance.id}, ${g.requestId || null}, ${g.accountId}, ${g.amount}, ${wantA}, ${g.endpoint}, ${g.model}, ${g.createdAt ?? nowSeconds()},
-        ${g.key?.id ?? null}, ${wantKey}, ${p.day}, ${p.week}, ${p.month})`, this.db.answerTimeoutMs)) as GrantRow[];
-    return row!;
-  }
-
-  /** Asks every instance to give back what it leases of this account (and key). */
-  private async recall(g: GrantRequest): Promise<void> {
-    const subjects = [`credit:${g.accountId}`, ...(g.key ? [`key:${g.key.id}`] : [])];
-    await this.db.run((sql) => sql`SELECT pg_notify(${RECALL_CHANNEL}, s) FROM unnest(${sql.array(subjects, "TEXT")}::TEXT[]) AS s`).catch(() => {});
+    return this.grants.grant(g, book);
   }
 
   /** Another instance could not fit a hold: give back what this one leases of it and does not use. */
-  async recalled(subject: string): Promise<void> {
-    const at = subject.indexOf(":");
-    const kind = subject.slice(0, at) as LeaseKind;
-    const id = subject.slice(at + 1);
-    if ((kind !== "credit" && kind !== "key") || !this.book) return;
-    const amount = this.leases.recall(kind, id, this.book);
-    if (amount > 0) await this.giveBack([{ kind, subject: id, amount }]).catch(() => {});
-  }
-
-  private async returnIdle(): Promise<void> {
-    if (!this.book) return;
-    const items = this.leases.idle(LEASE_IDLE_MS, this.book);
-    if (items.length > 0) await this.giveBack(items).catch(() => {});
-  }
-
-  /** Gives leases back; an answer lost counts as given back (the mirror stays on the safe side). */
-  private async giveBack(items: { kind: LeaseKind; subject: string; amount: number }[]): Promise<void> {
-    for (const it of items) this.leases.returned(it.kind, it.subject, it.amount);
-    this.leaseStatements++;
-    await this.db.run((sql) => sql`SELECT returned FROM switchyard_lease_return(${this.instance.id}, ${items}::json)`);
+  recalled(subject: string): Promise<void> {
+    return this.grants.recalled(subject);
   }
 
   /** This instance was released and registered again: its leases went back to their accounts. */
@@ -263,33 +127,6 @@ export class PostgresLedgerStore implements LedgerStore {
   /** A key's controls changed somewhere: whether it has a limit is asked again. */
   keysChanged(): void {
     this.leases.forgetKeys();
-  }
-
-  /** Ships journaled charges: one statement per instance run in the batch (nearly always one). */
-  private async ship(items: JournaledCharge[]): Promise<ShipResult[]> {
-    const byRun = new Map<string, JournaledCharge[]>();
-    for (const it of items) {
-      const list = byRun.get(it.instanceId);
-      if (list) list.push(it);
-      else byRun.set(it.instanceId, [it]);
-    }
-    const results: ShipResult[] = [];
-    for (const [run, list] of byRun) {
-      const payload = list.map((p) => {
-        const period = periodStarts(p.holdCreatedAt * 1000);
-        return {
-          request_id: p.requestId, account_id: p.accountId, key_id: p.keyId, amount: p.amount, held_at: p.holdCreatedAt,
-          day: period.day, week: period.week, month: period.month, endpoint: p.endpoint, model: p.model, service_tier: p.serviceTier,
-          note: p.note ?? null, input_tokens: p.inputTokens ?? 0, output_tokens: p.outputTokens ?? 0, cached_tokens: p.cachedTokens ?? 0,
-          cache_write_tokens: p.cacheWriteTokens ?? 0, cache_saved: p.cacheSaved ?? 0,
-          reasoning_tokens: p.reasoningTokens ?? 0, characters: p.characters ?? 0, ...storedResponseFields(p),
-        };
-      });
-      const rows = (await this.db.run((sql) => sql`
-        SELECT request_id, outcome, charged FROM switchyard_post_leased(${run}, ${payload}::json, ${nowSeconds()})`)) as { request_id: string; outcome: ShipResult["outcome"]; charged: string | null }[];
-      for (const r of rows) results.push({ requestId: r.request_id, outcome: r.outcome, charged: int(r.charged) });
-    }
-    return results;
   }
 
   /** Voids a hold whose reserve may have committed unseen: now (retried), and after the statement timeout. */
@@ -484,14 +321,10 @@ export class PostgresLedgerStore implements LedgerStore {
    * lease goes back (what requests still hold stays: those end with the instance's release).
    */
   async flush(): Promise<void> {
-    if (this.idleTimer) clearInterval(this.idleTimer);
-    this.idleTimer = null;
+    this.grants.stopIdleReturns();
     await Promise.all([this.posts.drained(), this.voids.drained()]);
     await this.journal?.drain(5_000);
-    if (this.book) {
-      const items = this.leases.all(this.book);
-      if (items.length > 0) await this.giveBack(items).catch(() => {});
-    }
+    await this.grants.returnAll();
   }
 
   /** Closes the charge journal's own database (after flush). */
@@ -506,24 +339,4 @@ export class PostgresLedgerStore implements LedgerStore {
       voidBatches: this.voids.batches, voids: this.voids.items,
     };
   }
-}
-
-/** A stored Responses turn's fields in a post's JSON payload (none without one). */
-function storedResponseFields(p: PostRequest) {
-  if (!p.storedResponse) return {};
-  const r = p.storedResponse;
-  return { resp_id: r.id, resp_account_id: r.accountId, resp_previous_id: r.previousResponseId, resp_input_items: r.inputItems, resp_body: r.response, resp_created_at: r.createdAt };
-}
-
-/**
- * This instance was declared dead (SQLSTATE SY001): the store cannot take its writes until it
- * registered again, which the registry does at once.
- */
-export function instanceError(e: unknown, instance: InstanceIdentity): unknown {
-  const err = toStoreError(e);
-  if ((err as { errno?: string } | null)?.errno === "SY001") {
-    instance.noticeReleased?.();
-    return new StoreUnavailable("unreachable", "this instance was released; registering again");
-  }
-  return err;
 }

@@ -23,7 +23,8 @@ import type { AccountLimits, Admission, KeyAdmission, Limiter, RateStatus, Slot 
 import { rateStatus, retryAfterMsOf, WINDOW_MS } from "../../limits/limiter";
 import type { PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
-import { instanceError, LEASE_IDLE_MS, DEFAULT_RECALL_MS, RECALL_CHANNEL } from "./ledger-store";
+import { instanceError } from "./instance-error";
+import { LEASE_IDLE_MS, DEFAULT_RECALL_MS, RECALL_CHANNEL } from "./lease-grants";
 
 /** A lease of rate: at most this share of a minute's requests is leased at once. */
 const RATE_LEASE_SECONDS = 1;
