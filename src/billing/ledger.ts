@@ -31,10 +31,9 @@
  *      and its period never moves backwards (billing/key-periods.ts).
  *
  * Store health: when the store cannot write (StoreUnavailable: disk full, database locked past the
- * bounded wait, unreachable), new holds are refused with 503 service_unavailable
- * before any upstream is called; for PROBE_INTERVAL_MS after each failure they are refused without
- * touching the store, then the next reserve is the probe. Any successful write marks the store
- * healthy and retries the queued voids at once.
+ * bounded wait, unreachable), new holds are refused with 503 service_unavailable before any
+ * upstream is called, and probed again after PROBE_INTERVAL_MS (store-health.ts). Voids the store
+ * could not write are queued and retried (void-retries.ts), at once when a write succeeds.
  *
  * Over-reported usage: see Hold.quote. Each clamp is logged (request id, endpoint, model, reported
  * and held amounts) and counted by onClamped listeners (switchyard_charge_clamps_total).
@@ -47,14 +46,10 @@ import { StoreUnavailable, type ChargeRecord, type GrantResult, type LedgerEntry
 import { DEFAULT_HOLD_EXPIRY_SECONDS, HoldExpiry } from "./hold-expiry";
 import { Hold, type HoldLedger, type HoldSpec, type Quote, type SettleRequest, type Settlement, type VoidOutcome } from "./hold";
 import { HoldBook } from "./hold-book";
+import { PROBE_INTERVAL_MS, StoreHealth } from "./store-health";
+import { VoidRetries } from "./void-retries";
 
-export { MAX_BALANCE };
-
-/** After a store failure, reserves are refused without a write for this long; then one probes. */
-export const PROBE_INTERVAL_MS = 500;
-/** Queued voids are retried after this long, doubling up to RETRY_MAX_MS while they fail. */
-const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 2_000;
+export { MAX_BALANCE, PROBE_INTERVAL_MS };
 
 export interface LedgerOptions {
   /** After a store failure, new holds are refused without a write for this long (ms). */
@@ -90,29 +85,21 @@ export class Ledger implements HoldLedger {
   private open = 0;
   /** The holds this process has booked in memory, per account and key. */
   readonly book = new HoldBook();
-  /** Voids the store could not write yet, by request id. */
-  private readonly retries = new Map<string, Hold | null>();
-  private retryTimer: ReturnType<typeof setTimeout> | null = null;
-  private retryDelay = RETRY_MIN_MS;
-  private draining = false;
-  private unavailable: StoreUnavailable | null = null;
-  /**
-   * Counts store failures. A write vouches for the store only if no failure was reported while it
-   * ran (a failure reported by the store itself, not through that write's promise, counts too).
-   */
-  private failures = 0;
-  private unavailableUntil = 0;
   private closed = false;
 
-  private readonly probeIntervalMs: number;
   private readonly now: () => number;
   private readonly expiry: HoldExpiry;
+  /** Whether the store writes (new holds are refused while it does not). */
+  private readonly health: StoreHealth;
+  /** Voids the store could not write yet. */
+  private readonly voidRetries: VoidRetries;
 
   constructor(private readonly store: LedgerStore, private readonly log: Log, options: LedgerOptions = {}) {
-    this.probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS;
     this.now = options.now ?? Date.now;
     this.expiry = new HoldExpiry(store, log, options.holdExpirySeconds ?? DEFAULT_HOLD_EXPIRY_SECONDS, this.now);
-    store.onFailure?.((e) => this.markUnavailable(e));
+    this.health = new StoreHealth(log, options.probeIntervalMs ?? PROBE_INTERVAL_MS, () => this.voidRetries.wake());
+    this.voidRetries = new VoidRetries({ voidDirect: (requestId) => store.voidDirect!(requestId), health: this.health, log, closeVoided: (hold) => this.closeVoided(hold) });
+    store.onFailure?.((e) => this.health.markUnavailable(e));
   }
 
   /**
@@ -124,8 +111,8 @@ export class Ledger implements HoldLedger {
   async reserve(spec: HoldSpec): Promise<Hold> {
     const amount = spec.price(spec.budget);
     if (!Number.isSafeInteger(amount) || amount < 0) throw new InternalError(`bad hold amount ${amount}`);
-    if (this.unavailable && Date.now() < this.unavailableUntil) throw serviceUnavailable();
-    const epoch = this.failures;
+    if (this.health.refusing()) throw serviceUnavailable();
+    const epoch = this.health.epoch;
     const now = this.now();
     const createdAt = this.expiry.dateNow();
     let outcome: GrantResult;
@@ -135,14 +122,14 @@ export class Ledger implements HoldLedger {
       outcome = granted instanceof Promise ? await granted : granted;
     } catch (e) {
       if (e instanceof StoreUnavailable) {
-        this.markUnavailable(e);
+        this.health.markUnavailable(e);
         // Lost in transit, a direct hold may exist after all: void it once the store answers again.
-        if (e.reason === "unreachable" && this.store.voidDirect) this.queueVoid(spec.requestId, null);
+        if (e.reason === "unreachable" && this.store.voidDirect) this.voidRetries.queue(spec.requestId, null);
         throw serviceUnavailable();
       }
       throw this.internal("reserve", spec.requestId, e);
     }
-    if (outcome.ok && outcome.direct) this.markHealthy(epoch);
+    if (outcome.ok && outcome.direct) this.health.markHealthy(epoch);
     if (!outcome.ok && outcome.keyLimit !== undefined) {
       const reset = spec.key?.limitReset ?? null;
       throw keyLimitExceeded(formatUsd(amount), formatUsd(outcome.keyLimit), formatUsd(outcome.available), reset, nextReset(reset, now));
@@ -169,19 +156,19 @@ export class Ledger implements HoldLedger {
   /** HoldLedger: writes a hold's charge (Hold.settle calls this once per attempt). */
   async post(hold: Hold, quote: Quote, request: SettleRequest): Promise<Settlement> {
     if (quote.amount > hold.amount) throw new InternalError(`charge of ${quote.amount} above its hold of ${hold.amount} (${hold.requestId})`);
-    const epoch = this.failures;
+    const epoch = this.health.epoch;
     let r;
     try {
       // Once the charge is committed the balance has it: the hold stops counting at that moment.
       r = await this.store.post(postRequest(hold, quote, request), () => this.book.remove(hold.requestId));
     } catch (e) {
       if (e instanceof StoreUnavailable) {
-        this.markUnavailable(e);
+        this.health.markUnavailable(e);
         throw serviceUnavailable();
       }
       throw this.internal("settle", hold.requestId, e);
     }
-    this.markHealthy(epoch);
+    this.health.markHealthy(epoch);
     this.open--;
     this.expiry.forget(hold.requestId);
     this.holdEvent(hold, "posted");
@@ -221,17 +208,17 @@ export class Ledger implements HoldLedger {
       this.closeVoided(hold);
       return "absent";
     }
-    const epoch = this.failures;
+    const epoch = this.health.epoch;
     try {
       const voided = await this.store.voidDirect!(hold.requestId);
-      this.markHealthy(epoch);
+      this.health.markHealthy(epoch);
       if (!voided && hold.chargeMayExist) return "absent";
       this.closeVoided(hold);
       return voided ? "voided" : "absent";
     } catch (e) {
-      if (e instanceof StoreUnavailable) this.markUnavailable(e);
+      if (e instanceof StoreUnavailable) this.health.markUnavailable(e);
       else this.log.error("ledger void failed; retrying", { request_id: hold.requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
-      this.queueVoid(hold.requestId, hold);
+      this.voidRetries.queue(hold.requestId, hold);
       return "queued";
     }
   }
@@ -247,7 +234,7 @@ export class Ledger implements HoldLedger {
     try {
       r = await this.store.post(postRequest(hold, quote, request));
     } catch (e) {
-      if (e instanceof StoreUnavailable) this.markUnavailable(e);
+      if (e instanceof StoreUnavailable) this.health.markUnavailable(e);
       this.log.warn("a hold whose charge could not be confirmed has nothing pending; the client is not told it was not billed", { request_id: hold.requestId });
       this.closeVoided(hold);
       return null;
@@ -294,7 +281,7 @@ export class Ledger implements HoldLedger {
         this.closeVoided(hold);
       },
       failed: (e) => {
-        if (e instanceof StoreUnavailable) this.markUnavailable(e);
+        if (e instanceof StoreUnavailable) this.health.markUnavailable(e);
         else this.log.error("hold expiry failed; retrying at the next sweep", { error: String((e as Error)?.message ?? e).slice(0, 300) });
       },
     });
@@ -303,82 +290,6 @@ export class Ledger implements HoldLedger {
   /** Sweeps expired holds every `intervalMs` until close(). */
   startExpirySweep(intervalMs: number): void {
     if (!this.closed) this.expiry.start(intervalMs, () => this.expireHolds());
-  }
-
-  private queueVoid(requestId: string, hold: Hold | null): void {
-    this.retries.set(requestId, hold);
-    this.scheduleRetry();
-  }
-
-  private scheduleRetry(): void {
-    if (this.closed || this.retryTimer || this.draining || this.retries.size === 0) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      void this.drainRetries();
-    }, this.retryDelay);
-    // A server is kept alive by its listener; queued voids alone must not keep a process running.
-    this.retryTimer.unref?.();
-  }
-
-  /** Writes every queued void (in one batch); what still fails waits for the next attempt. */
-  private async drainRetries(): Promise<void> {
-    if (this.draining || this.closed || this.retries.size === 0) return;
-    this.draining = true;
-    const epoch = this.failures;
-    let failed = false;
-    try {
-      await Promise.all(
-        [...this.retries].map(async ([requestId, hold]) => {
-          try {
-            // Voided now, or nothing pending (voided or posted before): either way no longer held.
-            const voided = await this.store.voidDirect!(requestId);
-            this.retries.delete(requestId);
-            if (!voided && hold?.chargeMayExist) {
-              // Its settle failed (the client was told so, neutrally), yet its charge had been written.
-              this.log.warn("a charge reported as failed had been written: the request is charged", { request_id: requestId });
-            }
-            this.closeVoided(hold);
-          } catch (e) {
-            failed = true;
-            if (e instanceof StoreUnavailable) this.markUnavailable(e);
-            else this.log.error("ledger void failed; retrying", { request_id: requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
-          }
-        }),
-      );
-    } finally {
-      this.draining = false;
-    }
-    if (failed) this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
-    else {
-      this.retryDelay = RETRY_MIN_MS;
-      this.markHealthy(epoch);
-    }
-    this.scheduleRetry();
-  }
-
-  private markUnavailable(e: StoreUnavailable): void {
-    this.failures++;
-    if (!this.unavailable) {
-      this.log.error("the ledger cannot write; new requests are refused with 503 until it can", { reason: e.reason, detail: e.message.slice(0, 300) });
-    }
-    // A store that will write nothing more stays refused until the process restarts.
-    if (this.unavailable?.final) return;
-    this.unavailable = e;
-    this.unavailableUntil = e.final ? Infinity : Date.now() + this.probeIntervalMs;
-  }
-
-  /** A write that began at failure count `epoch` succeeded. */
-  private markHealthy(epoch: number): void {
-    if (epoch !== this.failures) return;
-    if (this.unavailable) {
-      this.log.warn("the ledger writes again; requests are accepted", { was: this.unavailable.reason });
-      this.unavailable = null;
-    }
-    if (this.retries.size > 0 && !this.draining) {
-      if (this.retryTimer) clearTimeout(this.retryTimer);
-      this.retryTimer = null;
-      void this.drainRetries();
-    }
   }
 
   private noteClamp(hold: Hold, quote: Quote): void {
@@ -402,14 +313,14 @@ export class Ledger implements HoldLedger {
 
   /** Store failures outside a request (credits, accounts) as domain errors: 503, or the rule broken. */
   private async write<T>(op: string, run: () => Promise<T>): Promise<T> {
-    const epoch = this.failures;
+    const epoch = this.health.epoch;
     try {
       const value = await run();
-      this.markHealthy(epoch);
+      this.health.markHealthy(epoch);
       return value;
     } catch (e) {
       if (e instanceof StoreUnavailable) {
-        this.markUnavailable(e);
+        this.health.markUnavailable(e);
         throw serviceUnavailable();
       }
       if (e instanceof DomainError) throw e;
@@ -447,7 +358,7 @@ export class Ledger implements HoldLedger {
 
   /** False while the last write failed and no write succeeded since (new requests get 503). */
   writable(): boolean {
-    return this.unavailable === null;
+    return this.health.writable;
   }
 
   /** Holds not yet posted or released: requests in flight, and voids waiting for the store. */
@@ -457,19 +368,17 @@ export class Ledger implements HoldLedger {
 
   /** Voids still waiting for the store to write again. */
   queuedVoids(): number {
-    return this.retries.size;
+    return this.voidRetries.size;
   }
 
   /** Tries the queued voids now instead of at the next retry (shutdown; the randomized checker). */
-  async retryVoidsNow(): Promise<void> {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
-    await this.drainRetries();
+  retryVoidsNow(): Promise<void> {
+    return this.voidRetries.now();
   }
 
   /** Whether the store failed recently (new holds are being refused or probed). */
   get storeUnavailable(): boolean {
-    return this.unavailable !== null;
+    return !this.health.writable;
   }
 
   /** Calls `listener` after each new charge is durable (metrics). */
@@ -486,8 +395,7 @@ export class Ledger implements HoldLedger {
   close(): void {
     this.closed = true;
     this.expiry.stop();
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
+    this.voidRetries.close();
   }
 }
 
