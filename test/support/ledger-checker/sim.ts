@@ -33,136 +33,19 @@
  *   no hold open anywhere; every request's outcome (charged exactly as reported / not charged)
  *   matches the model; an acknowledged charge is never lost to a crash (the restarted instance
  *   ships its journal).
+ *
+ * The model (random numbers, prices, what a charge must be, each request's record) is model.ts;
+ * one request's task is request.ts.
  */
 import { DomainError } from "../../../src/errors";
 import { Ledger } from "../../../src/billing/ledger";
 import { Log } from "../../../src/log";
-import type { Consumption } from "../../../src/billing/ledger-store";
-import type { Hold } from "../../../src/billing/hold";
 import type { CheckerKey, LedgerBackend, Snapshot } from "./backend";
 import { nextReset, periodStarts, periodOf, type LimitReset } from "../../../src/billing/key-periods";
+import { CheckFailed, HOLD_EXPIRY_S, rng, type CheckerOptions, type CheckerReport, type RequestModel } from "./model";
+import { runRequest, type RequestContext } from "./request";
 
-/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** The simulated bounds (seconds): SWITCHYARD_STREAM_MAX_SECONDS and SWITCHYARD_HOLD_EXPIRY_SECONDS. */
-const STREAM_MAX_S = 900;
-const HOLD_EXPIRY_S = 1200;
-
-/**
- * Units per token: 2 per uncached prompt token, 1 per prompt token read from the cache, 3 per one
- * written to it (dearer than input, as some labs price writes), 3 per output token. Reads and
- * writes are parts of the prompt, cut to it (reads first), as billing/prices.ts prices them.
- */
-function parts(u: Consumption): { input: number; read: number; written: number } {
-  const input = u.inputTokens ?? 0;
-  const read = Math.min(u.cachedTokens ?? 0, input);
-  return { input, read, written: Math.min(u.cacheWriteTokens ?? 0, input - read) };
-}
-const price = (u: Consumption) => {
-  const { input, read, written } = parts(u);
-  return 2 * (input - read - written) + read + 3 * written + 3 * (u.outputTokens ?? 0);
-};
-
-/** The figures a charge entry records. */
-interface Recorded {
-  input_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  output_tokens: number;
-  cache_saved: number;
-}
-
-function recordedOf(c: Consumption): Recorded {
-  const { input, read, written } = parts(c);
-  const saved = read + written === 0 ? 0 : price({ inputTokens: input, outputTokens: c.outputTokens }) - price(c);
-  return { input_tokens: input, cached_tokens: read, cache_write_tokens: written, output_tokens: c.outputTokens ?? 0, cache_saved: saved };
-}
-
-/**
- * What the ledger must charge and record for `usage` on a hold of `budget`: the model's own
- * arithmetic. Over the hold, the prompt and the output are cut to the budget, and the cache's
- * parts to the prompt they are part of.
- */
-function expectedCharge(budget: Consumption, usage: Consumption): { charge: number; recorded: Recorded } {
-  const hold = price(budget);
-  const reported = price(usage);
-  if (reported <= hold) return { charge: reported, recorded: recordedOf(usage) };
-  const clamped: Consumption = {
-    inputTokens: Math.min(usage.inputTokens ?? 0, budget.inputTokens ?? 0),
-    outputTokens: Math.min(usage.outputTokens ?? 0, budget.outputTokens ?? 0),
-    cachedTokens: usage.cachedTokens,
-    cacheWriteTokens: usage.cacheWriteTokens,
-  };
-  return { charge: Math.min(price(clamped), hold), recorded: recordedOf(clamped) };
-}
-
-type Outcome = "pending" | "refused" | "charged" | "not charged" | "unknown";
-
-interface RequestModel {
-  id: string;
-  account: string;
-  key: CheckerKey | null;
-  /** Process generation it ran in: a crash makes every unfinished request's outcome unknown. */
-  gen: number;
-  outcome: Outcome;
-  /** The charge a resolved settle reported. */
-  charged: number | null;
-  /** What its charge entry must record, once it settles. */
-  recorded: Recorded | null;
-  hold: number | null;
-  holdObj: Hold | null;
-  /** The instance it ran on. */
-  inst: number;
-  done: boolean;
-  /** When its hold was dated (its instance's clock, Unix seconds, as the reserve was sent). */
-  datedAt: number;
-}
-
-export interface CheckerOptions {
-  seed: number;
-  steps: number;
-  accounts?: number;
-}
-
-export interface CheckerReport {
-  seed: number;
-  steps: number;
-  seconds: number;
-  requests: number;
-  charged: number;
-  /** Holds released without a charge (failed requests, clients gone, charges that could not be written). */
-  notCharged: number;
-  refusedCredits: number;
-  /** Refused 402 because the key's spend limit had too little left in its period. */
-  refusedKeyLimit: number;
-  refusedUnavailable: number;
-  /** Times the ledger's clock was moved forward (limit periods roll over). */
-  clockMoves: number;
-  crashes: number;
-  faults: number;
-  /** Streams ended at their deadline (charged as delivered). */
-  deadlines: number;
-  /** Holds the expiry sweep voided, and requests that then found their hold expired. */
-  expired: number;
-  expiredRefused: number;
-  /** Charges that recorded prompt tokens read from or written to the cache. */
-  cacheCharges: number;
-  /** Database server stops (PostgreSQL), and keys whose limit_reset was changed. */
-  databaseRestarts: number;
-  resetChanges: number;
-}
-
-class CheckFailed extends Error {}
+export type { CheckerOptions, CheckerReport } from "./model";
 
 export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOptions): Promise<CheckerReport> {
   const random = rng(opts.seed);
@@ -246,117 +129,11 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
   }
 
   const tick = () => new Promise<void>((r) => setImmediate(r));
-
-  /** One request as a route runs it: reserve, work, settle or not, release in finally. */
-  async function request(inst: number): Promise<void> {
-    const myGen = gens[inst]!;
-    const myLedger = ledgers[inst]!;
-    const current = () => gens[inst] === myGen;
-    const account = pick(accounts);
-    // Most requests come with a key (as over HTTP); some without, as the ledger allows.
-    const key = random() < 0.85 ? pick(keysOf.get(account)!) : null;
-    const r: RequestModel = {
-      id: `req_${opts.seed}_${report.requests++}`, account, key, gen: myGen, outcome: "pending", charged: null, recorded: null, hold: null, holdObj: null, inst, done: false,
-      datedAt: Math.floor(clockOf(inst) / 1000),
-    };
-    requests.set(r.id, r);
-    // Every prompt token held at the dearest input price (a cache write's), as chatBudget holds it.
-    const inputBound = int(1, 60);
-    const budget: Consumption = { inputTokens: inputBound, cacheWriteTokens: inputBound, outputTokens: int(1, 120) };
-    let hold: Hold;
-    const started = nowS();
-    try {
-      hold = await myLedger.reserve({
-        requestId: r.id, accountId: r.account, endpoint: "/v1/chat/completions", model: "m", budget, price,
-        ...(r.key ? { key: { id: r.key.id, limitReset: r.key.reset } } : {}),
-      });
-    } catch (e) {
-      if (e instanceof DomainError && e.code === "key_limit_exceeded" && (!r.key || r.key.limit === null)) fail(`${r.id} refused for a key limit its key does not have`);
-      if (!(e instanceof DomainError) || !["insufficient_credits", "key_limit_exceeded", "service_unavailable"].includes(e.code)) {
-        if (current()) fail(`reserve of ${r.id} failed with ${e instanceof DomainError ? `${e.code}: ${(e as { detail?: string }).detail ?? e.message}` : String(e)}`);
-      }
-      r.outcome = current() ? "refused" : "unknown";
-      if (r.outcome === "refused") {
-        if ((e as DomainError).code === "insufficient_credits") report.refusedCredits++;
-        else if ((e as DomainError).code === "key_limit_exceeded") report.refusedKeyLimit++;
-        else report.refusedUnavailable++;
-      }
-      r.done = true;
-      return;
-    }
-    r.hold = hold.amount;
-    r.holdObj = hold;
-    r.datedAt = hold.createdAt;
-    if (hold.amount !== price(budget)) fail(`hold of ${r.id} is ${hold.amount}, budget prices at ${price(budget)}`);
-    for (let k = int(0, 3); k > 0; k--) await tick();
-    let kind = pick(["honest", "honest", "over", "partial", "failed", "gone", "honest", "over", "partial", "failed", "gone", "stream", "stuck"] as const);
-    let settled = false;
-    try {
-      if (kind === "stream") {
-        // A long stream: it ends by itself now and then, else at its deadline, billed as delivered.
-        const natural = started + int(60, 2 * STREAM_MAX_S);
-        while (nowS() - started < STREAM_MAX_S && nowS() < natural && current()) await tick();
-        if (nowS() - started >= STREAM_MAX_S) {
-          kind = "partial";
-          report.deadlines++;
-        } else kind = "honest";
-      } else if (kind === "stuck") {
-        // A request stuck past its hold's expiry (a bug, a hung engine): the sweep must free its hold.
-        const until = started + HOLD_EXPIRY_S + int(0, 600);
-        while (nowS() < until && current()) await tick();
-        kind = "honest";
-      }
-      if (kind === "failed" || kind === "gone") return;
-      const usage: Consumption =
-        kind === "honest" ? { inputTokens: int(0, budget.inputTokens!), outputTokens: int(0, budget.outputTokens!) }
-        : kind === "over" ? { inputTokens: int(0, 10 * budget.inputTokens!), outputTokens: int(budget.outputTokens!, 1_000_000) }
-        : { inputTokens: budget.inputTokens!, outputTokens: int(1, budget.outputTokens!) };
-      // Most usage says what of the prompt the cache read and wrote; an over-reporting upstream, and
-      // now and then one whose totals are honest, says more than the prompt.
-      const hostile = kind === "over" || random() < 0.15;
-      const prompt = usage.inputTokens!;
-      if (random() < 0.6) usage.cachedTokens = int(0, hostile ? 2 * prompt + 1 : prompt);
-      if (random() < 0.4) usage.cacheWriteTokens = int(0, hostile ? 2 * prompt + 1 : prompt - Math.min(usage.cachedTokens ?? 0, prompt));
-      const { charge: expected, recorded } = expectedCharge(budget, usage);
-      r.recorded = recorded;
-      const attempts = random() < 0.1 ? [hold.settle({ ...usage, serviceTier: "default" }), hold.settle({ ...usage, serviceTier: "default" })] : [hold.settle({ ...usage, serviceTier: "default" })];
-      const results = await Promise.allSettled(attempts);
-      const ok = results.filter((x) => x.status === "fulfilled").map((x) => (x as PromiseFulfilledResult<{ charged: number }>).value.charged);
-      if (ok.length > 0) {
-        if (ok.length !== results.length) fail(`repeated settles of ${r.id} disagree`);
-        if (ok.some((c) => c !== expected)) fail(`${r.id} charged ${ok.join(",")}, expected ${expected} (budget ${JSON.stringify(budget)}, usage ${JSON.stringify(usage)})`);
-        if (expected > hold.amount) fail(`${r.id}: the model expects more than the hold`);
-        settled = true;
-        r.charged = expected;
-      } else {
-        // The only excuse for not charging is a store that cannot write (or a process that died),
-        // or a hold the sweep expired: never a stream that ended at its deadline.
-        const e = (results[0] as PromiseRejectedResult).reason;
-        // A request older than the expiry (stuck, or whose settle waited out a long fault) may
-        // find its hold expired and be refused in any way; that it is then never charged is checked
-        // at every step. Never one younger than the expiry (by more than the clocks' error): no hold expires early.
-        if (nowS() - started > HOLD_EXPIRY_S - 10) {
-          report.expiredRefused++;
-        } else if (current() && !(e instanceof DomainError && e.code === "service_unavailable")) {
-          fail(`settle of ${r.id} (${kind}, ${nowS() - started} s old) rejected with ${e instanceof DomainError ? `${e.code}: ${(e as { detail?: string }).detail ?? e.message}` : String(e)}`);
-        }
-      }
-    } finally {
-      const voided = await hold.release();
-      if (settled && voided) fail(`release of the charged ${r.id} said it voided`);
-      if (current() && !settled && backend.failedFatally?.(inst)) r.outcome = "unknown";
-      else if (current()) {
-        r.outcome = settled ? "charged" : "not charged";
-        if (settled) report.charged++;
-        else report.notCharged++;
-      } else r.outcome = settled ? "charged" : "unknown";
-      r.done = true;
-    }
-  }
+  const requestContext: RequestContext = { seed: opts.seed, backend, random, int, pick, accounts, keysOf, gens, ledgers, requests, report, clockOf, nowS, tick, fail };
 
   function startRequest() {
     const inst = int(0, n - 1);
-    const p: Promise<void> = request(inst).catch((e) => {
+    const p: Promise<void> = runRequest(requestContext, inst).catch((e) => {
       if (e instanceof CheckFailed) throw e;
       fail(`a request task threw: ${String((e as Error)?.stack ?? e)}`);
     });
