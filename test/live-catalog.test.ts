@@ -134,6 +134,26 @@ describeEachStore("live catalog", (store) => {
     expect((await h.admin("GET", "/admin/models")).body.data.some((m: { id: string }) => m.id === "bad-one")).toBe(false);
   });
 
+  test("operator values past their documented range are a 400 naming the field, and never reach /v1/models", async () => {
+    const base = { id: "unbounded", owned_by: "acme", kind: "chat", context_window: 1000, pricing: { input_per_million: "0.1", output_per_million: "0.2" } };
+    const cases: [unknown, string][] = [
+      [{ ...base, owned_by: "x".repeat(100_000) }, "owned_by"],
+      [{ ...base, owned_by: "a\u0000b\r\n<b>html</b>" }, "owned_by"],
+      [{ ...base, created: 1e300 }, "created"],
+      [{ ...base, context_window: 1e20 }, "context_window"],
+      [{ ...base, pricing: { input_per_million: 1e6, output_per_million: "1" } }, "pricing.input_per_million"],
+    ];
+    for (const [body, field] of cases) {
+      const r = await h.admin("POST", "/admin/models", body);
+      expect(r.status).toBe(400);
+      expect(r.body.error.param).toBe(field);
+    }
+    expect((await h.admin("PATCH", "/admin/models/glm-4.6", { owned_by: "Z.ai\r\nX: y" })).body.error.param).toBe("owned_by");
+    const models = await (await fetch(h.base + "/v1/models")).text();
+    expect(models).not.toContain("unbounded");
+    expect(models).not.toContain("e+");
+  });
+
   test("an upstream with a key and a route to it: served, tested, key never shown", async () => {
     const up = await h.admin("POST", "/admin/upstreams", { name: "keyed", base_url: keyed.url, key: SECRET, timeouts: { connect_ms: 2000 } });
     expect(up.status).toBe(201);

@@ -8,7 +8,8 @@
 import type { Services } from "../services";
 import { badRequest, invalidField, notFound } from "../errors";
 import { formatUsd, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
-import { CatalogEntryError, MODEL_ID_MAX, MODEL_ID_PATTERN, parseEntry, type CatalogEntryJson } from "./catalog-format";
+import { CatalogEntryError, parseEntry, type CatalogEntryJson } from "./catalog-format";
+import { isModelId } from "./catalog-bounds";
 import { TURBO_SUFFIX, type ModelEntry } from "./catalog";
 import { upstreamSpec, type LiveConfig, type RouteDocument, type UpstreamDocument } from "./live-config";
 import { RoutesConfigError } from "../upstream/routes-config";
@@ -17,7 +18,6 @@ import { nowSeconds } from "../accounts/accounts";
 type Json = Record<string, unknown>;
 const PRICE_FIELDS = ["input_per_million", "output_per_million", "characters_per_million"] as const;
 const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$/;
-const ID_RE = new RegExp(MODEL_ID_PATTERN);
 
 function object(body: unknown, what = "body"): Json {
   if (body === null || typeof body !== "object" || Array.isArray(body)) throw invalidField(what, "must be a JSON object");
@@ -306,7 +306,7 @@ export class LiveCatalogAdmin {
 
   /** Replaces a model's live routes with `routes` ([] takes the model offline). */
   async setRoutes(model: unknown, routes: unknown): Promise<Json> {
-    if (typeof model !== "string" || model.length > MODEL_ID_MAX || !ID_RE.test(model)) throw invalidField("model", "must be a model id: letters, digits and . - _ : / @ +, starting with a letter or digit");
+    if (!isModelId(model)) throw invalidField("model", "must be a model id: letters, digits and . - _ : / @ +, starting with a letter or digit");
     if (!Array.isArray(routes)) throw invalidField("routes", "must be an array of {upstream, model?, weight?, priority?, pinned?}");
     if (routes.length > 64) throw invalidField("routes", "must have at most 64 routes");
     const docs: RouteDocument[] = routes.map((r, i) => {
