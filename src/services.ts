@@ -24,7 +24,8 @@ import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { LiveConfig } from "./catalog/live-config";
 import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
 import { createPool } from "./upstream/http1";
-import { ModelListRefresh, UpstreamModelLists } from "./upstream/model-lists";
+import { fetchModelList, ModelListRefresh, UpstreamModelLists } from "./upstream/model-lists";
+import { modelSeriesCap } from "./metrics/model-series";
 import type { ConnectionPool } from "./upstream/pool";
 import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
@@ -211,8 +212,12 @@ interface Configured {
 
 function configured(config: Config, overrides: ServiceOverrides): Configured {
   const log = new Log(config.logLevel);
-  const lists = new UpstreamModelLists(undefined, (upstream, error) =>
-    log.warn("cannot read an upstream's model list (GET /v1/models); its last list stays in use, and until a first one its routes are all served", { upstream, error }));
+  const lists = new UpstreamModelLists(
+    (u) => fetchModelList(u, undefined, config.upstreamModelsMax),
+    (upstream, error) => log.warn("cannot read an upstream's model list (GET /v1/models); its last list stays in use, and until a first one its routes are all served", { upstream, error }),
+    (upstream, dropped) => log.warn("an upstream's model list holds ids that are not offered: ids outside the public id rule are never discovered, and ids past SWITCHYARD_UPSTREAM_MODELS_MAX are not read", {
+      upstream, invalid_ids: dropped.invalid, ids_past_cap: dropped.overCap, ids_kept: dropped.kept,
+    }));
   const routes = overrides.routes ?? createRouteRegistry(config, (msg) => log.error(msg), lists);
   const offered = routes.offered && routes.offeredVersion ? { version: () => routes.offeredVersion!(), models: () => routes.offered!() } : null;
   const upstreamModels = new ModelListRefresh(lists, () => routes.upstreams?.() ?? [], config.upstreamModelsRefreshSeconds * 1000, () => reportOffered());
@@ -265,7 +270,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     upstreamModels,
     upstreamPool: createPool({ maxIdlePerOrigin: config.upstreamMaxIdlePerOrigin, maxIdle: config.upstreamMaxIdle, receiveBufferBytes: config.upstreamReceiveBufferKib * 1024 }),
     engines,
-    metrics: new MetricsRegistry(),
+    metrics: new MetricsRegistry(modelSeriesCap(config, catalog)),
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
     drain: new Drain(),

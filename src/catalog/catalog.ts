@@ -11,6 +11,7 @@ import embedded from "./catalog.json" with { type: "json" };
 import { parseUsd, PRIORITY, STANDARD, type Multiplier } from "../billing/money";
 import { isInlineDocument } from "../config-document";
 import { CatalogError, parseCatalog, type CatalogEntryJson } from "./catalog-format";
+import { isModelId } from "./catalog-bounds";
 import { discoveredEntry, type DiscoverySettings, type OfferedSource } from "./discovered";
 import { ENDPOINT_OF_KIND, OUTPUT_CEILING, TURBO_SUFFIX, type ModelEntry, type ModelKind } from "./model-entry";
 
@@ -71,6 +72,9 @@ export class Catalog {
   private fileEntries: { replace: boolean; entries: CatalogEntryJson[] } = { replace: false, entries: [] };
   private live: CatalogEntryJson[] = [];
   private documents = new Map<string, CatalogDocument>();
+  /** Ids no upstream may take (written ones, disabled included, and the local models'), without the turbo suffix. */
+  private reserved = new Set<string>();
+  private changes = 0;
 
   constructor(
     private readonly overridePath: string | null = null,
@@ -80,18 +84,38 @@ export class Catalog {
     this.rebuild();
   }
 
-  /** Rebuilds the discovered entries when the offered models changed (never replaces a catalog entry). */
+  /**
+   * Moves whenever all(), get() or resolve() may answer differently (a catalog layer or the
+   * offered models changed): what is computed from the whole list is computed once per version.
+   */
+  version(): number {
+    this.refresh();
+    this.refreshDiscovered();
+    return this.changes;
+  }
+
+  /** Whether an upstream's id would shadow the catalog: a written id, a local model's, or either's turbo id. */
+  private shadows(id: string): boolean {
+    if (this.reserved.has(id)) return true;
+    return id.endsWith(TURBO_SUFFIX) && this.reserved.has(id.slice(0, -TURBO_SUFFIX.length));
+  }
+
+  /**
+   * Rebuilds the discovered entries when the offered models changed: one pass over them. An id
+   * outside the id rule, or one that would shadow the catalog, is never offered: the catalog wins.
+   */
   private refreshDiscovered(): void {
     if (this.offered === null || this.discovery.defaultPrice === null) return;
     const version = this.offered.version();
     if (version === this.discoveredAt) return;
     const next = new Map<string, ModelEntry>();
     for (const m of this.offered.models()) {
-      if (this.entries.has(m.id) || next.has(m.id)) continue;
+      if (next.has(m.id) || this.shadows(m.id) || !isModelId(m.id)) continue;
       next.set(m.id, discoveredEntry(m, this.discovery));
     }
     this.discovered = next;
     this.discoveredAt = version;
+    this.changes++;
     this.resolvedDefault = new Map();
     this.resolvedPriority = new Map();
   }
@@ -151,7 +175,8 @@ export class Catalog {
    */
   private compose(): void {
     const merged = new Map<string, CatalogDocument>();
-    if (!this.fileEntries.replace) for (const e of parseCatalog(embedded, "embedded catalog")) merged.set(e.id, { json: e, source: "embedded" });
+    const builtIn = parseCatalog(embedded, "embedded catalog");
+    if (!this.fileEntries.replace) for (const e of builtIn) merged.set(e.id, { json: e, source: "embedded" });
     for (const e of this.fileEntries.entries) merged.set(e.id, { json: e, source: "file" });
     for (const e of this.live) merged.set(e.id, { json: e, source: "admin" });
     const next = new Map<string, ModelEntry>();
@@ -162,6 +187,9 @@ export class Catalog {
     }
     this.documents = merged;
     this.entries = next;
+    // Local models keep their ids even when a catalog replaces or disables them.
+    this.reserved = new Set([...merged.keys(), ...builtIn.filter((e) => e.kind !== "chat").map((e) => e.id)]);
+    this.changes++;
     this.discoveredAt = null;
     this.resolvedDefault = new Map();
     this.resolvedPriority = new Map();

@@ -11,10 +11,11 @@
  */
 import { ConfigDocument } from "../config-document";
 import { ConfigError, type Config } from "../config";
-import { RouteHealth, type BreakerState } from "./breaker";
+import { RouteHealth, type BreakerPolicy, type BreakerState } from "./breaker";
 import { planRoutes } from "./select";
 import { UpstreamModelLists } from "./model-lists";
 import type { OfferedModel } from "../catalog/discovered";
+import { isModelId } from "../catalog/catalog-bounds";
 import { proxyFor, type ProxySettings } from "./proxy";
 import {
   DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, parseRoutes, RoutesConfigError,
@@ -53,6 +54,10 @@ export interface RouteRegistry {
   unlisted?(publicId: string): boolean;
   /** Every served route of these models with its breaker state, for the operator (never for clients). */
   snapshot?(publicIds: string[]): RouteStatus[];
+  /** A model's served routes (shared objects: read their health, change nothing). */
+  servedRoutes?(publicId: string): Route[];
+  /** Moves whenever any route's breaker shows something else (state or failures); time alone turns an open one half-open (RouteHealth.openUntil). */
+  healthVersion?(): number;
   /** One served route of a model by its label (as snapshot() names it), for the operator's route test. */
   routeNamed?(publicId: string, label: string): Route | null;
   /** Every configured upstream (the default one included), for the model-list refresh. */
@@ -102,11 +107,12 @@ const CANNOT_READ = "cannot read the routes file";
 export class ConfiguredRouteRegistry implements RouteRegistry {
   private table: RoutesTable | null = null;
   private readonly defaultUpstream: Upstream | null;
-  private readonly policy = { ...DEFAULT_BREAKER };
+  private readonly policy: BreakerPolicy = { ...DEFAULT_BREAKER, changes: { count: 0 } };
   private readonly health = new Map<string, RouteHealth>();
   private readonly routeCache = new Map<string, Route[]>();
   private readonly document: ConfigDocument | null;
   private tableVersion = 0;
+  private listsSeen = 0;
   private live: LiveRoutes = { upstreams: new Map(), models: new Map() };
   private get keepAlive(): boolean {
     return this.source.upstreamKeepAlive ?? true;
@@ -135,6 +141,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     this.tableVersion++;
     this.policy.failures = table.breaker.failures;
     this.policy.cooldownMs = table.breaker.cooldownMs;
+    this.policy.changes!.count++;
     this.routeCache.clear();
   }
 
@@ -150,6 +157,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
   private routesOf(publicId: string): Route[] {
     this.refresh();
+    if (this.lists.version !== this.listsSeen) this.forgetUnlisted();
     const cached = this.routeCache.get(publicId);
     if (cached) return cached;
     const specs = this.live.models.get(publicId) ?? this.table?.models.get(publicId);
@@ -168,6 +176,17 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     return routes;
   }
 
+  /**
+   * The upstreams' lists moved: routes of models an upstream stopped listing would otherwise be
+   * kept forever (a list that keeps changing would grow these maps without end). Routes are
+   * rebuilt as they are asked for; only breakers with something to remember are kept.
+   */
+  private forgetUnlisted(): void {
+    this.listsSeen = this.lists.version;
+    this.routeCache.clear();
+    for (const [key, health] of this.health) if (health.pristine()) this.health.delete(key);
+  }
+
   private route(publicId: string, index: number, upstream: Upstream, model: string, weight: number, priority: boolean, pinned: boolean): Route {
     const key = JSON.stringify([publicId, upstream.name, upstream.baseUrl, model]);
     let health = this.health.get(key);
@@ -175,16 +194,24 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     return { upstream, model, weight, priority, pinned, health, label: `${publicId}#${index}` };
   }
 
-  /** Pinned, or its upstream lists the model, or its upstream never answered a list. */
+  /** Pinned, or its upstream lists the model, or its upstream never answered a whole list. */
   private served(route: Route): boolean {
     if (route.pinned) return true;
     const list = this.lists.of(route.upstream);
-    return list === null || list.has(route.model);
+    return list === null || !list.complete || list.models.has(route.model);
   }
 
   private servedRoutesOf(publicId: string): Route[] {
     const routes = this.routesOf(publicId);
     return routes.every((r) => this.served(r)) ? routes : routes.filter((r) => this.served(r));
+  }
+
+  servedRoutes(publicId: string): Route[] {
+    return this.servedRoutesOf(publicId);
+  }
+
+  healthVersion(): number {
+    return this.policy.changes!.count;
   }
 
   plan(publicId: string, tier: "default" | "priority"): PlannedRoute[] {
@@ -246,12 +273,13 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     for (const id of named.keys()) {
       const route = this.servedRoutesOf(id)[0];
       if (!route) continue;
-      const listed = this.lists.of(route.upstream)?.get(route.model);
+      const listed = this.lists.of(route.upstream)?.models.get(route.model);
       out.push({ id, ownedBy: listed?.ownedBy ?? null, created: listed?.created ?? null, maxModelLen: listed?.maxModelLen ?? null });
     }
     if (this.defaultUpstream) {
-      for (const m of this.lists.of(this.defaultUpstream)?.values() ?? []) {
-        if (!named.has(m.id)) out.push({ id: m.id, ownedBy: m.ownedBy, created: m.created, maxModelLen: m.maxModelLen });
+      // The default upstream's own ids become public ones: only those within the id rule.
+      for (const m of this.lists.of(this.defaultUpstream)?.models.values() ?? []) {
+        if (!named.has(m.id) && isModelId(m.id)) out.push({ id: m.id, ownedBy: m.ownedBy, created: m.created, maxModelLen: m.maxModelLen });
       }
     }
     return out;
