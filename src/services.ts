@@ -167,7 +167,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const late: LateHooks = { services: null };
   // The configuration files first: a bad catalog or routes file stops here, before the data
   // directory is locked or the store opened.
-  const parts = configured(config, overrides);
+  const parts = await configured(config, overrides);
   const lock = lockData(config, mode);
   let store: DataStore | null = null;
   try {
@@ -210,7 +210,7 @@ interface Configured {
   refusalPacer: RefusalPacer;
 }
 
-function configured(config: Config, overrides: ServiceOverrides): Configured {
+async function configured(config: Config, overrides: ServiceOverrides): Promise<Configured> {
   const log = new Log(config.logLevel);
   const lists = new UpstreamModelLists(
     (u) => fetchModelList(u, undefined, config.upstreamModelsMax),
@@ -218,17 +218,17 @@ function configured(config: Config, overrides: ServiceOverrides): Configured {
     (upstream, dropped) => log.warn("an upstream's model list holds ids that are not offered: ids outside the public id rule are never discovered, and ids past SWITCHYARD_UPSTREAM_MODELS_MAX are not read", {
       upstream, invalid_ids: dropped.invalid, ids_past_cap: dropped.overCap, ids_kept: dropped.kept,
     }));
-  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => log.error(msg), lists);
+  const routes = overrides.routes ?? (await createRouteRegistry(config, (msg) => log.error(msg), lists));
   const offered = routes.offered && routes.offeredVersion ? { version: () => routes.offeredVersion!(), models: () => routes.offered!() } : null;
   const upstreamModels = new ModelListRefresh(lists, () => routes.upstreams?.() ?? [], config.upstreamModelsRefreshSeconds * 1000, () => reportOffered());
   let aliases: ModelAliases;
   try {
-    aliases = new ModelAliases(config.modelAliases, (msg) => log.error(msg));
+    aliases = await ModelAliases.open(config.modelAliases, (msg) => log.error(msg));
   } catch (err) {
     if (err instanceof AliasesError) throw new ConfigError("SWITCHYARD_MODEL_ALIASES", err.message);
     throw err;
   }
-  const catalog = new Catalog(config.catalogPath, offered, { defaultPrice: config.defaultPrice, defaultContextWindow: config.defaultContextWindow });
+  const catalog = await Catalog.open(config.catalogPath, offered, { defaultPrice: config.defaultPrice, defaultContextWindow: config.defaultContextWindow });
   // Once per change: served models the catalog cannot price, and priced ones with an assumed context window.
   let reported = "";
   const reportOffered = () => {

@@ -213,13 +213,13 @@ export class LiveCatalogAdmin {
   }
 
   /** `{name, base_url, key?, key_env?, timeouts?, keep_alive?, priority_hint?, tls?}`, checked as SWITCHYARD_ROUTES checks an upstream. */
-  private upstreamDocument(name: string, b: Json): UpstreamDocument {
+  private async upstreamDocument(name: string, b: Json): Promise<UpstreamDocument> {
     const { key, key_env, name: _n, ...rest } = b;
     const doc: Json = { ...rest };
     if (key !== undefined && key !== null) doc.api_key = key;
     if (key_env !== undefined && key_env !== null) doc.api_key_env = key_env;
     try {
-      upstreamSpec(name, doc as UpstreamDocument, { keepAlive: this.s.config.upstreamKeepAlive ?? true, proxies: this.s.config.proxies });
+      await upstreamSpec(name, doc as UpstreamDocument, { keepAlive: this.s.config.upstreamKeepAlive ?? true, proxies: this.s.config.proxies });
     } catch (e) {
       if (e instanceof RoutesConfigError) {
         // "/upstreams/<name>/base_url: ..." → field base_url (api_key is the body's `key`).
@@ -238,7 +238,7 @@ export class LiveCatalogAdmin {
     if (typeof b.name !== "string" || !UPSTREAM_NAME.test(b.name)) throw invalidField("name", "must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit");
     if (b.name === "default") throw invalidField("name", "'default' is SWITCHYARD_UPSTREAM_URL's upstream; choose another name");
     if (this.live.documents().upstreams.has(b.name)) throw invalidField("name", `'${b.name}' is already written; change it with PATCH /admin/upstreams/${b.name}`);
-    const doc = this.upstreamDocument(b.name, b);
+    const doc = await this.upstreamDocument(b.name, b);
     await this.write("upstream", b.name, doc);
     return this.getUpstream(b.name);
   }
@@ -267,7 +267,7 @@ export class LiveCatalogAdmin {
     for (const [k, v] of Object.entries(rest)) if (v === null) delete merged[k];
     if (merged.base_url === undefined) throw invalidField("base_url", "is required for an upstream written through the admin API");
     const { api_key, api_key_env, ...plain } = merged;
-    const doc = this.upstreamDocument(name, { ...plain, ...(api_key !== undefined ? { key: api_key } : {}), ...(api_key_env !== undefined ? { key_env: api_key_env } : {}) });
+    const doc = await this.upstreamDocument(name, { ...plain, ...(api_key !== undefined ? { key: api_key } : {}), ...(api_key_env !== undefined ? { key_env: api_key_env } : {}) });
     await this.write("upstream", name, doc);
     return this.getUpstream(name);
   }

@@ -23,7 +23,8 @@ function registry(answers: Map<string, ListedModel[] | ModelListAnswer | Error>,
     { upstreamUrl: "http://10.9.9.9:8000/v1", upstreamKey: null, routes: routes === null ? null : JSON.stringify(routes) },
     () => {}, {}, lists,
   );
-  return { r, refresh: () => lists.refresh(r.upstreams()) };
+  const loaded = r.load();
+  return { r, refresh: async () => (await loaded, lists.refresh(r.upstreams())) };
 }
 
 describe("served routes", () => {

@@ -1,6 +1,6 @@
 /**
  * Where each public chat model can be served: named upstreams and per-model routes, from
- * SWITCHYARD_ROUTES (a file, re-read when it changes, or inline JSON) and SWITCHYARD_UPSTREAM_URL
+ * SWITCHYARD_ROUTES (a file, re-read in the background when it changes, or inline JSON) and SWITCHYARD_UPSTREAM_URL
  * (the one-line default: every chat model the routes do not name goes there under its public
  * id). Upstreams and routes written through the admin API or the CLI lie over the file's (a model
  * with written routes ignores its file routes: README, "Managing models, prices and routes live").
@@ -9,7 +9,7 @@
  * unless it is pinned or the upstream never answered a list (README, "Serve your own model").
  * Nothing from here is ever shown to a client.
  */
-import { ConfigDocument } from "../config-document";
+import { ConfigDocument, unreadable } from "../config-document";
 import { ConfigError, type Config } from "../config";
 import { RouteHealth, type BreakerPolicy, type BreakerState } from "./breaker";
 import { planRoutes } from "./select";
@@ -18,7 +18,7 @@ import type { OfferedModel } from "../catalog/discovered";
 import { isModelId } from "../catalog/catalog-bounds";
 import { proxyFor, type ProxySettings } from "./proxy";
 import {
-  DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, parseRoutes, RoutesConfigError,
+  DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, loadRoutes, RoutesConfigError,
   type RouteSpec, type RoutesTable, type UpstreamSpec,
 } from "./routes-config";
 
@@ -133,7 +133,19 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
         }
       : null;
     this.document = source.routes === null ? null : new ConfigDocument(source.routes);
-    if (this.document) this.apply(this.document.load((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive, proxies: this.source.proxies }), () => new RoutesConfigError(CANNOT_READ)));
+  }
+
+  /**
+   * Reads SWITCHYARD_ROUTES (a file and the TLS files it names, off the event loop); throws
+   * RoutesConfigError when it is invalid. Called once, before the registry serves.
+   */
+  async load(): Promise<this> {
+    if (this.document) this.apply(await this.document.load((text) => this.parse(text), (why) => new RoutesConfigError(`${CANNOT_READ} (${why})`)));
+    return this;
+  }
+
+  private parse(text: string): Promise<RoutesTable> {
+    return loadRoutes(text, this.env, { keepAlive: this.keepAlive, proxies: this.source.proxies });
   }
 
   private apply(table: RoutesTable): void {
@@ -145,14 +157,12 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     this.routeCache.clear();
   }
 
-  /** Re-reads the file when it changed; a broken edit keeps the last good routes serving. */
+  /** Checks the file for a change, in the background; a broken edit keeps the last good routes serving. */
   private refresh(): void {
-    if (this.document === null) return;
-    const next = this.document.reload((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive, proxies: this.source.proxies }), (err) => {
-      const why = err instanceof RoutesConfigError ? err.message : CANNOT_READ;
+    this.document?.reloadInBackground((text) => this.parse(text), (next) => this.apply(next), (err) => {
+      const why = err instanceof RoutesConfigError ? err.message : `${CANNOT_READ} (${unreadable(err)})`;
       this.onReloadError(`SWITCHYARD_ROUTES: reload failed, keeping the previous routes: ${why}`);
     });
-    if (next) this.apply(next);
   }
 
   private routesOf(publicId: string): Route[] {
@@ -301,13 +311,13 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 }
 
 /** The registry start-up builds; an invalid SWITCHYARD_ROUTES stops start-up naming the variable. */
-export function createRouteRegistry(
+export async function createRouteRegistry(
   config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes" | "upstreamKeepAlive" | "proxies">,
   onReloadError: (message: string) => void = () => {},
   lists?: UpstreamModelLists,
-): ConfiguredRouteRegistry {
+): Promise<ConfiguredRouteRegistry> {
   try {
-    return new ConfiguredRouteRegistry(config, onReloadError, process.env, lists);
+    return await new ConfiguredRouteRegistry(config, onReloadError, process.env, lists).load();
   } catch (err) {
     if (err instanceof RoutesConfigError) throw new ConfigError("SWITCHYARD_ROUTES", err.message);
     throw err;
