@@ -31,8 +31,13 @@ import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./header-value";
 import type { TlsOptions } from "./http1";
 import { proxyFor, type ProxySettings, type ProxySpec } from "./proxy";
 import { ConfigFileError, readConfigFile } from "../config-file";
+import { MODEL_ID_MAX, MODEL_ID_PATTERN } from "../catalog/catalog-bounds";
 
 const Ms = (max: number) => Type.Integer({ minimum: 1, maximum: max });
+
+/** A route's upstream-side model name: 1 to 256 characters, no control characters (as model lists are read). */
+export const UPSTREAM_MODEL_MAX = 256;
+export const UPSTREAM_MODEL_PATTERN = "^[^\\x00-\\x1f\\x7f]+$";
 
 const UpstreamSchema = Type.Object(
   {
@@ -65,7 +70,7 @@ const RouteSchema = Type.Object(
   {
     upstream: Type.String({ minLength: 1 }),
     /** The model name the upstream knows; defaults to the public id. */
-    model: Type.Optional(Type.String({ minLength: 1 })),
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: UPSTREAM_MODEL_MAX, pattern: UPSTREAM_MODEL_PATTERN })),
     weight: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000 })),
     priority: Type.Optional(Type.Boolean()),
     /** Serve this route even when its upstream's GET /v1/models does not list the model. */
@@ -76,8 +81,10 @@ const RouteSchema = Type.Object(
 
 export const RoutesSchema = Type.Object(
   {
-    upstreams: Type.Record(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$" }), UpstreamSchema),
-    models: Type.Record(Type.String({ minLength: 1 }), Type.Array(RouteSchema)),
+    // additionalProperties: a record's key pattern alone admits any other key.
+    upstreams: Type.Record(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$" }), UpstreamSchema, { additionalProperties: false }),
+    /** Keyed by public id: the catalog's id rule, so a route never makes an id no catalog could hold. */
+    models: Type.Record(Type.String({ pattern: MODEL_ID_PATTERN, maxLength: MODEL_ID_MAX }), Type.Array(RouteSchema), { additionalProperties: false }),
     circuit_breaker: Type.Optional(
       Type.Object(
         { failures: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })), cooldown_ms: Type.Optional(Ms(3_600_000)) },
@@ -182,7 +189,11 @@ function checkedJson(text: string): RoutesJson {
   }
   if (!Value.Check(RoutesSchema, json)) {
     const first = [...Value.Errors(RoutesSchema, json)][0];
-    throw new RoutesConfigError(`${first?.path || "/"}: ${first?.message ?? "is not a valid routes document"}`);
+    const at = first?.path || "/";
+    // A key outside its record's pattern reads as an unexpected property: say what a key must be.
+    if (/^\/models\/[^/]*$/.test(at) && /unexpected/i.test(first?.message ?? "")) throw new RoutesConfigError(`${at}: is not a model id: letters, digits and . - _ : / @ +, starting with a letter or digit, at most ${MODEL_ID_MAX} characters`);
+    if (/^\/upstreams\/[^/]*$/.test(at) && /unexpected/i.test(first?.message ?? "")) throw new RoutesConfigError(`${at}: is not an upstream name: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+    throw new RoutesConfigError(`${at}: ${first?.message ?? "is not a valid routes document"}`);
   }
   return json;
 }
