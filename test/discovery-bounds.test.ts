@@ -122,5 +122,9 @@ describe("discovery is bounded and never shadows the catalog", () => {
     expect(discovered.length).toBeLessThanOrEqual(2);
     expect(models.has("other")).toBe(true);
     expect(models.has("glm-4.6-turbo")).toBe(true);
+    // Route labels name their model (model#index): capped with it.
+    const routes = new Set([...metrics.matchAll(/^switchyard_upstream_attempts_total\{[^}]*route="([^"]+)"/gm)].map((m) => m[1]!.replace(/#\d+$/, "")));
+    expect([...routes].filter((r) => r.startsWith("rotating-") || r.startsWith("later-")).length).toBeLessThanOrEqual(2);
+    expect(routes.has("other")).toBe(true);
   });
 });

@@ -57,7 +57,7 @@ describe("MetricsRegistry", () => {
   });
 
   test("a capped label: kept values always, the first others up to the cap, the rest as one \"other\" series", () => {
-    const m = new MetricsRegistry(new LabelCap("model", 3, (id) => id.startsWith("catalog-")));
+    const m = new MetricsRegistry(new LabelCap(3, (id) => id.startsWith("catalog-")));
     const c = m.counter("r_total", "help");
     const h = m.histogram("t_seconds", "help", [1]);
     for (let i = 0; i < 1000; i++) {
@@ -77,5 +77,17 @@ describe("MetricsRegistry", () => {
     // Series without the label are not touched.
     c.inc({ endpoint: "/x" });
     expect(c.get({ endpoint: "/x" })).toBe(1);
+  });
+
+  test("a route label names its model: capped with it", () => {
+    const m = new MetricsRegistry(new LabelCap(1));
+    const c = m.counter("a_total", "help");
+    c.inc({ route: "first#0", outcome: "ok" });
+    c.inc({ route: "first#1", outcome: "ok" });
+    c.inc({ route: "second#0", outcome: "ok" });
+    c.inc({ route: "third#0", outcome: "ok" });
+    expect(m.render().split("\n").filter((l) => l.startsWith("a_total"))).toEqual([
+      'a_total{outcome="ok",route="first#0"} 1', 'a_total{outcome="ok",route="first#1"} 1', 'a_total{outcome="ok",route="other"} 2',
+    ]);
   });
 });

@@ -59,13 +59,9 @@ class SeriesMap<S> {
     return s;
   }
 
-  /** The labels as recorded: the capped label's value replaced by "other" past the cap. */
+  /** The labels as recorded: a model past the cap (label-cap.ts) replaced by "other". */
   private capped(labels: Labels): Labels {
-    const cap = this.cap;
-    if (cap === null || !(cap.label in labels)) return labels;
-    const value = String(labels[cap.label]);
-    const admitted = cap.admit(value);
-    return admitted === value ? labels : { ...labels, [cap.label]: admitted };
+    return this.cap === null ? labels : this.cap.capped(labels);
   }
 
   /** The series for these labels if it was ever recorded. */
@@ -225,7 +221,7 @@ export class Histogram extends Metric {
 export class MetricsRegistry {
   private readonly metrics = new Map<string, Metric>();
 
-  /** `labelCap`: one label whose distinct values are capped across every metric (the model label). */
+  /** `labelCap`: caps the distinct models that label series (`model`, `route`) across every metric. */
   constructor(readonly labelCap: LabelCap | null = null) {}
 
   /** The metric of that name, made by `make` the first time it is asked for. */
