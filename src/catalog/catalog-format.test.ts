@@ -52,7 +52,7 @@ test("cache prices are catalog fields: a cached-input and a cache-write price lo
 
 test("a bad cache price is refused naming the field and the rule", () => {
   expect(errorOf([entry({ pricing: { input_per_million: "1", cached_input_per_million: 0.1 } })])).toStartWith(
-    'SWITCHYARD_CATALOG: models[3].pricing.cached_input_per_million is not valid (expected string): write USD per million as a decimal string with at most 9 decimals, e.g. "0.20" (what a prompt token read',
+    'SWITCHYARD_CATALOG: models[3].pricing.cached_input_per_million is not valid (expected string): write USD per million as a decimal string with at most 9 decimals, e.g. "0.20" (must be at most 10000 USD per million) (what a prompt token read',
   );
   expect(errorOf([entry({ pricing: { input_per_million: "1", cache_write_per_million: "1.2345678901" } })])).toStartWith(
     "SWITCHYARD_CATALOG: models[3].pricing.cache_write_per_million is not valid: write USD per million",
