@@ -34,6 +34,10 @@ export interface Config {
   catalogPath: string | null;
   /** How often each upstream's GET /v1/models is read again, in seconds; 0: never read (every route served). */
   upstreamModelsRefreshSeconds: number;
+  /** Ids kept of one upstream's GET /v1/models list; past it the list is incomplete (README, "Serve your own model"). */
+  upstreamModelsMax: number;
+  /** Model ids outside the catalog (discovered ones) that get metric series of their own; the rest are model="other". */
+  metricsMaxModels: number;
   /** How often a server checks the store for models, upstreams and routes written live elsewhere (the CLI), in seconds; 0: never. */
   liveConfigPollSeconds: number;
   /** USD per million input/output tokens for upstream models the catalog lacks; null: they are not offered. */
@@ -282,6 +286,8 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamMaxResponseBytes: int(env, "SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     catalogPath: str(env, "SWITCHYARD_CATALOG"),
     upstreamModelsRefreshSeconds: int(env, "SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS", 60, 0, 86_400),
+    upstreamModelsMax: int(env, "SWITCHYARD_UPSTREAM_MODELS_MAX", 1000, 1, 100_000),
+    metricsMaxModels: int(env, "SWITCHYARD_METRICS_MAX_MODELS", 100, 0, 100_000),
     liveConfigPollSeconds: int(env, "SWITCHYARD_LIVE_CONFIG_POLL_SECONDS", 5, 0, 86_400),
     defaultPrice: pricePair(env, "SWITCHYARD_DEFAULT_PRICE"),
     defaultContextWindow: int(env, "SWITCHYARD_DEFAULT_CONTEXT_WINDOW", 32_768, 1, 100_000_000),

@@ -26,7 +26,8 @@ import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { LiveConfig } from "./catalog/live-config";
 import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
 import { createPool } from "./upstream/http1/client";
-import { ModelListRefresh, UpstreamModelLists } from "./upstream/model-lists";
+import { fetchModelList, ModelListRefresh, UpstreamModelLists } from "./upstream/model-lists";
+import { modelSeriesCap } from "./metrics/model-series";
 import type { ConnectionPool } from "./upstream/http1/pool";
 import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
@@ -171,7 +172,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const late: LateHooks = { services: null };
   // The configuration files first: a bad catalog or routes file stops here, before the data
   // directory is locked or the store opened.
-  const parts = configured(config, overrides);
+  const parts = await configured(config, overrides);
   const lock = lockData(config, mode);
   let store: DataStore | null = null;
   try {
@@ -214,21 +215,25 @@ interface Configured {
   refusalPacer: RefusalPacer;
 }
 
-function configured(config: Config, overrides: ServiceOverrides): Configured {
+async function configured(config: Config, overrides: ServiceOverrides): Promise<Configured> {
   const log = new Log(config.logLevel);
-  const lists = new UpstreamModelLists(undefined, (upstream, error) =>
-    log.warn("cannot read an upstream's model list (GET /v1/models); its last list stays in use, and until a first one its routes are all served", { upstream, error }));
-  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => log.error(msg), lists);
+  const lists = new UpstreamModelLists(
+    (u) => fetchModelList(u, undefined, config.upstreamModelsMax),
+    (upstream, error) => log.warn("cannot read an upstream's model list (GET /v1/models); its last list stays in use, and until a first one its routes are all served", { upstream, error }),
+    (upstream, dropped) => log.warn("an upstream's model list holds ids that are not offered: ids outside the public id rule are never discovered, and ids past SWITCHYARD_UPSTREAM_MODELS_MAX are not read", {
+      upstream, invalid_ids: dropped.invalid, ids_past_cap: dropped.overCap, ids_kept: dropped.kept,
+    }));
+  const routes = overrides.routes ?? (await createRouteRegistry(config, (msg) => log.error(msg), lists));
   const offered = routes.offered && routes.offeredVersion ? { version: () => routes.offeredVersion!(), models: () => routes.offered!() } : null;
   const upstreamModels = new ModelListRefresh(lists, () => routes.upstreams?.() ?? [], config.upstreamModelsRefreshSeconds * 1000, () => reportOffered());
   let aliases: ModelAliases;
   try {
-    aliases = new ModelAliases(config.modelAliases, (msg) => log.error(msg));
+    aliases = await ModelAliases.open(config.modelAliases, (msg) => log.error(msg));
   } catch (err) {
     if (err instanceof AliasesError) throw new ConfigError("SWITCHYARD_MODEL_ALIASES", err.message);
     throw err;
   }
-  const catalog = new Catalog(config.catalogPath, offered, { defaultPrice: config.defaultPrice, defaultContextWindow: config.defaultContextWindow });
+  const catalog = await Catalog.open(config.catalogPath, offered, { defaultPrice: config.defaultPrice, defaultContextWindow: config.defaultContextWindow });
   // Once per change: served models the catalog cannot price, and priced ones with an assumed context window.
   let reported = "";
   const reportOffered = () => {
@@ -274,7 +279,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     upstreamModels,
     upstreamPool: createPool({ maxIdlePerOrigin: config.upstreamMaxIdlePerOrigin, maxIdle: config.upstreamMaxIdle, receiveBufferBytes: config.upstreamReceiveBufferKib * 1024 }),
     engines,
-    metrics: new MetricsRegistry(),
+    metrics: new MetricsRegistry(modelSeriesCap(config, catalog)),
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
     drain: new Drain(),

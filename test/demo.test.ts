@@ -127,7 +127,7 @@ describe("switchyard demo options", () => {
       expect(port.stderr.toString()).toContain("--port must be a whole number");
       const dir = Bun.spawnSync(cmd("--dir"), { cwd, stderr: "pipe" });
       expect(dir.exitCode).toBe(2);
-      expect(dir.stderr.toString()).toContain("--dir needs a folder");
+      expect(dir.stderr.toString()).toContain("--dir needs a value");
     } finally {
       rmSync(cwd, { recursive: true, force: true });
     }

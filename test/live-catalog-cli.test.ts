@@ -107,7 +107,7 @@ describeEachStore("switchyard catalog|upstreams|routes beside a running server",
   test("bad CLI input is one line naming the field, exit status 2, nothing written", async () => {
     const bad = await cli(["catalog", "add", "cli/bad", "--kind", "chat", "--owned-by", "acme", "--context-window", "lots", "--input-price", "1"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain("context_window");
+    expect(bad.stderr).toContain("--context-window must be a whole number");
     expect(bad.stderr.trim().split("\n")).toHaveLength(1);
     const price = await cli(["catalog", "add", "cli/bad", "--kind", "chat", "--owned-by", "acme", "--context-window", "10", "--input-price", "free"]);
     expect(price.code).toBe(2);

@@ -52,7 +52,7 @@ test("cache prices are catalog fields: a cached-input and a cache-write price lo
 
 test("a bad cache price is refused naming the field and the rule", () => {
   expect(errorOf([entry({ pricing: { input_per_million: "1", cached_input_per_million: 0.1 } })])).toStartWith(
-    'SWITCHYARD_CATALOG: models[3].pricing.cached_input_per_million is not valid (expected string): write USD per million as a decimal string with at most 9 decimals, e.g. "0.20" (what a prompt token read',
+    'SWITCHYARD_CATALOG: models[3].pricing.cached_input_per_million is not valid (expected string): write USD per million as a decimal string with at most 9 decimals, e.g. "0.20" (must be at most 10000 USD per million) (what a prompt token read',
   );
   expect(errorOf([entry({ pricing: { input_per_million: "1", cache_write_per_million: "1.2345678901" } })])).toStartWith(
     "SWITCHYARD_CATALOG: models[3].pricing.cache_write_per_million is not valid: write USD per million",
@@ -94,4 +94,32 @@ test("the README's example catalog is valid, and means what the README says", ()
   expect(catalog.resolve("my-llama-turbo")?.tier).toBe("priority");
   expect(catalog.get("glm-4.6")).toBeUndefined();
   expect(catalog.get("kimi-k2-instruct")).toBeDefined();
+});
+
+// Every value of an entry reaches the unauthenticated GET /v1/models: each has a documented range.
+test.each([
+  [entry({ owned_by: "x".repeat(10 * 1024 * 1024) }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "Meta\u0000" }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "Meta\r\nX-Injected: 1" }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "<script>alert(1)</script>" }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "Meta\u202egnp.exe" }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "   " }), "models[3].owned_by is not valid"],
+  [entry({ created: 1e300 }), "models[3].created is not valid"],
+  [entry({ created: 4_102_444_801 }), "models[3].created is not valid"],
+  [entry({ context_window: 1e20 }), "models[3].context_window is not valid"],
+  [entry({ context_window: 100_000_001 }), "models[3].context_window is not valid"],
+  [entry({ kind: "embedding", dimensions: 1e9 }), "models[3].dimensions is not valid"],
+  [entry({ pricing: { input_per_million: "10000.000000001", output_per_million: "1" } }), "models[3].pricing.input_per_million is not valid"],
+  [entry({ pricing: { input_per_million: "1", output_per_million: "99999999999999999999999" } }), "models[3].pricing.output_per_million is not valid"],
+] as const)("an out-of-range value is refused naming the field: %#", (bad, message) => {
+  const line = errorOf([bad]);
+  expect(line).toStartWith(`SWITCHYARD_CATALOG: ${message}`);
+  // One short line, whatever the value held.
+  expect(line.length).toBeLessThan(400);
+  expect(line).not.toContain("\n");
+});
+
+test("values at the edges of the ranges are accepted", () => {
+  const [e] = parseCatalog({ models: [entry({ owned_by: "Alibaba (Qwen) & Co. / Zhipu-AI 智谱", created: 4_102_444_800, context_window: 100_000_000, pricing: { input_per_million: "10000", output_per_million: "0" } })] }, "x");
+  expect(e!.owned_by).toBe("Alibaba (Qwen) & Co. / Zhipu-AI 智谱");
 });

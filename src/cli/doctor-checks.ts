@@ -80,7 +80,7 @@ export async function checkUpstreams(config: Config, timeoutMs = UPSTREAM_PROBE_
   let upstreams: Upstream[];
   try {
     // The server's own view of the upstreams: SWITCHYARD_UPSTREAM_URL and SWITCHYARD_ROUTES, keys trimmed and checked.
-    upstreams = createRouteRegistry(config).upstreams();
+    upstreams = (await createRouteRegistry(config)).upstreams();
   } catch (e) {
     return [{ ok: false, name: "routes", error: (e as Error).message }];
   }

@@ -40,11 +40,6 @@ export function baseApp() {
 }
 export type App = ReturnType<typeof baseApp>;
 
-/** The request id the hooks assigned, as seen by handlers. */
-export function requestIdOf(set: { headers: Record<string, unknown> }): string {
-  return set.headers["x-request-id"] as string;
-}
-
 function pathOf(url: string): string {
   const start = url.indexOf("/", url.indexOf("//") + 2);
   const q = url.indexOf("?", start);

@@ -1,7 +1,7 @@
 /** POST /v1/chat/completions: validate, then the shared chat pipeline, plain or streamed. */
 import type { App } from "../app";
 import { assertModelAllowed } from "../../accounts/key-controls";
-import { requestIdOf } from "../app";
+import { requestIdOf } from "../request-context";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, holdKey } from "../auth";

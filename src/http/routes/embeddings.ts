@@ -7,7 +7,7 @@
 import { Type } from "@sinclair/typebox";
 import { assertModelAllowed } from "../../accounts/key-controls";
 import type { App } from "../app";
-import { requestIdOf } from "../app";
+import { requestIdOf } from "../request-context";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, holdKey } from "../auth";

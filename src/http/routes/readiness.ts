@@ -4,19 +4,28 @@
  * body reports the store, every configured model (chat: its routes' circuit breakers; local
  * engines: loaded or not) and the requests in flight. Unauthenticated like /healthz, so upstream
  * names and addresses are left out (the operator view shows them). /healthz stays pure liveness.
+ *
+ * The models part is written once per version of the model list and of the breakers (and again
+ * when an open breaker's cool-down ends), not per request: a probe costs the same whatever the
+ * number of models an upstream lists.
  */
 import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
+import type { RouteHealth } from "../../upstream/breaker";
+import { catalogView } from "../../catalog/catalog-view";
+import type { ModelKind } from "../../catalog/catalog";
 
 export function registerReadinessRoutes(app: App, s: Services, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/readyz", summary: "Readiness probe: 200 when this instance should get traffic, 503 when stopping or its store is down.", auth: "none" });
+  const models = new ModelStates(s);
   app.get("/readyz", async ({ set }) => {
     const store = await storeState(s);
     const status = s.drain.stopping ? "stopping" : store.ok ? "ready" : "store_unavailable";
     set.status = status === "ready" ? 200 : 503;
     set.headers["cache-control"] = "no-store";
-    return { status, store, models: modelStates(s), requests_in_flight: s.drain.inFlight };
+    set.headers["content-type"] = "application/json";
+    return `{"status":"${status}","store":${JSON.stringify(store)},"models":${models.json()},"requests_in_flight":${s.drain.inFlight}}`;
   });
 }
 
@@ -31,12 +40,56 @@ async function storeState(s: Services): Promise<{ engine: string; ok: boolean; e
   return { engine, ok: true };
 }
 
-function modelStates(s: Services) {
-  const entries = s.catalog.all();
-  const routes = s.routes.snapshot?.(entries.filter((e) => e.kind === "chat").map((e) => e.id)) ?? [];
-  return entries.map((e) => {
-    if (e.kind !== "chat") return { id: e.id, kind: e.kind, ready: s.engines.isLoaded(e.id), loaded: s.engines.isLoaded(e.id) };
-    const mine = routes.filter((r) => r.model === e.id).map((r) => ({ breaker: r.state, consecutive_failures: r.failures }));
-    return { id: e.id, kind: e.kind, ready: mine.some((r) => r.breaker !== "open"), routes: mine };
-  });
+/** A model as /readyz lists it: a chat model with its served routes' breakers, or a local one. */
+interface ModelLayout {
+  id: string;
+  kind: ModelKind;
+  healths: RouteHealth[] | null;
+}
+
+/** The `models` array of /readyz, as JSON text, kept while nothing it shows has moved. */
+class ModelStates {
+  private key = "";
+  private validUntil = Infinity;
+  private text = "[]";
+
+  constructor(private readonly s: Services) {}
+
+  /** Every catalog model with its served routes, once per version of the list. */
+  private layout(): ModelLayout[] {
+    const { s } = this;
+    const view = catalogView(s);
+    return view.memo("readiness-layout", () =>
+      view.entries().all.map((e) => ({
+        id: e.id,
+        kind: e.kind,
+        healths: e.kind === "chat" ? (s.routes.servedRoutes?.(e.id) ?? []).map((r) => r.health) : null,
+      })),
+    );
+  }
+
+  json(): string {
+    const { s } = this;
+    const health = s.routes.healthVersion?.();
+    const now = Date.now();
+    const key = health === undefined ? "" : `${catalogView(s).version}|${health}`;
+    if (key !== "" && key === this.key && now < this.validUntil) return this.text;
+    let validUntil = Infinity;
+    const out = this.layout().map(({ id, kind, healths }) => {
+      if (healths === null) {
+        const loaded = s.engines.isLoaded(id);
+        return { id, kind, ready: loaded, loaded };
+      }
+      const routes = healths.map((h) => {
+        const until = h.openUntil(now);
+        if (until !== null && until < validUntil) validUntil = until;
+        return { breaker: h.state(now), consecutive_failures: h.failures };
+      });
+      return { id, kind, ready: routes.some((r) => r.breaker !== "open"), routes };
+    });
+    this.text = JSON.stringify(out);
+    this.key = key;
+    this.validUntil = validUntil;
+    return this.text;
+  }
 }
