@@ -36,7 +36,7 @@ export function liveAccounts(records: AccountRecords, h: HeldFigures): AccountRe
 
 export function liveKeys(records: KeyRecords, h: HeldFigures): KeyRecords {
   const live = (k: ApiKeyListing): ApiKeyListing => ({ ...k, reserved: Math.max(0, k.reserved + h.heldByKey(k.id)) });
-  return Object.assign(Object.create(records) as KeyRecords, {
+  return overriding(records, {
     get: async (id: string) => {
       const k = await records.get(id);
       return k ? live(k) : null;
@@ -46,10 +46,30 @@ export function liveKeys(records: KeyRecords, h: HeldFigures): KeyRecords {
 }
 
 export function liveUsage<T extends UsageRecords>(records: T, h: HeldFigures): T {
-  return Object.assign(Object.create(records) as T, {
+  return overriding<T>(records, {
     balance: async (accountId: string) => {
       const acct = await records.balance(accountId);
       return acct ? { balance: acct.balance - (h.unshipped?.(accountId) ?? 0), reserved: Math.max(0, acct.reserved + h.held(accountId)) } : null;
+    },
+  } as Partial<T>);
+}
+
+/**
+ * `records` with some methods replaced; every other member is the original's, called on the
+ * original (bound), so a method that keeps state on its object (SQLite's data_version check, say)
+ * keeps it there and not on a copy.
+ */
+function overriding<T extends object>(records: T, overrides: Partial<T>): T {
+  // Bound once per method: these sit on every request's path (key lookups).
+  const bound = new Map<string | symbol, unknown>();
+  return new Proxy(records, {
+    get(target, name) {
+      if (Object.hasOwn(overrides, name)) return overrides[name as keyof T];
+      const value = Reflect.get(target, name, target) as unknown;
+      if (typeof value !== "function") return value;
+      let f = bound.get(name);
+      if (f === undefined) bound.set(name, (f = (value as (...args: unknown[]) => unknown).bind(target)));
+      return f;
     },
   });
 }

@@ -60,7 +60,8 @@ export async function startHarness(env: Record<string, string> = {}, overrides: 
     if (server.services.store.engine !== "sqlite") throw new Error("this harness runs on PostgreSQL: read the store through h.probe");
     return (server.services.store as SqliteDataStore).db;
   };
-  const probe = liveProbe(databaseUrl ? pgProbe(databaseUrl) : sqliteProbe(sqlite), server.services.ledger);
+  const journal = (server.services.store as { ledger?: { journal?: { drain(ms: number): Promise<boolean> } | null } }).ledger?.journal;
+  const probe = liveProbe(databaseUrl ? pgProbe(databaseUrl) : sqliteProbe(sqlite), server.services.ledger, journal ? () => journal.drain(10_000) : undefined);
   const base = server.url;
   const admin = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(base + path, {

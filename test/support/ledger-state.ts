@@ -42,10 +42,13 @@ export async function storeState(h: Harness, accountId: string): Promise<LedgerS
  */
 export async function settled(h: Harness, accountId: string, timeoutMs = 10_000): Promise<LedgerState> {
   const until = Date.now() + timeoutMs;
-  await shipped(h, timeoutMs);
   for (;;) {
     const s = await storeState(h, accountId);
-    if ((s.pendingHolds === 0 && s.reserved === 0) || Date.now() > until) return s;
+    if ((s.pendingHolds === 0 && s.reserved === 0) || Date.now() > until) {
+      // The last hold went with its charge's journal commit: that charge may not be shipped yet.
+      if (!(await shipped(h, timeoutMs))) return s;
+      return storeState(h, accountId);
+    }
     await Bun.sleep(5);
   }
 }
@@ -68,8 +71,9 @@ export function ledgerOnDisk(dataDir: string, accountId: string) {
 }
 
 /** On PostgreSQL: waits until the server's charge journal has shipped what it holds (a no-op on SQLite). */
-export async function shipped(h: Harness, timeoutMs = 10_000): Promise<void> {
+export async function shipped(h: Harness, timeoutMs = 10_000): Promise<boolean> {
   const store = h.server.services.store as { engine: string; ledger: { journal?: { drain(ms: number): Promise<boolean> } | null } };
-  if (store.engine !== "postgres") return;
-  await store.ledger.journal?.drain(timeoutMs);
+  if (store.engine !== "postgres" || !store.ledger.journal) return false;
+  await store.ledger.journal.drain(timeoutMs);
+  return true;
 }

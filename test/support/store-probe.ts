@@ -183,12 +183,22 @@ export function pgProbe(url: string): StoreProbe {
   };
 }
 
+function shippingFirst(store: StoreProbe, ship: () => Promise<unknown>): StoreProbe {
+  const out: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(store) as [string, (...args: unknown[]) => Promise<unknown>][]) {
+    out[name] = name === "close" ? f : async (...args: unknown[]) => (await ship(), f(...args));
+  }
+  return out as unknown as StoreProbe;
+}
+
 /**
  * A probe that also sees what the server holds in memory (holds are not written any more,
  * billing/hold-book.ts): `reserved` and pending holds include the ledger's open holds, and a
  * hold's state is the ledger's for the holds it took (the store's for direct ones).
  */
-export function liveProbe(base: StoreProbe, ledger: Ledger): StoreProbe {
+export function liveProbe(store: StoreProbe, ledger: Ledger, ship?: () => Promise<unknown>): StoreProbe {
+  // On PostgreSQL the charges this server journaled reach the database first: a read sees them.
+  const base = ship ? shippingFirst(store, ship) : store;
   const holds = new Map<string, HoldRow>();
   ledger.onHold((e) => holds.set(e.requestId, { amount: e.amount, state: e.state, account_id: e.accountId }));
   const pendingOf = (accountId: string) => [...holds.values()].filter((h) => h.account_id === accountId && h.state === "pending").length;

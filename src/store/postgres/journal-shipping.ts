@@ -38,8 +38,23 @@ export async function shipJournaled(db: PgDatabase, items: JournaledCharge[]): P
     const rows = (await db.run((sql) => sql`
       SELECT request_id, outcome, charged FROM switchyard_post_leased(${run}, ${payload}::json, ${nowSeconds()})`)) as { request_id: string; outcome: ShipResult["outcome"]; charged: string | null }[];
     for (const r of rows) results.push({ requestId: r.request_id, outcome: r.outcome, charged: int(r.charged) });
+    const fresh = new Set(rows.filter((r) => r.outcome === "posted" || r.outcome === "reduced").map((r) => r.request_id));
+    await evictOverQuota(db, list.filter((p) => fresh.has(p.requestId)));
   }
   return results;
+}
+
+/**
+ * After a batch, each stored turn's account is brought within its quota (oldest turns deleted
+ * first, never the one just written). Its own statement, after the charge: a failure here leaves
+ * the charge and the turn as they are, and the account's next stored turn evicts again.
+ */
+export async function evictOverQuota(db: PgDatabase, posted: PostRequest[]): Promise<void> {
+  for (const p of posted) {
+    const r = p.storedResponse;
+    if (!r || r.quotaBytes === undefined) continue;
+    await db.run((sql) => sql`SELECT switchyard_evict_responses(${r.accountId}, ${r.quotaBytes}, ${r.id})`).catch(() => {});
+  }
 }
 
 /** A stored Responses turn's fields in a post's JSON payload (none without one): shipped or direct. */

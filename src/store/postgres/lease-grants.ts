@@ -35,6 +35,9 @@ interface GrantRow {
   available: string | null;
   key_available: string | null;
   key_limit: string | null;
+  /** What the other instances lease of the account, and of the key: all a recall could bring back. */
+  others_leased: string | null;
+  key_others_leased: string | null;
 }
 
 export interface LeaseGrantOptions {
@@ -132,6 +135,7 @@ export class LeaseGrants {
     const leasing = this.opts.leasing;
     const deadline = Date.now() + this.opts.recallMs;
     let pause = 10;
+    let ownBack = false;
     for (;;) {
       const under = this.asking.get(g.accountId);
       if (under && leasing) {
@@ -157,15 +161,23 @@ export class LeaseGrants {
         continue;
       }
       if (row.mode === "direct") return { ok: true, direct: true };
-      // Not even the hold fits what the database has free: others may lease what this needs. Asked
-      // again at each try: a top-up another instance had in flight lands after the first recall.
-      await this.recall(g);
-      if (Date.now() + pause > deadline) {
-        if (row.key_limit !== null && row.key_available !== null && int(row.key_available) < g.amount && int(row.available ?? "0") >= g.amount) {
-          return { ok: false, available: Math.max(0, int(row.key_available) + Math.max(0, keyId ? this.leases.free("key", keyId, book) : 0)), keyLimit: int(row.key_limit) };
-        }
-        return { ok: false, available: Math.max(0, int(row.available ?? "0") + Math.max(0, this.leases.free("credit", g.accountId, book))) };
+      // Not even the hold fits what the database has free. What is short (the account's money,
+      // the key's allowance) may sit unused in leases: this instance's own goes back at once,
+      // the others' are recalled — asked again at each try, since a top-up another instance had
+      // in flight lands after the first recall. Nothing leased anywhere: refused now, as on SQLite.
+      const creditShort = int(row.available ?? "0") < g.amount;
+      const keyShort = row.key_limit !== null && row.key_available !== null && int(row.key_available) < g.amount;
+      const mine = { credit: this.leases.free("credit", g.accountId, book), key: keyId ? this.leases.free("key", keyId, book) : 0 };
+      const hopeless = (creditShort && int(row.others_leased ?? "0") <= 0 && mine.credit <= 0) || (keyShort && int(row.key_others_leased ?? "0") <= 0 && mine.key <= 0);
+      if (hopeless) return refusal(row, g.amount, mine);
+      if (!ownBack && ((creditShort && mine.credit > 0) || (keyShort && mine.key > 0))) {
+        ownBack = true;
+        if (creditShort && mine.credit > 0) await this.recalled(`credit:${g.accountId}`);
+        if (keyShort && mine.key > 0) await this.recalled(`key:${keyId}`);
+        continue;
       }
+      await this.recall(g);
+      if (Date.now() + pause > deadline) return refusal(row, g.amount, mine);
       await Bun.sleep(pause);
       pause = Math.min(pause * 2, 100);
     }
@@ -177,7 +189,7 @@ export class LeaseGrants {
     const wantA = Number.isFinite(want) ? want : Number.MAX_SAFE_INTEGER;
     this.statements++;
     const [row] = (await this.db.run((sql) => sql`
-      SELECT mode, granted, key_granted, available, key_available, key_limit FROM switchyard_grant(
+      SELECT mode, granted, key_granted, available, key_available, key_limit, others_leased, key_others_leased FROM switchyard_grant(
         ${this.instance.id}, ${g.requestId || null}, ${g.accountId}, ${g.amount}, ${wantA}, ${g.endpoint}, ${g.model}, ${g.createdAt ?? nowSeconds()},
         ${g.key?.id ?? null}, ${wantKey}, ${p.day}, ${p.week}, ${p.month})`, this.db.answerTimeoutMs)) as GrantRow[];
     return row!;
@@ -218,4 +230,12 @@ export class LeaseGrants {
     this.statements++;
     await this.db.run((sql) => sql`SELECT returned FROM switchyard_lease_return(${this.instance.id}, ${items}::json)`);
   }
+}
+
+/** A 402's figures: by the key's limit when that is what is short, else by the account's balance. */
+function refusal(row: GrantRow, amount: number, mine: { credit: number; key: number }): GrantResult {
+  if (row.key_limit !== null && row.key_available !== null && int(row.key_available) < amount && int(row.available ?? "0") >= amount) {
+    return { ok: false, available: Math.max(0, int(row.key_available) + Math.max(0, mine.key)), keyLimit: int(row.key_limit) };
+  }
+  return { ok: false, available: Math.max(0, int(row.available ?? "0") + Math.max(0, mine.credit)) };
 }

@@ -34,13 +34,16 @@ import { WriteBatcher } from "./write-batcher";
 import type { CreditLeases } from "./credit-leases";
 import type { ChargeJournal, ShipResult } from "./charge-journal";
 import { DEFAULT_RECALL_MS, LeaseGrants } from "./lease-grants";
-import { shipJournaled, storedResponseFields, type JournaledCharge } from "./journal-shipping";
+import { evictOverQuota, shipJournaled, storedResponseFields, type JournaledCharge } from "./journal-shipping";
 
 // Their homes are lease-grants.ts, instance-error.ts and journal-shipping.ts; importers of the
 // ledger store find them here as before.
 export { LEASE_IDLE_MS, DEFAULT_RECALL_MS, RECALL_CHANNEL } from "./lease-grants";
 export { instanceError } from "./instance-error";
 export type { JournaledCharge } from "./journal-shipping";
+
+/** How long a ledger listing waits for this instance's journaled charges to be shipped first. */
+const ENTRIES_SHIP_WAIT_MS = 2_000;
 
 export interface PostgresLedgerOptions {
   /** Most posts (or voids) per statement. */
@@ -156,19 +159,6 @@ export class PostgresLedgerStore implements LedgerStore {
       });
   }
 
-  /**
-   * After a batch, each stored turn's account is brought within its quota (oldest turns deleted
-   * first, never the one just written). Its own statement, after the charge: a failure here leaves
-   * the charge and the turn as they are, and the account's next stored turn evicts again.
-   */
-  private async evictOverQuota(items: PostRequest[], rows: PostRow[]): Promise<void> {
-    for (let i = 0; i < items.length; i++) {
-      const r = items[i]!.storedResponse;
-      if (!r || r.quotaBytes === undefined || rows[i]?.outcome !== "posted") continue;
-      await this.db.run((sql) => sql`SELECT switchyard_evict_responses(${r.accountId}, ${r.quotaBytes}, ${r.id})`).catch(() => {});
-    }
-  }
-
   private async postBatch(items: PostRequest[], maybeApplied: boolean[]): Promise<(PostResult | Error)[]> {
     const payload = items.map((p) => ({
       request_id: p.requestId,
@@ -186,7 +176,7 @@ export class PostgresLedgerStore implements LedgerStore {
     }));
     const rows = (await this.db.run((sql) => sql`
       SELECT request_id, outcome, charged, balance_after FROM switchyard_post(${payload}::json, ${nowSeconds()})`)) as PostRow[];
-    await this.evictOverQuota(items, rows);
+    await evictOverQuota(this.db, items.filter((_, i) => rows[i]?.outcome === "posted"));
     return rows.map((r, i): PostResult | Error => {
       switch (r.outcome) {
         case "posted":
@@ -291,6 +281,8 @@ export class PostgresLedgerStore implements LedgerStore {
   }
 
   async entries(accountId: string, limit: number): Promise<LedgerEntryRow[]> {
+    // Read your own charges: what this instance journaled goes first (a batch, milliseconds).
+    if (this.journal && this.journal.pending > 0) await this.journal.drain(ENTRIES_SHIP_WAIT_MS);
     const rows = (await this.db.run((sql) => sql`
       SELECT id, account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier,
              input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved, characters, reason, created_at

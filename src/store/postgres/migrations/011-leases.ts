@@ -102,7 +102,7 @@ $$;
 CREATE FUNCTION switchyard_grant(
   p_instance_id TEXT, p_request_id TEXT, p_account_id TEXT, p_amount BIGINT, p_want BIGINT, p_endpoint TEXT, p_model TEXT, p_created_at BIGINT,
   p_key_id TEXT, p_want_key BIGINT, p_day BIGINT, p_week BIGINT, p_month BIGINT
-) RETURNS TABLE (mode TEXT, granted BIGINT, key_granted BIGINT, available BIGINT, key_available BIGINT, key_limit BIGINT)
+) RETURNS TABLE (mode TEXT, granted BIGINT, key_granted BIGINT, available BIGINT, key_available BIGINT, key_limit BIGINT, others_leased BIGINT, key_others_leased BIGINT)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -114,15 +114,19 @@ DECLARE
   v_want BIGINT;
   v_want_key BIGINT := 0;
   v_limit BIGINT := NULL;
+  v_others BIGINT := 0;
+  v_key_others BIGINT := 0;
   v_reset TEXT := NULL;
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
   PERFORM switchyard_instance_alive(p_instance_id);
   SELECT acc.balance, acc.reserved, acc.leased INTO a FROM accounts acc WHERE acc.id = p_account_id FOR UPDATE;
   IF NOT FOUND THEN
-    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, 0::BIGINT, NULL::BIGINT, NULL::BIGINT; RETURN;
+    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, 0::BIGINT, NULL::BIGINT, NULL::BIGINT, 0::BIGINT, 0::BIGINT; RETURN;
   END IF;
   v_free := a.balance - a.reserved - a.leased;
+  -- What the other instances lease: all a recall could bring back.
+  v_others := a.leased - COALESCE((SELECT le.amount FROM leases le WHERE le.instance_id = p_instance_id AND le.kind = 'credit' AND le.subject = p_account_id), 0);
   IF p_key_id IS NOT NULL THEN
     SELECT kk.spend_limit, kk.limit_reset, kk.period_start, kk.period_spent, kk.reserved, kk.leased INTO k
       FROM api_keys kk WHERE kk.id = p_key_id AND kk.account_id = p_account_id FOR UPDATE;
@@ -134,13 +138,14 @@ BEGIN
     IF k.spend_limit IS NOT NULL THEN
       v_limited := true;
       v_key_free := k.spend_limit - switchyard_key_spent(k.limit_reset, k.period_start, k.period_spent, p_day, p_week, p_month) - k.reserved - k.leased;
+      v_key_others := k.leased - COALESCE((SELECT le.amount FROM leases le WHERE le.instance_id = p_instance_id AND le.kind = 'key' AND le.subject = p_key_id), 0);
     END IF;
   END IF;
   IF v_free < p_amount OR (p_request_id IS NULL AND v_free < p_want) THEN
-    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), v_key_free, v_limit; RETURN;
+    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), v_key_free, v_limit, v_others, v_key_others; RETURN;
   END IF;
   IF v_limited AND v_key_free < p_amount THEN
-    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), GREATEST(v_key_free, 0), v_limit; RETURN;
+    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), GREATEST(v_key_free, 0), v_limit, v_others, v_key_others; RETURN;
   END IF;
   v_want := GREATEST(p_want, 0);
   IF v_limited THEN v_want_key := GREATEST(p_want_key, 0); END IF;
@@ -156,12 +161,12 @@ BEGIN
       INSERT INTO leases (instance_id, kind, subject, amount) VALUES (p_instance_id, 'key', p_key_id, v_want_key)
         ON CONFLICT (instance_id, kind, subject) DO UPDATE SET amount = leases.amount + EXCLUDED.amount;
     END IF;
-    RETURN QUERY SELECT 'lease'::TEXT, v_want, v_want_key, v_free - v_want, CASE WHEN v_limited THEN v_key_free - v_want_key END, v_limit;
+    RETURN QUERY SELECT 'lease'::TEXT, v_want, v_want_key, v_free - v_want, CASE WHEN v_limited THEN v_key_free - v_want_key END, v_limit, v_others, v_key_others;
     RETURN;
   END IF;
   -- A top-up alone (no request): nothing more to do.
   IF p_request_id IS NULL THEN
-    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), v_key_free, v_limit; RETURN;
+    RETURN QUERY SELECT 'none'::TEXT, 0::BIGINT, 0::BIGINT, GREATEST(v_free, 0), v_key_free, v_limit, v_others, v_key_others; RETURN;
   END IF;
   -- A small balance (or allowance): this request's own hold, written here.
   UPDATE accounts SET reserved = accounts.reserved + p_amount WHERE accounts.id = p_account_id;
@@ -171,7 +176,7 @@ BEGIN
   INSERT INTO holds (request_id, account_id, amount, endpoint, model, state, instance_id, created_at, key_id, period_start)
   VALUES (p_request_id, p_account_id, p_amount, p_endpoint, p_model, 'pending', p_instance_id, p_created_at, p_key_id,
           CASE WHEN p_key_id IS NULL THEN NULL ELSE switchyard_key_period(v_reset, p_day, p_week, p_month) END);
-  RETURN QUERY SELECT 'direct'::TEXT, 0::BIGINT, 0::BIGINT, v_free - p_amount, CASE WHEN v_limited THEN v_key_free - p_amount END, v_limit;
+  RETURN QUERY SELECT 'direct'::TEXT, 0::BIGINT, 0::BIGINT, v_free - p_amount, CASE WHEN v_limited THEN v_key_free - p_amount END, v_limit, v_others, v_key_others;
 END $$;
 
 -- Gives back parts of this instance's leases: items {kind: credit|key|slots, subject, amount}.
