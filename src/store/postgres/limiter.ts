@@ -318,7 +318,10 @@ export class PostgresLimiter implements Limiter {
   async flush(timeoutMs = 5000): Promise<void> {
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.idleTimer = null;
-    await Promise.race([this.returnIdle(true), Bun.sleep(timeoutMs)]);
+    // A timer that outlives the race would keep a CLI process alive for the whole timeout.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.returnIdle(true), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   /** This instance was released and registered again: its slot leases went back to their accounts. */
