@@ -34,6 +34,9 @@ test.each([
   [without("context_window"), 'SWITCHYARD_CATALOG: models[3].context_window is missing: write the model\'s context length in tokens (vLLM\'s --max-model-len), e.g. "context_window": 131072'],
   [without("pricing"), "SWITCHYARD_CATALOG: models[3].pricing is missing: write USD per million tokens as strings"],
   [entry({ context_length: 8192 }), "SWITCHYARD_CATALOG: models[3].context_length is not a catalog field: an entry has id, kind, owned_by"],
+  // Names an object has of its own prototype are no catalog fields either (not "is not valid: function Object()…").
+  [entry({ constructor: 1 }), "SWITCHYARD_CATALOG: models[3].constructor is not a catalog field: an entry has id, kind, owned_by"],
+  [entry({ toString: 1 }), "SWITCHYARD_CATALOG: models[3].toString is not a catalog field: an entry has id, kind, owned_by"],
   [entry({ pricing: { input_per_million: 0.2 } }), "SWITCHYARD_CATALOG: models[3].pricing.input_per_million is not valid"],
   [entry({ kind: "llm" }), 'SWITCHYARD_CATALOG: models[3].kind is not valid'],
   [entry({ id: "my llama" }), "SWITCHYARD_CATALOG: models[3].id is not valid"],

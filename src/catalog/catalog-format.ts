@@ -89,7 +89,7 @@ function describe(path: string, message: string, missing: boolean): string {
   const where = readablePath(path) || "the document";
   if (parts.length === 0 || (parts.length === 1 && field === "models")) return `${where} must be { "models": [ ... ] }, a list of model entries`;
   if (/^\d+$/.test(field)) return `${where} must be an object with ${FIELDS}`;
-  const hint = HINTS[field];
+  const hint = Object.hasOwn(HINTS, field) ? HINTS[field] : undefined;
   if (!hint) return `${where} is not a catalog field: an entry has ${FIELDS}`;
   // TypeBox's own words help for a wrong type ("expected string"), not for a pattern.
   const why = missing ? "is missing" : /match|union/i.test(message) || message === "" ? "is not valid" : `is not valid (${message.charAt(0).toLowerCase()}${message.slice(1)})`;

@@ -38,6 +38,9 @@ describe("parseRoutes", () => {
     ["base url with a query", { upstreams: { a: { base_url: "http://x/v1?key=1" } }, models: {} }, /must not carry a query string/],
     ["zero timeout", { upstreams: { a: { base_url: "http://x/v1", timeouts: { idle_ms: 0 } } }, models: {} }, /idle_ms/],
     ["key variable not set", { upstreams: { a: { base_url: "http://x/v1", api_key_env: "NOPE_NOT_SET" } }, models: {} }, /NOPE_NOT_SET is not set/],
+    // The environment's own prototype is no variable: never a key made of "function Object() {…}".
+    ["key variable named like an object's own method", { upstreams: { a: { base_url: "http://x/v1", api_key_env: "constructor" } }, models: {} }, /constructor is not set/],
+    ["key variable named toString", { upstreams: { a: { base_url: "http://x/v1", api_key_env: "toString" } }, models: {} }, /toString is not set/],
     ["a public id outside the id rule", { upstreams: { a: good.upstreams.a }, models: { "bad id <b>": [{ upstream: "a" }] } }, /\/models\/bad id <b>: is not a model id/],
     ["an upstream name outside its rule", { upstreams: { "x y": { base_url: "http://x/v1" } }, models: {} }, /\/upstreams\/x y: is not an upstream name/],
     ["an upstream-side model name with a control character", { upstreams: { a: good.upstreams.a }, models: { x: [{ upstream: "a", model: "m\r\nX: 1" }] } }, /\/models\/x\/0\/model/],

@@ -228,7 +228,8 @@ export function parseRoutes(
       if (defaults.keyEnvPrefix !== undefined && (!u.api_key_env.startsWith(defaults.keyEnvPrefix) || u.api_key_env === defaults.keyEnvPrefix)) {
         throw new RoutesConfigError(`/upstreams/${name}/api_key_env: must name a variable starting with ${defaults.keyEnvPrefix} (an upstream written live reads only those), e.g. ${defaults.keyEnvPrefix}${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`);
       }
-      const v = env[u.api_key_env];
+      // The variable itself, never a member every object has ("constructor", "toString").
+      const v = Object.hasOwn(env, u.api_key_env) ? env[u.api_key_env] : undefined;
       if (v === undefined || v === "") throw new RoutesConfigError(`/upstreams/${name}/api_key_env: environment variable ${u.api_key_env} is not set`);
       apiKey = headerKey(v, `/upstreams/${name}/api_key_env: environment variable ${u.api_key_env}`);
     }
