@@ -7,13 +7,12 @@
  * allowedModel() below.
  */
 import { Type } from "@sinclair/typebox";
-import type { Services } from "../services";
 import type { ApiKeyListing, KeyControls, KeyOwner, KeyPatch } from "./api-keys";
 import { LIMIT_MAXIMUM } from "./accounts";
 import { formatUsd, MAX_BALANCE, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
 import { LIMIT_RESETS, type LimitReset, nextReset, periodStarts, spentInPeriod } from "../billing/key-periods";
 import { DomainError, invalidField } from "../errors";
-import { resolveId } from "../catalog/resolve";
+import { resolveId, type ModelIds } from "../catalog/resolve";
 import type { ResolvedModel } from "../catalog/catalog";
 
 const usd = Type.Union([Type.Number(), Type.String(), Type.Null()], { description: "a USD amount (number or decimal string), or null for no limit" });
@@ -46,7 +45,7 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\
  * The controls a body names, validated, in stored form (units, Unix seconds); fields left out stay
  * undefined. An expiry in the past is accepted: the key is refused from then on (401 key_expired).
  */
-export function parseControls(s: Services, b: ControlInput): Partial<KeyControls> {
+export function parseControls(s: ModelIds, b: ControlInput): Partial<KeyControls> {
   const out: Partial<KeyControls> = {};
   if (b.limit !== undefined) out.spend_limit = b.limit === null ? null : limitUnits(b.limit);
   if (b.limit_reset !== undefined) out.limit_reset = b.limit_reset;
@@ -89,7 +88,7 @@ function limitUnits(value: number | string): number {
 }
 
 /** A patch of a key's name and controls. */
-export function parsePatch(s: Services, b: ControlInput & { name?: string | null }): KeyPatch {
+export function parsePatch(s: ModelIds, b: ControlInput & { name?: string | null }): KeyPatch {
   const patch: KeyPatch = parseControls(s, b);
   if (b.name !== undefined) patch.name = b.name;
   return patch;
@@ -131,7 +130,7 @@ export function keyControlsView(k: ApiKeyListing, nowMs = Date.now()) {
  * it resolves to, is one of the key's models (or resolves to the same as one of them). The
  * message names only the key's own models.
  */
-export function assertModelAllowed(s: Services, allowed: readonly string[] | null, requested: string, resolved: ResolvedModel): void {
+export function assertModelAllowed(s: ModelIds, allowed: readonly string[] | null, requested: string, resolved: ResolvedModel): void {
   if (allowed === null) return;
   for (const m of allowed) {
     if (m === requested || m === resolved.requestedId) return;
@@ -196,7 +195,7 @@ export function keyExpired(expiredAtMs: number, param: string | null = null): Do
  * The public ids a key's model list lets it call (each entry as written, and the id it resolves
  * to), for the dashboard's playground to offer; null when the key may use every model.
  */
-export function allowedModelIds(s: Services, models: readonly string[] | null): string[] | null {
+export function allowedModelIds(s: ModelIds, models: readonly string[] | null): string[] | null {
   if (models === null) return null;
   const ids = new Set<string>();
   for (const m of models) {

@@ -6,8 +6,8 @@
  * (which chat models are served) and which local models are loaded; each is a counter or a few
  * flags, so checking it costs the same whatever the list's size.
  */
-import type { Services } from "../services";
 import type { Catalog, ModelEntry } from "./catalog";
+import type { RouteRegistry } from "../upstream/registry";
 
 export interface ViewSources {
   catalog: Catalog;
@@ -69,10 +69,17 @@ export class CatalogView {
   }
 }
 
-const views = new WeakMap<Services, CatalogView>();
+/** What a running service's model list is: its catalog, which models are live, the routes' version. */
+export interface ModelList {
+  catalog: Catalog;
+  routes: Pick<RouteRegistry, "offeredVersion">;
+  isLive(entry: ModelEntry): boolean;
+}
 
-/** The view of a running service (one per Services). */
-export function catalogView(s: Services): CatalogView {
+const views = new WeakMap<ModelList, CatalogView>();
+
+/** The view of a running service (one per service object). */
+export function catalogView(s: ModelList): CatalogView {
   let view = views.get(s);
   if (!view) {
     view = new CatalogView({

@@ -5,12 +5,13 @@
  * is checked here with a named rule, stored, then reloaded (other instances hear of it through the
  * store). An upstream's key is write-only: views say `has_key`, never the key.
  */
-import type { Services } from "../services";
+import type { Config } from "../config";
+import type { RouteRegistry } from "../upstream/registry";
 import { badRequest, invalidField, notFound } from "../errors";
 import { formatUsd, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
 import { CatalogEntryError, PRICE_FIELDS, parseEntry, type CatalogEntryJson } from "./catalog-format";
 import { isModelId } from "./catalog-bounds";
-import { TURBO_SUFFIX, type ModelEntry } from "./catalog";
+import { TURBO_SUFFIX, type Catalog, type ModelEntry } from "./catalog";
 import { upstreamSpec, type LiveConfig, type RouteDocument, type UpstreamDocument } from "./live-config";
 import { RoutesConfigError, UPSTREAM_MODEL_MAX, UPSTREAM_MODEL_PATTERN } from "../upstream/routes-config";
 import { nowSeconds } from "../accounts/accounts";
@@ -89,8 +90,17 @@ export function pathId(raw: string, what: string): string {
   return id;
 }
 
+/** What managing the catalog live uses: the catalog and routes as they are, the live layer that writes, and the upstream settings. */
+export interface LiveCatalogDeps {
+  catalog: Catalog;
+  routes: RouteRegistry;
+  liveConfig: LiveConfig;
+  config: Pick<Config, "upstreamUrl" | "upstreamKeepAlive" | "proxies">;
+  isLive(entry: ModelEntry): boolean;
+}
+
 export class LiveCatalogAdmin {
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: LiveCatalogDeps) {}
 
   private get live(): LiveConfig {
     return this.s.liveConfig;

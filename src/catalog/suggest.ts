@@ -5,15 +5,14 @@
  * remains is compared by edit distance, and only close ids are offered (none when nothing is).
  */
 import { TURBO_SUFFIX, type ModelKind } from "./catalog";
-import type { Services } from "../services";
-import { catalogView } from "./catalog-view";
+import { catalogView, type ModelList } from "./catalog-view";
 
 /** At most this many suggestions; ids longer than this many characters get none (bounded work). */
 const MAX_SUGGESTIONS = 3;
 const MAX_COMPARED_LENGTH = 128;
 
 /** The ids GET /v1/models lists (turbo variants included), optionally of one kind; kept per version of the list. */
-export function liveIds(s: Services, kind?: ModelKind): string[] {
+export function liveIds(s: ModelList, kind?: ModelKind): string[] {
   const view = catalogView(s);
   return view.memo(`live-ids:${kind ?? "any"}`, () => {
     const ids: string[] = [];
@@ -85,6 +84,6 @@ export function closestIds(requested: string, candidates: readonly string[]): st
 }
 
 /** The live ids (of `kind`, when known) to suggest for an unknown `requested` id. */
-export function suggestModels(s: Services, requested: string, kind?: ModelKind): string[] {
+export function suggestModels(s: ModelList, requested: string, kind?: ModelKind): string[] {
   return closestIds(requested, liveIds(s, kind));
 }

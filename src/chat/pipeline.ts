@@ -4,7 +4,8 @@
  * any other path). Shared by /v1/chat/completions, /v1/messages and /v1/responses, which only
  * translate around it.
  */
-import type { Services } from "../services";
+import type { Config } from "../config";
+import type { Ledger } from "../billing/ledger";
 import { chatBudget, chatPricing, priceNote } from "../billing/prices";
 import { usdNumber } from "../billing/money";
 import { clientGone, upstreamError } from "../errors";
@@ -13,16 +14,25 @@ import type { Consumption, StoredResponseRecord } from "../billing/ledger-store"
 import { meterWhole, openMetered, type CallSpec, type MeteredCall } from "../metering/metered-call";
 import { completionId, countUsage, estimateInput, type ChatCall, type ChatResult } from "./call";
 import { CountAborted } from "../tokens/token-counter";
-import { dispatchChat } from "../upstream/dispatch";
+import { dispatchChat, type ChatDispatch } from "../upstream/dispatch";
 import { abortWith, BodyTooLarge, readBoundedText } from "../upstream/http1/client";
 import { contextWindowExceeded, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
-import { ChatStream } from "./stream";
+import { ChatStream, type ChatStreamDeps } from "./stream";
 import { timeEngine } from "../metrics/engine-time";
-import { prepareChatMedia } from "./media";
+import { prepareChatMedia, type ChatMediaDeps } from "./media";
 
 type ChatObject = Record<string, unknown>;
+
+/**
+ * What a chat call uses: the ledger (its hold and charge), dispatch to the upstreams, the
+ * stream's relay, media preparation and the bound on a plain reply.
+ */
+export type ChatPipelineDeps = ChatDispatch & ChatStreamDeps & ChatMediaDeps & {
+  ledger: Ledger;
+  config: Pick<Config, "upstreamMaxResponseBytes">;
+};
 
 /**
  * The metered call of a chat: it holds the most the request can cost (the prompt's bound and the
@@ -67,7 +77,7 @@ export function upstreamBody(req: ChatRequest, stream: boolean): Record<string, 
 }
 
 /** 400 context_length_exceeded when the prompt cannot fit (asked only when the cheap bound says it might not). */
-async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
+async function checkContextWindow(s: ChatPipelineDeps, call: ChatCall): Promise<void> {
   let count: number;
   try {
     count = await estimateInput(s, call, true);
@@ -84,7 +94,7 @@ async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
  * prompt might not fit) and media parts (only when some message has content parts). Nothing to
  * wait for in the usual case, and then no promise either.
  */
-function beforeHold(s: Services, call: ChatCall, budget: TokenBudget): Promise<void> | undefined {
+function beforeHold(s: ChatPipelineDeps, call: ChatCall, budget: TokenBudget): Promise<void> | undefined {
   const checkContext = budget.mayExceedContext;
   const images = hasContentParts(call.request.messages);
   if (!checkContext && !images) return undefined;
@@ -105,7 +115,7 @@ function hasContentParts(messages: { content?: unknown }[]): boolean {
  * the charge's own transaction.
  */
 export async function completeChat<T>(
-  s: Services,
+  s: ChatPipelineDeps,
   call: ChatCall,
   present: (chat: ChatObject, result: ChatResult) => { value: T; storedResponse?: StoredResponseRecord },
 ): Promise<{ value: T; result: ChatResult }> {
@@ -141,7 +151,7 @@ export async function completeChat<T>(
  * (errors before that throw, the hold released). The stream then owns the metered call: it is run
  * by runMeteredStream, whose finally releases it.
  */
-export async function openChatStream(s: Services, call: ChatCall): Promise<{ metered: MeteredCall; stream: ChatStream }> {
+export async function openChatStream(s: ChatPipelineDeps, call: ChatCall): Promise<{ metered: MeteredCall; stream: ChatStream }> {
   const budget = tokenBudget(call.request, call.resolved.entry);
   const before = beforeHold(s, call, budget);
   if (before) await before;

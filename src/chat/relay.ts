@@ -6,7 +6,9 @@
  * delivers, so a client that leaves pays for the text its connection took. The money is decided
  * by runMeteredStream; this file only relays, frames and measures.
  */
-import type { Services } from "../services";
+import type { Config } from "../config";
+import type { Log } from "../log";
+import type { MetricsRegistry } from "../metrics/registry";
 import type { Consumption, StoredResponseRecord } from "../billing/ledger-store";
 import type { MeteredCall } from "../metering/metered-call";
 import type { MeteredOut, MeteredSource, StreamEnding } from "../metering/metered-stream";
@@ -42,6 +44,13 @@ function fullGcPacer(mib: number): GcPacer | null {
   return relayFullGc.pacer;
 }
 
+/** What a relay uses besides its stream: the full-collection setting, the log and the error counter. */
+export interface ChatRelayDeps {
+  config: Pick<Config, "streamGcMib">;
+  log: Log;
+  metrics: MetricsRegistry;
+}
+
 /** How a stream ends once its charge is known. */
 export interface StreamEndFrames {
   /** SSE text. */
@@ -73,7 +82,7 @@ export class ChatRelay implements MeteredSource {
   private cutByStop = false;
 
   constructor(
-    private readonly s: Services,
+    private readonly s: ChatRelayDeps,
     private readonly call: ChatCall,
     private readonly metered: MeteredCall,
     private readonly stream: ChatStream,
@@ -143,7 +152,7 @@ export class ChatRelay implements MeteredSource {
     if (!(error instanceof StreamFailure)) {
       this.s.log.error("stream relay failed", { request_id: this.call.requestId, error: String((error as Error)?.stack ?? error) });
     }
-    requestMetrics(this.s).upstreamErrors.inc({ endpoint: this.call.endpoint, kind: "mid_stream" });
+    requestMetrics(this.s.metrics).upstreamErrors.inc({ endpoint: this.call.endpoint, kind: "mid_stream" });
     return midStreamFailure(voided);
   }
 

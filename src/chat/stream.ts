@@ -9,7 +9,9 @@
  *                        (no data event) for the route's idle timeout;
  *   client went away   → input plus the output delivered so far, or nothing if none was.
  */
-import type { Services } from "../services";
+import type { Config } from "../config";
+import type { Log } from "../log";
+import type { MetricsRegistry } from "../metrics/registry";
 import type { Consumption } from "../billing/ledger-store";
 import { SseParser } from "../protocols/sse";
 import { StreamDeadline } from "./stream-deadline";
@@ -20,10 +22,17 @@ import type { TokenBudget } from "./request";
 import { OutputMeter, relayCap } from "../tokens/output-cap";
 import { secondsSinceArrival, timeEngine } from "../metrics/engine-time";
 import { requestMetrics } from "../metrics/request-metrics";
-import { completionId, countUsage, type ChatCall } from "./call";
+import { completionId, countUsage, type ChatCall, type TokenCounting } from "./call";
 import { TokenTally } from "../tokens/token-tally";
 
 type ChatObject = Record<string, unknown>;
+
+/** What relaying a chat stream uses: its bounds, the token counter, the log and time to first token. */
+export interface ChatStreamDeps extends TokenCounting {
+  config: Pick<Config, "sseMaxLineChars" | "sseMaxEventChars" | "streamMaxSeconds">;
+  log: Log;
+  metrics: MetricsRegistry;
+}
 
 /** The upstream broke the stream; nothing is billed and the client gets an error event. */
 export class StreamFailure extends Error {}
@@ -65,7 +74,7 @@ export class ChatStream {
   private readonly deadline: StreamDeadline;
 
   constructor(
-    private readonly s: Services,
+    private readonly s: ChatStreamDeps,
     private readonly call: ChatCall,
     private readonly response: UpstreamReply,
     private readonly upstream: AbortController,
@@ -214,7 +223,7 @@ export class ChatStream {
   private recordFirstToken(): void {
     this.firstRelayed = true;
     const seconds = secondsSinceArrival(this.call.requestId);
-    if (seconds !== null) requestMetrics(this.s).timeToFirstToken.observe(seconds, { model: this.call.resolved.requestedId });
+    if (seconds !== null) requestMetrics(this.s.metrics).timeToFirstToken.observe(seconds, { model: this.call.resolved.requestedId });
   }
 
   /** The chunk that ends every open choice as `length` (the output cap, or the stream's deadline). */

@@ -5,8 +5,7 @@
  * change up within SWITCHYARD_LIVE_CONFIG_POLL_SECONDS (PostgreSQL: at once, by notification).
  * (`models pull|list` are the local model files, hence the name `catalog`.)
  */
-import type { Services } from "../services";
-import { LiveCatalogAdmin } from "../catalog/live-admin";
+import { LiveCatalogAdmin, type LiveCatalogDeps } from "../catalog/live-admin";
 import { testRoute } from "../upstream/route-test";
 import { invalidField, notFound } from "../errors";
 import type { ParsedCommand } from "./command-line";
@@ -24,7 +23,7 @@ async function upstreamFields({ options, fields }: ParsedCommand): Promise<Recor
   return key === undefined ? fields : { ...fields, key };
 }
 
-export async function catalogCommand(s: Services, command: ParsedCommand): Promise<unknown> {
+export async function catalogCommand(s: LiveCatalogDeps, command: ParsedCommand): Promise<unknown> {
   const admin = new LiveCatalogAdmin(s);
   const { args, options, fields } = command;
   const [first = "", second = ""] = args;

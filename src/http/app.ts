@@ -8,6 +8,7 @@ import type { Services } from "../services";
 import { DomainError, InternalError, clientGone, countTokensBytesExceeded } from "../errors";
 import { TakeTurns } from "../limits/turns";
 import { serverStopping } from "../limits/drain";
+import { installChargeMetrics, requestMetrics } from "../metrics/request-metrics";
 import { dialectForPath, errorBody, errorHeaders, publicError, statusOf } from "./errors";
 import { RouteDocs } from "./route-docs";
 import { readBodyCapped, tooLarge } from "./body";
@@ -133,6 +134,9 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       return errorBody(err, dialectForPath(path));
     });
 
+  // The request metrics first, then those the ledger and limiter feed: /metrics lists them in that order.
+  requestMetrics(s.metrics);
+  installChargeMetrics(s);
   // Installed after the hooks above (the request id exists by then); the error hook calls it at request time.
   const endFailedRequest = installRequestLifecycle(app, s);
   registerRootRoutes(app, s, docs);

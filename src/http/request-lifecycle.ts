@@ -44,7 +44,7 @@ interface SeriesLabels {
  * only its slot is made sure of.
  */
 export function installRequestLifecycle(app: App, s: Services): (hc: HookContext, status: number) => void {
-  const metrics: RequestMetrics = requestMetrics(s);
+  const metrics: RequestMetrics = requestMetrics(s.metrics);
   const seriesCache = new Map<string, SeriesLabels>();
   const seriesFor = (endpoint: string, model: string, status: number): SeriesLabels => {
     const k = `${endpoint} ${model} ${status}`;

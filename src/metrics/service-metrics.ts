@@ -4,9 +4,10 @@
  * rendered. Route labels are the route's position ("glm-4.6#0"), never an upstream's name or host.
  */
 import { readdirSync } from "node:fs";
-import type { Services } from "../services";
 import { COMMIT, ONNXRUNTIME_VERSION, VERSION } from "../version";
-import type { Sample } from "./registry";
+import type { MetricsRegistry, Sample } from "./registry";
+import type { Catalog } from "../catalog/catalog";
+import type { RouteRegistry } from "../upstream/registry";
 import { OTHER } from "./label-cap";
 
 /** Breaker states as gauge values. */
@@ -22,7 +23,14 @@ function openFds(): number | null {
   }
 }
 
-export function registerServiceMetrics(s: Services): void {
+/** What the service metrics are read from: the chat models and their routes' breakers. */
+export interface ServiceMetricSources {
+  metrics: MetricsRegistry;
+  catalog: Pick<Catalog, "all">;
+  routes: Pick<RouteRegistry, "snapshot">;
+}
+
+export function registerServiceMetrics(s: ServiceMetricSources): void {
   const m = s.metrics;
   const build = { version: VERSION, commit: COMMIT, bun: Bun.version, onnxruntime: ONNXRUNTIME_VERSION };
   m.collected("switchyard_build_info", "The running build: version, commit, Bun and ONNX Runtime versions (always 1).", "gauge", () => [{ labels: build, value: 1 }]);

@@ -11,7 +11,7 @@ import type { DashboardGuard } from "./guard";
 import { serviceState } from "../../dashboard/service-state";
 import { MetricsHistory } from "../../dashboard/metrics-history";
 import { requestMetrics } from "../../metrics/request-metrics";
-import { LATENCY_BUCKETS } from "../../metrics/registry";
+import { LATENCY_BUCKETS, type MetricsRegistry } from "../../metrics/registry";
 import { spendByAccount } from "../../billing/revenue";
 import { usdNumber } from "../../billing/money";
 
@@ -20,7 +20,7 @@ const SPEND_DAYS = 30;
 
 export function registerOperatorApi(app: App, s: Services, guard: DashboardGuard): void {
   const admin = new Admin(s);
-  const history = metricsHistoryOf(s);
+  const history = metricsHistoryOf(s.metrics);
   // Sampling runs while the server does: started when it listens, stopped when it stops.
   app.onStart(() => history.start());
   app.onStop(() => history.stop());
@@ -63,8 +63,8 @@ export function registerOperatorApi(app: App, s: Services, guard: DashboardGuard
   });
 }
 
-function metricsHistoryOf(s: Services): MetricsHistory {
-  const m = requestMetrics(s);
+function metricsHistoryOf(metrics: MetricsRegistry): MetricsHistory {
+  const m = requestMetrics(metrics);
   // API traffic only: the dashboard's own polling and /metrics scrapes are not what operators watch.
   const api = (labels: string) => labels.startsWith('endpoint="/v1/');
   return new MetricsHistory(() => {

@@ -26,7 +26,7 @@ function authorizeScrape(s: Services, request: Request, bearer: string | undefin
 
 export function registerMetricsRoutes(app: App, s: Services, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/metrics", summary: "Prometheus metrics (text exposition format); needs the metrics token when SWITCHYARD_METRICS_TOKEN is set.", auth: "none" });
-  requestMetrics(s);
+  requestMetrics(s.metrics);
   registerServiceMetrics(s);
   app.get("/metrics", ({ request, bearer }) => {
     authorizeScrape(s, request, bearer);
