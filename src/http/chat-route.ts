@@ -6,10 +6,10 @@
  * (metering/metered-stream.ts). Routes supply only the translation; nothing here holds,
  * charges or releases.
  */
-import type { Services } from "../services";
-import { completeChat, openChatStream } from "../chat/pipeline";
+import { completeChat, openChatStream, type ChatPipelineDeps } from "../chat/pipeline";
 import type { ChatCall, ChatResult } from "../chat/call";
-import { ChatRelay, type StreamFraming } from "../chat/relay";
+import { ChatRelay, type ChatRelayDeps, type StreamFraming } from "../chat/relay";
+import type { Drain } from "../limits/drain";
 import type { StoredResponseRecord } from "../billing/ledger-store";
 import { formatUsd } from "../billing/money";
 import { runMeteredStream } from "../metering/metered-stream";
@@ -25,12 +25,15 @@ export const STREAM_HEARTBEAT_MS = 15_000;
 type Json = Record<string, unknown>;
 type Headers = Record<string, string | number>;
 
+/** What answering with the chat pipeline uses: the pipeline, the relay, and the server's stop (which cuts streams). */
+export type ChatAnswerDeps = ChatPipelineDeps & ChatRelayDeps & { drain: Drain };
+
 /**
  * A non-streamed call: the protocol's body, with the exact charge in x-request-cost. `store` may
  * name a Responses turn to write with the charge.
  */
 export async function completeForRoute<T>(
-  s: Services,
+  s: ChatPipelineDeps,
   call: ChatCall,
   set: { headers: Headers },
   translate: (chat: Json, result: ChatResult) => T,
@@ -51,7 +54,7 @@ export async function completeForRoute<T>(
 
 /** A streamed call: resolves once an upstream accepted it (errors before that throw as usual). */
 export async function streamForRoute(
-  s: Services,
+  s: ChatAnswerDeps,
   call: ChatCall,
   ctx: { request: Request; server: { timeout(req: Request, seconds: number): void } | null; set: { headers: Headers } },
   framing: StreamFraming,

@@ -8,15 +8,15 @@
  * manages the account's keys; a key with any control reads the account's usage (as its GET
  * /v1/usage does), its own requests and its own key, and never creates or revokes a key.
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import { notFound } from "../../errors";
-import { Admin } from "../../accounts/admin";
+import { Admin, type AdminDeps } from "../../accounts/admin";
 import { accountMoney } from "../../billing/account-spend";
-import { usageReport } from "../../billing/usage-report";
+import { usageReport, type UsageRecords } from "../../billing/usage-report";
 import { dashboardHeaders } from "../../dashboard/assets";
 import { managesKeys } from "../../accounts/key-controls";
-import { logRowView } from "../../generations/request-log";
+import { logRowView, type RequestLogRecords } from "../../generations/request-log";
+import type { GenerationRecords } from "../../generations/records";
 import type { DashboardGuard } from "./guard";
 import { registerPlayground } from "./playground";
 
@@ -25,7 +25,14 @@ const DAY_MS = 86_400_000;
 const RECENT = 25;
 export const SPEND_DAYS = 30;
 
-export function registerAccountApi(app: App, s: Services, guard: DashboardGuard): void {
+/** What the account view reads and does: administration of its keys, its usage and money, and its requests. */
+export interface AccountApiDeps extends AdminDeps {
+  usage: UsageRecords;
+  generations: Pick<GenerationRecords, "recent" | "get">;
+  store: { reports: RequestLogRecords };
+}
+
+export function registerAccountApi(app: App, s: AccountApiDeps, guard: DashboardGuard): void {
   const admin = new Admin(s);
   const accountOf = async (request: Request, set: { headers: Record<string, unknown> }) => {
     dashboardHeaders(set);
@@ -96,5 +103,5 @@ export function registerAccountApi(app: App, s: Services, guard: DashboardGuard)
     return { ...revoked, signed_out: params.id === session.keyId };
   });
 
-  registerPlayground(app, s, guard);
+  registerPlayground(app, guard);
 }

@@ -15,10 +15,9 @@
  * account's keys (keyManager(); README, "Keys: limits, expiry, models").
  */
 import { timingSafeEqual } from "node:crypto";
-import type { Services } from "../../services";
 import { DomainError } from "../../errors";
 import { cookieValue, type DashboardSessions, type Session, type SessionKind } from "../../dashboard/sessions";
-import type { KeyOwner } from "../../accounts/api-keys";
+import type { ApiKeys, KeyOwner } from "../../accounts/api-keys";
 import { controlsInWords, controlsOf, expiredAt, managesKeys } from "../../accounts/key-controls";
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -88,7 +87,7 @@ export function sessionEndReason(owner: KeyOwner | null, accountId: string | nul
 }
 
 export class DashboardGuard {
-  constructor(private readonly s: Services, readonly sessions: DashboardSessions) {}
+  constructor(private readonly s: { keys: Pick<ApiKeys, "authenticate"> }, readonly sessions: DashboardSessions) {}
 
   /** The caller's session, checked as described above; throws 401/403 otherwise. */
   async session(request: Request, kind: SessionKind): Promise<Session> {

@@ -3,22 +3,27 @@
  * token. Each write is the admin operation the admin API and the CLI run (accounts/admin.ts), so
  * the three can never disagree; service state and the metric history are read-only.
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
-import { Admin } from "../../accounts/admin";
+import type { App } from "../route-module";
+import { Admin, type AdminDeps } from "../../accounts/admin";
 import { dashboardHeaders } from "../../dashboard/assets";
 import type { DashboardGuard } from "./guard";
-import { serviceState } from "../../dashboard/service-state";
+import { serviceState, type ServiceStateSources } from "../../dashboard/service-state";
 import { MetricsHistory } from "../../dashboard/metrics-history";
 import { requestMetrics } from "../../metrics/request-metrics";
 import { LATENCY_BUCKETS, type MetricsRegistry } from "../../metrics/registry";
-import { spendByAccount } from "../../billing/revenue";
+import { spendByAccount, type RevenueRecords } from "../../billing/revenue";
 import { usdNumber } from "../../billing/money";
 
 const LEDGER_ROWS = 200;
 const SPEND_DAYS = 30;
 
-export function registerOperatorApi(app: App, s: Services, guard: DashboardGuard): void {
+/** What the operator's accounts and service pages use: administration, spend, the service's state and the request metrics. */
+export type OperatorApiDeps = AdminDeps & ServiceStateSources & {
+  store: { reports: RevenueRecords };
+  metrics: MetricsRegistry;
+};
+
+export function registerOperatorApi(app: App, s: OperatorApiDeps, guard: DashboardGuard): void {
   const admin = new Admin(s);
   const history = metricsHistoryOf(s.metrics);
   // Sampling runs while the server does: started when it listens, stopped when it stops.

@@ -5,9 +5,8 @@
  * and the CLI run (catalog/live-admin.ts), so the three never disagree. The dashboard sends prices
  * as decimal strings only, never floats; an upstream's key is write-only (views say `has_key`).
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
-import { LiveCatalogAdmin, pathId } from "../../catalog/live-admin";
+import type { App } from "../route-module";
+import { LiveCatalogAdmin, pathId, type LiveCatalogDeps } from "../../catalog/live-admin";
 import { PRICE_FIELDS } from "../../catalog/catalog-format";
 import { invalidField } from "../../errors";
 import { dashboardHeaders } from "../../dashboard/assets";
@@ -25,7 +24,7 @@ function decimalStringPrices(body: unknown): unknown {
   return body;
 }
 
-export function registerOperatorCatalog(app: App, s: Services, guard: DashboardGuard): void {
+export function registerOperatorCatalog(app: App, s: LiveCatalogDeps, guard: DashboardGuard): void {
   const admin = new LiveCatalogAdmin(s);
   const base = "/dashboard/api/operator/catalog";
   const operator = async (request: Request, set: { headers: Record<string, unknown>; status?: unknown }) => {

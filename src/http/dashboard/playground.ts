@@ -6,8 +6,7 @@
  * back as the endpoint made it (streams stay streams), with the request's id in
  * x-generation-id so the page can show its generation record (and cost) from the ledger.
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import { invalidField, notFound } from "../../errors";
 import { dashboardHeaders } from "../../dashboard/assets";
 import type { DashboardGuard } from "./guard";
@@ -28,7 +27,7 @@ function endpointOf(kind: string): string | null {
   return Object.hasOwn(ENDPOINTS, kind) ? ENDPOINTS[kind as PlaygroundKind] : null;
 }
 
-export function registerPlayground(app: App, _s: Services, guard: DashboardGuard): void {
+export function registerPlayground(app: App, guard: DashboardGuard): void {
   app.post("/dashboard/api/account/playground/:kind", async ({ request, set, params, body }) => {
     const session = await guard.session(request, "account");
     dashboardHeaders(set);

@@ -6,21 +6,24 @@
  */
 import { Type } from "@sinclair/typebox";
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
 import { DomainError } from "../../errors";
+import type { Config } from "../../config";
 import { sourceAddress, tooManyFailures } from "../auth";
+import type { AuthThrottle } from "../../limits/auth-throttle";
+import type { ModelIds } from "../../catalog/resolve";
+import type { LiveCatalogDeps } from "../../catalog/live-admin";
 import { validate } from "../../validate";
 import { dashboardAssets, dashboardHeaders, pageHtml } from "../../dashboard/assets";
 import { assertSameOriginWrite, DashboardGuard, isHttps } from "./guard";
 import { clearedCookie, cookieValue, DashboardSessions, DEFAULT_SESSION_CAPS, sessionCookie, type Session } from "../../dashboard/sessions";
 import { SignInLimit } from "../../limits/sign-in-limit";
-import type { KeyOwner } from "../../accounts/api-keys";
+import type { ApiKeys, KeyOwner } from "../../accounts/api-keys";
 import { allowedModelIds, controlsOf, expiredAt, keyExpired, managesKeys } from "../../accounts/key-controls";
-import { registerAccountApi } from "./account-api";
-import { registerOperatorApi } from "./operator-api";
-import { registerOperatorReports } from "./operator-reports";
+import { registerAccountApi, type AccountApiDeps } from "./account-api";
+import { registerOperatorApi, type OperatorApiDeps } from "./operator-api";
+import { registerOperatorReports, type OperatorReportsDeps } from "./operator-reports";
 import { registerOperatorCatalog } from "./operator-catalog";
 import { registerConnect } from "./connect";
 
@@ -37,7 +40,25 @@ function tooManySignIns(retryAfterMs: number, what: string): DomainError {
 
 const digest = (v: string) => createHash("sha256").update(v).digest();
 
-export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What signing in uses: its settings, the throttle of wrong secrets, the key cache, and the model ids a key's list names. */
+interface SignInDeps extends ModelIds {
+  config: Pick<
+    Config,
+    | "dashboardSessionSeconds" | "dashboardSessionsPerAccount" | "dashboardOperatorSessions"
+    | "dashboardKeySignInsPerMinute" | "dashboardAddressSignInsPerMinute" | "adminToken" | "trustedProxies"
+  >;
+  authThrottle: AuthThrottle;
+  keys: ApiKeys;
+}
+
+/** What the dashboard uses: sign-in, and the account and operator views' APIs. */
+export type DashboardDeps = SignInDeps & AccountApiDeps & OperatorApiDeps & OperatorReportsDeps & LiveCatalogDeps & {
+  config: Pick<Config, "dashboard" | "publicUrl">;
+};
+
+export function registerDashboardRoutes(app: App, s: DashboardDeps, docs: RouteDocs): void {
+  // Served only while SWITCHYARD_DASHBOARD is on (the default); off, /dashboard is unknown like any other path.
+  if (!s.config.dashboard) return;
   docs.add({ method: "GET", path: "/dashboard", summary: "The web dashboard: an account view (sign in with an API key) and an operator view (the admin token).", auth: "none", produces: "text/html" });
   const c = s.config;
   const sessions = new DashboardSessions(c.dashboardSessionSeconds * 1000, Date.now, {

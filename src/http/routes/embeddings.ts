@@ -6,12 +6,13 @@
  */
 import { Type } from "@sinclair/typebox";
 import { assertModelAllowed } from "../../accounts/key-controls";
-import type { App } from "../app";
+import type { App } from "../route-module";
 import { requestIdOf } from "../request-context";
-import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticate, holdKey } from "../auth";
-import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
+import { authenticate, holdKey, type KeyAuthDeps } from "../auth";
+import type { Ledger } from "../../billing/ledger";
+import type { EngineRegistry } from "../../engines/registry";
+import { assertModelEndpoint, resolveModel, type ModelResolver } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { embeddingCost, priceNote } from "../../billing/prices";
@@ -51,7 +52,13 @@ function mapEngineError(err: unknown, model: string): unknown {
   return err;
 }
 
-export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What POST /v1/embeddings uses: the caller's key and admission, the model's resolution, the engine and the ledger. */
+export type EmbeddingsRouteDeps = KeyAuthDeps & ModelResolver & {
+  engines: Pick<EngineRegistry, "get">;
+  ledger: Ledger;
+};
+
+export function registerEmbeddingsRoutes(app: App, s: EmbeddingsRouteDeps, docs: RouteDocs): void {
   docs.add({ method: "POST", path: "/v1/embeddings", summary: "Text embeddings (embedding-300m), micro-batched in-process.", auth: "key", body: EmbeddingsRequest, public: true });
 
   app.post("/v1/embeddings", async ({ body, bearer, request, set }) => {

@@ -3,16 +3,16 @@
  * `anthropic-version` header (the Anthropic SDK, Claude Code) gets Anthropic's list shape.
  * Model aliases are not models and are never listed.
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
 import { anthropicModelObject, anthropicModels, listModels, modelObject, pageAnthropicModels } from "../../catalog/model-list";
-import { catalogView } from "../../catalog/catalog-view";
+import { catalogView, type ModelList } from "../../catalog/catalog-view";
 import { invalidField, modelNotFound } from "../../errors";
 import { suggestModels } from "../../catalog/suggest";
 import { TURBO_SUFFIX } from "../../catalog/catalog";
 
-export function registerModelRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** Reads the model list: the catalog, which models are live, and the routes' version. */
+export function registerModelRoutes(app: App, s: ModelList, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/v1/models", summary: "List the live models (no API key needed).", auth: "none", public: true });
   docs.add({ method: "GET", path: "/v1/models/:id", summary: "One model by id, or 404.", auth: "none" });
 

@@ -9,14 +9,30 @@
  * when an open breaker's cool-down ends), not per request: a probe costs the same whatever the
  * number of models an upstream lists.
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
 import type { RouteHealth } from "../../upstream/breaker";
-import { catalogView } from "../../catalog/catalog-view";
+import type { RouteRegistry } from "../../upstream/registry";
+import type { DataStore } from "../../store/data-store";
+import type { Ledger } from "../../billing/ledger";
+import type { Drain } from "../../limits/drain";
+import type { EngineRegistry } from "../../engines/registry";
+import { catalogView, type ModelList } from "../../catalog/catalog-view";
 import type { ModelKind } from "../../catalog/catalog";
 
-export function registerReadinessRoutes(app: App, s: Services, docs: RouteDocs): void {
+/**
+ * What /readyz reads: whether the server is stopping, the store (it answers, the ledger can
+ * write), the model list with its routes' breakers, and the local engines.
+ */
+export interface ReadinessDeps extends ModelList {
+  drain: Pick<Drain, "stopping" | "inFlight">;
+  store: Pick<DataStore, "engine" | "ping">;
+  ledger: Pick<Ledger, "writable">;
+  routes: Pick<RouteRegistry, "offeredVersion" | "servedRoutes" | "healthVersion">;
+  engines: Pick<EngineRegistry, "isLoaded">;
+}
+
+export function registerReadinessRoutes(app: App, s: ReadinessDeps, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/readyz", summary: "Readiness probe: 200 when this instance should get traffic, 503 when stopping or its store is down.", auth: "none" });
   const models = new ModelStates(s);
   app.get("/readyz", async ({ set }) => {
@@ -29,7 +45,7 @@ export function registerReadinessRoutes(app: App, s: Services, docs: RouteDocs):
   });
 }
 
-async function storeState(s: Services): Promise<{ engine: string; ok: boolean; error?: string }> {
+async function storeState(s: ReadinessDeps): Promise<{ engine: string; ok: boolean; error?: string }> {
   const engine = s.store.engine === "postgres" ? "postgresql" : "sqlite";
   try {
     await s.store.ping();
@@ -53,7 +69,7 @@ class ModelStates {
   private validUntil = Infinity;
   private text = "[]";
 
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: ReadinessDeps) {}
 
   /** Every catalog model with its served routes, once per version of the list. */
   private layout(): ModelLayout[] {

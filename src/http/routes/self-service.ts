@@ -5,19 +5,29 @@
  * sum of the caller's ledger entries; how the prepaid balance maps to OpenRouter's `limit`
  * fields is in docs/protocols.md ("Self-service endpoints").
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
-import { identify } from "../auth";
+import { identify, type KeyIdentityDeps } from "../auth";
 import { DomainError, invalidField, missingField, notFound } from "../../errors";
 import { accountMoney } from "../../billing/account-spend";
-import { accountView } from "../../accounts/accounts";
-import type { ApiKeyListing } from "../../accounts/api-keys";
+import { accountView, type Accounts, type LimitDefaults } from "../../accounts/accounts";
+import type { ApiKeyListing, ApiKeys } from "../../accounts/api-keys";
+import type { UsageRecords } from "../../billing/usage-report";
+import type { GenerationRecords } from "../../generations/records";
 import { keyControlsView, limitRemaining, spentThisPeriod } from "../../accounts/key-controls";
 import { periodStarts } from "../../billing/key-periods";
 import { usdNumber } from "../../billing/money";
 
-export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What the self-service endpoints read: the caller's key and account, their money, and generation records. */
+export interface SelfServiceDeps extends KeyIdentityDeps {
+  keys: ApiKeys;
+  accounts: Pick<Accounts, "mustGet">;
+  usage: UsageRecords;
+  generations: Pick<GenerationRecords, "get">;
+  config: KeyIdentityDeps["config"] & LimitDefaults;
+}
+
+export function registerSelfServiceRoutes(app: App, s: SelfServiceDeps, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/v1/key", summary: "The calling key and its money, shaped like OpenRouter's GET /api/v1/key: a key with a spend limit reports its limit, what is left of it and its usage; otherwise limit = credits added, limit_remaining = available balance.", auth: "key", public: true });
   docs.add({ method: "GET", path: "/v1/credits", summary: "Credits added and spent, all time, shaped like OpenRouter's GET /api/v1/credits.", auth: "key", public: true });
   docs.add({ method: "GET", path: "/v1/generation", summary: "One of your requests by id (query id=req_…): model, endpoint, time, latency, tokens or characters, tier, cost, status.", auth: "key", public: true });
@@ -85,7 +95,7 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
  * period's spend); the other periods sum its charges by when they count (counted_at), the same
  * attribution — so usage never shows more than the limit allowed.
  */
-async function keyFigures(s: Services, key: ApiKeyListing, accountAvailableUnits: number) {
+async function keyFigures(s: Pick<SelfServiceDeps, "keys">, key: ApiKeyListing, accountAvailableUnits: number) {
   const now = Date.now();
   const view = keyControlsView(key, now);
   const usage = await s.keys.usageSince(key.id, periodStarts(now));
@@ -102,7 +112,7 @@ async function keyFigures(s: Services, key: ApiKeyListing, accountAvailableUnits
   };
 }
 
-async function mustMoney(s: Services, accountId: string) {
+async function mustMoney(s: Pick<SelfServiceDeps, "usage">, accountId: string) {
   const money = await accountMoney(s.usage, accountId);
   if (!money) throw notFound("The account of this key no longer exists.");
   return money;

@@ -10,12 +10,14 @@
  */
 import { Type } from "@sinclair/typebox";
 import { assertModelAllowed } from "../../accounts/key-controls";
-import type { App } from "../app";
+import type { App } from "../route-module";
 import { requestIdOf } from "../request-context";
-import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
-import { authenticate, holdKey } from "../auth";
-import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
+import { authenticate, holdKey, type KeyAuthDeps } from "../auth";
+import type { Ledger } from "../../billing/ledger";
+import type { EngineRegistry } from "../../engines/registry";
+import type { Log } from "../../log";
+import { assertModelEndpoint, resolveModel, type ModelResolver } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, InternalError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { codePoints, priceNote, speechCost } from "../../billing/prices";
@@ -52,7 +54,14 @@ export const SpeechRequest = Type.Object(
 
 const ENDPOINT = "/v1/audio/speech";
 
-export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What the speech routes use: the caller's key and admission, the model's resolution, the engine, the ledger and the log. */
+export type SpeechRouteDeps = KeyAuthDeps & ModelResolver & {
+  engines: Pick<EngineRegistry, "get">;
+  ledger: Ledger;
+  log: Log;
+};
+
+export function registerSpeechRoutes(app: App, s: SpeechRouteDeps, docs: RouteDocs): void {
   docs.add({ method: "POST", path: ENDPOINT, summary: "Text to speech (voice-82m): streamed mp3, wav, opus (Ogg), flac or pcm (s16le 24 kHz).", auth: "key", body: SpeechRequest, produces: "audio/mpeg", public: true });
   docs.add({ method: "GET", path: "/v1/audio/voices", summary: "Voices of voice-82m; join ids with commas to blend them.", auth: "none" });
 
@@ -121,7 +130,7 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
   });
 }
 
-function startFailure(s: Services, requestId: string, err: unknown): DomainError {
+function startFailure(s: { log: Log }, requestId: string, err: unknown): DomainError {
   if (err instanceof DomainError) return err;
   if (err instanceof QueueFullError) {
     return new DomainError("unavailable", "model_unavailable", "The speech model is at capacity. Try again shortly; this request was not billed.", "model", 1);
