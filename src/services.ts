@@ -1,7 +1,9 @@
 /**
- * Everything a running server (or a CLI command) needs, built once from the config.
- * Routes and commands receive this object instead of reaching for globals, so tests can
- * build as many independent instances as they like.
+ * Everything a running server (or a CLI command) needs, built once from the config: the
+ * composition root. Nothing else takes all of it: each route, engine and domain module declares
+ * the few members it uses (an interface of its own: ChatPipelineDeps, ReadinessDeps, ...) and is
+ * handed this object seen through that interface; only the server, the CLI and tests hold
+ * `Services` itself. No globals, so tests can build as many independent instances as they like.
  *
  * The store is the embedded SQLite database in SWITCHYARD_DATA_DIR, or PostgreSQL when
  * SWITCHYARD_DATABASE_URL is set (then every instance pointed at it shares accounts, keys, money
