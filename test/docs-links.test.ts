@@ -31,7 +31,7 @@ describe("GitHub heading slugs", () => {
 
 describe("the checker finds what is broken", () => {
   const file = join(ROOT, "docs", "example.md");
-  test("a missing file, a missing anchor and a missing anchor of its own page", () => {
+  test("a missing file, a missing anchor, one of its own page, and a link over two lines", () => {
     const text = [
       "# Example",
       "See [the README](../README.md), [nothing](../no-such-file.md), [a bad anchor](../README.md#no-such-heading),",
@@ -39,11 +39,15 @@ describe("the checker finds what is broken", () => {
       "```md",
       "[in a fence](nowhere.md)",
       "```",
+      "A [link whose text runs",
+      "over two lines](#gone), and `a code span that runs",
+      "over two lines [code](nowhere.md)`.",
     ].join("\n");
     expect(brokenLinks(file, text)).toEqual([
       "docs/example.md:2: ../no-such-file.md (no file no-such-file.md)",
       "docs/example.md:2: ../README.md#no-such-heading (no heading #no-such-heading in README.md)",
       "docs/example.md:3: #elsewhere (no heading #elsewhere in docs/example.md)",
+      "docs/example.md:8: #gone (no heading #gone in docs/example.md)",
     ]);
   });
 });

@@ -75,16 +75,29 @@ export function anchorsOf(text: string): Set<string> {
   return anchors;
 }
 
-/** The link targets of a Markdown text (inline links and images, and reference definitions), outside code. */
+/**
+ * A Markdown text with its code blanked out: fenced blocks and `code spans` (which may run over
+ * lines within a paragraph) become spaces, so line numbers still hold.
+ */
+function withoutCode(text: string): string {
+  const prose = new Set(proseLines(text).map((l) => l.line));
+  const lines = text.split("\n").map((raw, i) => (prose.has(i + 1) ? raw : ""));
+  return lines.join("\n").replace(/(`+)(?:(?!\1)[^\n]|\n(?![ \t]*\n))+?\1/g, (span) => span.replace(/[^\n]/g, " "));
+}
+
+/**
+ * The link targets of a Markdown text (inline links and images, whose text may run over lines
+ * within a paragraph, and reference definitions), outside code, each with the line of its target.
+ */
 export function linksOf(text: string): { line: number; target: string }[] {
+  const prose = withoutCode(text);
+  const lineAt = (index: number) => prose.slice(0, index).split("\n").length;
   const links: { line: number; target: string }[] = [];
-  for (const { line, text: raw } of proseLines(text)) {
-    const prose = raw.replace(/(`+)(?:(?!\1).)+?\1/g, "");
-    for (const m of prose.matchAll(/!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ line, target: m[1]! });
-    const def = /^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/.exec(prose);
-    if (def) links.push({ line, target: def[1]! });
+  for (const m of prose.matchAll(/!?\[(?:[^\]\\\n]|\\.|\n(?![ \t]*\n))*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
+    links.push({ line: lineAt(m.index + m[0].lastIndexOf("](")), target: m[1]! });
   }
-  return links;
+  for (const m of prose.matchAll(/^ {0,3}\[[^\]\n]+\]:[ \t]*<?(\S+?)>?(?:[ \t]+"[^"\n]*")?[ \t]*$/gm)) links.push({ line: lineAt(m.index), target: m[1]! });
+  return links.sort((x, y) => x.line - y.line);
 }
 
 /** The broken links of one document, each as `file:line: target (why)`. */
