@@ -1,4 +1,4 @@
-/** The admin API (README, "Accounts, keys and credits"), behind SWITCHYARD_ADMIN_TOKEN. */
+/** The admin API (docs/operate.md, "Accounts, keys and credits"), behind SWITCHYARD_ADMIN_TOKEN. */
 import type { App } from "../app";
 import type { Services } from "../../services";
 import type { RouteDocs } from "../route-docs";
