@@ -1,6 +1,6 @@
 /**
  * Reading a file named in configuration (SWITCHYARD_CATALOG, SWITCHYARD_ROUTES,
- * SWITCHYARD_MODEL_ALIASES, an upstream's TLS files; README, "Configuration"): off the event
+ * SWITCHYARD_MODEL_ALIASES, an upstream's TLS files; docs/configuration.md, "Settings"): off the event
  * loop, regular files only, at most CONFIG_FILE_MAX_BYTES. The file is opened without blocking
  * and checked on the open descriptor, so a FIFO, a directory or a device put in its place is
  * refused at once, never waited on; an error names what is wrong, never what the file holds.

@@ -1,5 +1,5 @@
 /**
- * Typed configuration, read once from the environment (README, "Configuration").
+ * Typed configuration, read once from the environment (docs/configuration.md, "Settings").
  * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
  * Secrets (keys, tokens) are kept in the object but never printed: see describeConfig().
  */
@@ -14,7 +14,7 @@ export interface Config {
   host: string;
   dataDir: string;
   adminToken: string | null;
-  /** When set, GET /metrics needs `Authorization: Bearer <token>` (README "Limits, usage and metrics"). */
+  /** When set, GET /metrics needs `Authorization: Bearer <token>` (docs/operate.md "Limits, usage and metrics"). */
   metricsToken: string | null;
   upstreamUrl: string | null;
   upstreamKey: string | null;

@@ -1,7 +1,7 @@
 /**
  * Files named in configuration (SWITCHYARD_ROUTES, SWITCHYARD_CATALOG, SWITCHYARD_MODEL_ALIASES,
  * an upstream's TLS files) are read off the event loop, regular files only, at most 4 MiB
- * (README, "Configuration"): at start-up a FIFO, a directory, a device or an oversized file stops
+ * (docs/configuration.md, "Settings"): at start-up a FIFO, a directory, a device or an oversized file stops
  * the server with one line naming the variable and what is wrong, never a hang; a catalog file
  * replaced by a FIFO while serving is refused in the background and the last good catalog serves.
  */

@@ -1,5 +1,5 @@
 /**
- * A dashboard session carries the scope of the key that opened it (README, "The dashboard"),
+ * A dashboard session carries the scope of the key that opened it (docs/operate.md, "The dashboard"),
  * on both stores: an expired or revoked key (or a disabled account) cannot sign in, and its open
  * sessions end on their next use when the key expires, is revoked or its account disabled. A key
  * with any control (spend limit, model list, rate limit, expiry) opens a session that reads its

@@ -1,5 +1,5 @@
 /**
- * `switchyard demo` (README "Demo") run as a user runs it: `bun src/main.ts demo` in a process,
+ * `switchyard demo` (README "Try it") run as a user runs it: `bun src/main.ts demo` in a process,
  * from another directory, with no network, engine or weights. The printed curl commands are
  * replayed as printed; SIGTERM stops everything with exit 0 and removes the temporary folder.
  */

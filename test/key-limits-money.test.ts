@@ -1,5 +1,5 @@
 /**
- * A key's spend limit is enforced by the hold itself (README, "Keys: limits, expiry, models"): a
+ * A key's spend limit is enforced by the hold itself (docs/operate.md, "Keys: limits, expiry, models"): a
  * hold must fit both the account's available balance and what the key's limit has left in its
  * period, decided in the same write; the charge counts against both. On both stores, through the
  * real Ledger over the real store, with the ledger's clock moved instead of waiting.

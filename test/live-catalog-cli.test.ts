@@ -1,5 +1,5 @@
 /**
- * `switchyard catalog|upstreams|routes` against the store a running server reads (README,
+ * `switchyard catalog|upstreams|routes` against the store a running server reads (docs/operate.md,
  * "Managing models, prices and routes live"), on both stores: what the CLI writes, the server
  * serves without a restart (SQLite: within SWITCHYARD_LIVE_CONFIG_POLL_SECONDS; PostgreSQL: by
  * notification); bad input is one line naming the field and exit status 2; a key given on standard

@@ -1,5 +1,5 @@
 /**
- * Models, prices, upstreams and routes managed live (README, "Managing models, prices and routes
+ * Models, prices, upstreams and routes managed live (docs/operate.md, "Managing models, prices and routes
  * live"), on both stores: added, changed, disabled and removed through the admin API without a
  * restart; bad input answered 400 naming the field; an upstream's key never shown; "test this
  * route" unbilled; and a price changed while a stream runs charges that stream the old price and

@@ -1,5 +1,5 @@
 /**
- * Dashboard sessions follow key changes made on another instance (README, "The dashboard"): two
+ * Dashboard sessions follow key changes made on another instance (docs/operate.md, "The dashboard"): two
  * servers, A and B, on one PostgreSQL database. A session is open on A, whose key owner is
  * cached there; the key is given a limit, then an expiry in the past, or is revoked through B's
  * admin API. The change feed drops A's cached owners (store/postgres/changes.ts), and the

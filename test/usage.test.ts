@@ -1,5 +1,5 @@
 /**
- * GET /v1/usage over real HTTP (README, "Limits, usage and metrics"): balance, totals and grouped rows equal the sums of
+ * GET /v1/usage over real HTTP (docs/operate.md, "Limits, usage and metrics"): balance, totals and grouped rows equal the sums of
  * the account's ledger charge entries; bad queries and bad admin limit values get a 400 naming the
  * parameter and the rule, and never change the ledger.
  */

@@ -12,7 +12,7 @@ import type { LimitReset, PeriodStarts } from "../billing/key-periods";
 
 export const KEY_PREFIX = "sy-";
 
-/** A key's own controls (README, "Keys: limits, expiry, models"); null: none. */
+/** A key's own controls (docs/operate.md, "Keys: limits, expiry, models"); null: none. */
 export interface KeyControls {
   /** Spend limit in units (nano-USD) per period. */
   spend_limit: number | null;

@@ -1,6 +1,6 @@
 /**
  * A key's own controls as the admin API and CLI take and show them, in OpenRouter's key fields
- * (README, "Keys: limits, expiry, models"): `limit` in USD (null: none), `limit_reset` daily |
+ * (docs/operate.md, "Keys: limits, expiry, models"): `limit` in USD (null: none), `limit_reset` daily |
  * weekly | monthly (null: never), `expires_at` ISO 8601 (null: never), plus `models` (public ids
  * or aliases the key may use; null: all) and `rate_limit_rpm` (the key's own rate; null: only the
  * account's). Enforcement: the hold (billing/ledger.ts), authentication (http/auth.ts) and
@@ -168,7 +168,7 @@ export function controlsOf(key: KeyOwner["key"]): KeyControlName[] {
 /**
  * Whether a key may manage its account's keys (create, revoke) in the dashboard: only a key with
  * no control at all. A key with a limit, an expiry, a model list or a rate limit is an inference
- * key: it could otherwise mint a key without its limits (README, "The dashboard").
+ * key: it could otherwise mint a key without its limits (docs/operate.md, "The dashboard").
  */
 export function managesKeys(key: KeyOwner["key"]): boolean {
   return controlsOf(key).length === 0;

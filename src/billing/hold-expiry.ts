@@ -1,5 +1,5 @@
 /**
- * Hold expiry (SWITCHYARD_HOLD_EXPIRY_SECONDS, README "Limits, usage and metrics"): a hold still
+ * Hold expiry (SWITCHYARD_HOLD_EXPIRY_SECONDS, docs/operate.md "Limits, usage and metrics"): a hold still
  * open that long after it was taken is released, whatever its request is doing, so a stuck
  * request never keeps money held. The ledger (ledger.ts) dates each hold by this clock, registers
  * the holds of this process while they are open, and sweeps every so often: holds booked in

@@ -1,5 +1,5 @@
 /**
- * The periods a key's spend limit resets on (README, "Keys: limits, expiry, models"): UTC
+ * The periods a key's spend limit resets on (docs/operate.md, "Keys: limits, expiry, models"): UTC
  * calendar periods — a day from 00:00 UTC, a week from Monday 00:00 UTC (ISO 8601 weeks), a
  * month from the 1st 00:00 UTC. Times are Unix seconds. A limit without a reset period belongs
  * to one period that never ends (start 0).

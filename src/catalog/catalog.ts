@@ -3,7 +3,7 @@
  * The default catalog is embedded in the binary (a JSON import); SWITCHYARD_CATALOG may replace
  * or extend it, and is re-read (off the event loop, in the background) when the file changes so
  * new models go live without a restart.
- * Entries written through the admin API or the CLI lie over both (live-config.ts; README,
+ * Entries written through the admin API or the CLI lie over both (live-config.ts; docs/operate.md,
  * "Managing models, prices and routes live"). Chat models an upstream serves that the catalog
  * lacks join it at the default price, when one is set (discovered.ts; README, "Serve your own model").
  */
@@ -53,7 +53,7 @@ function toEntry(j: CatalogEntryJson): ModelEntry {
   };
 }
 
-/** Which layer an entry comes from (README, "Managing models, prices and routes live"). */
+/** Which layer an entry comes from (docs/operate.md, "Managing models, prices and routes live"). */
 export type CatalogSource = "embedded" | "file" | "admin";
 
 export interface CatalogDocument {
@@ -178,7 +178,7 @@ export class Catalog {
 
   /**
    * The layers, later ones winning per id: the embedded catalog, SWITCHYARD_CATALOG, then the
-   * entries written live (admin API, CLI; README, "Managing models, prices and routes live").
+   * entries written live (admin API, CLI; docs/operate.md, "Managing models, prices and routes live").
    * Every entry is a new object: a request keeps the one it resolved, and with it its prices.
    */
   private compose(): void {

@@ -1,5 +1,5 @@
 /**
- * Managing models, prices, upstreams and routes live (README, "Managing models, prices and routes
+ * Managing models, prices, upstreams and routes live (docs/operate.md, "Managing models, prices and routes
  * live"): the operations behind both the admin API (/admin/models, /admin/upstreams,
  * /admin/routes) and the CLI (`switchyard catalog|routes`), so the two never disagree. Each write
  * is checked here with a named rule, stored, then reloaded (other instances hear of it through the

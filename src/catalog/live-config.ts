@@ -1,6 +1,6 @@
 /**
  * The models, upstreams and routes written live (admin API, `switchyard catalog|routes`), read
- * from the store and laid over the files and the embedded catalog (README, "Managing models,
+ * from the store and laid over the files and the embedded catalog (docs/operate.md, "Managing models,
  * prices and routes live"). A server reloads them after its own writes, when PostgreSQL notifies
  * a change made by another instance or the CLI, and when the store's version moved (polled every
  * SWITCHYARD_LIVE_CONFIG_POLL_SECONDS, which also catches the CLI writing a SQLite database).

@@ -101,7 +101,7 @@ export class ChatStream {
   async *batches(): AsyncGenerator<RelayBatch> {
     const reader = this.response.body;
     const parser = new SseParser({ maxLineChars: this.s.config.sseMaxLineChars, maxEventChars: this.s.config.sseMaxEventChars });
-    // Only data events keep a stream alive: comments and partial lines do not (README "Limits, usage and metrics").
+    // Only data events keep a stream alive: comments and partial lines do not (docs/operate.md "Limits, usage and metrics").
     const idleMs = this.response.idleTimeoutMs;
     const st: ReadState = {
       lastData: Date.now(),

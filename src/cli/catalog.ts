@@ -1,7 +1,7 @@
 /**
  * `switchyard catalog|upstreams|routes ...`: models, prices, upstreams and routes managed live,
  * over the same operations as the admin API (catalog/live-admin.ts), against the store a server
- * reads them from (README, "Managing models, prices and routes live"). A running server picks a
+ * reads them from (docs/operate.md, "Managing models, prices and routes live"). A running server picks a
  * change up within SWITCHYARD_LIVE_CONFIG_POLL_SECONDS (PostgreSQL: at once, by notification).
  * (`models pull|list` are the local model files, hence the name `catalog`.)
  */

@@ -3,7 +3,7 @@
  * then its arguments and options in any order. An option the command does not take, one without
  * its value, a value given to a bare flag, an option given twice, a malformed value, a missing or
  * an extra argument: each is one line naming it, found before configuration is read or any store
- * opened, so nothing is created or changed (README "Accounts, keys and credits").
+ * opened, so nothing is created or changed (docs/operate.md "Accounts, keys and credits").
  */
 import { parseArgs } from "node:util";
 import { COMMANDS, type CommandSpec } from "./commands";

@@ -26,7 +26,7 @@ const ACCOUNT_LIMITS: Options = {
   "concurrency-limit": whole("concurrency_limit", "default"),
 };
 
-/** A key's name and controls, in the admin API's fields (README "Keys: limits, expiry, models"). */
+/** A key's name and controls, in the admin API's fields (docs/operate.md "Keys: limits, expiry, models"). */
 const KEY_CONTROLS: Options = {
   name: text("NAME", "name"),
   limit: textOrNone("USD", "none", "limit"),

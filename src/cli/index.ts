@@ -114,7 +114,7 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   // Before loading configuration: the self-check must work even when the configuration is wrong.
   if (command === "doctor") return (await import("./doctor")).runDoctor(options);
-  // The demo builds its own configuration and ignores the environment's (README "Demo").
+  // The demo builds its own configuration and ignores the environment's (README "Try it").
   if (command === "demo") return (await import("../demo/run")).runDemo({ port: textOf(options.port), dir: textOf(options.dir) });
   let config: Config;
   try {

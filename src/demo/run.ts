@@ -1,5 +1,5 @@
 /**
- * `switchyard demo` (README "Demo"): in one command, with no network, no engine and no weights,
+ * `switchyard demo` (README "Try it"): in one command, with no network, no engine and no weights,
  * a working Switchyard on loopback: the echo engine as its chat upstream (sold at a default
  * price), the tiny demo models for speech and embeddings, a data directory, and an account with
  * credits and a key. It prints the base URL, the key and three curl commands that work, then runs

@@ -20,7 +20,7 @@ export interface Caller {
   keyId: string;
   /** The account's limits, resolved from the cached key owner (no account read per request). */
   limits: AccountLimits;
-  /** The key's own controls (README, "Keys: limits, expiry, models"). */
+  /** The key's own controls (docs/operate.md, "Keys: limits, expiry, models"). */
   key: KeyOwner["key"];
 }
 
@@ -147,7 +147,7 @@ export function bearerOf(request: Request): string | undefined {
 const CREDENTIAL_PARAMS = ["access_token", "api_key"] as const;
 
 /**
- * Keys and tokens are accepted only in headers (README "Exposure"): URLs end up in proxy and
+ * Keys and tokens are accepted only in headers (docs/configuration.md "Exposure"): URLs end up in proxy and
  * browser logs and histories. A request carrying one in its query string is refused with 401,
  * whatever its headers hold, so a client that leaks its key finds out on its first call. The
  * value is never echoed.

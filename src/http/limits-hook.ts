@@ -1,5 +1,5 @@
 /**
- * Admission of an authenticated request against its account's limits (README, "Limits, usage and metrics"). Called from
+ * Admission of an authenticated request against its account's limits (docs/operate.md, "Limits, usage and metrics"). Called from
  * authenticate(), so every model endpoint shares one counter per account. The slot it takes is
  * attached to the request context and released by the request lifecycle when the response —
  * stream included — has finished, or failed, on any path.

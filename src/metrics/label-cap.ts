@@ -1,5 +1,5 @@
 /**
- * A cap on the distinct models that label metrics, across every metric of a registry (README,
+ * A cap on the distinct models that label metrics, across every metric of a registry (docs/operate.md,
  * "Limits, usage and metrics"). Models are mostly catalog ids but may be ids an upstream lists
  * (discovered models), which a changing list makes endless. Two labels name a model: `model`
  * itself, and `route` (`<model>#<index>`). Models that are always kept (catalog models,

@@ -1,5 +1,5 @@
 /**
- * Which model ids get metric series of their own (README, "Limits, usage and metrics"): every
+ * Which model ids get metric series of their own (docs/operate.md, "Limits, usage and metrics"): every
  * catalog model (base and turbo id) and the "unknown"/"none" placeholders always; ids an
  * upstream lists (discovered models) up to SWITCHYARD_METRICS_MAX_MODELS, the first ones seen;
  * the rest are counted together as model="other" (route="other" for a route's label).

@@ -3,7 +3,7 @@
  * SWITCHYARD_ROUTES (a file, re-read in the background when it changes, or inline JSON) and SWITCHYARD_UPSTREAM_URL
  * (the one-line default: every chat model the routes do not name goes there under its public
  * id). Upstreams and routes written through the admin API or the CLI lie over the file's (a model
- * with written routes ignores its file routes: README, "Managing models, prices and routes live").
+ * with written routes ignores its file routes: docs/operate.md, "Managing models, prices and routes live").
  * Each route carries its circuit breaker, kept across reloads while the route is unchanged.
  * A route is served only while its upstream's GET /v1/models lists its model (model-lists.ts),
  * unless it is pinned or the upstream never answered a list (README, "Serve your own model").

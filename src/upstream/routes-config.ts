@@ -173,7 +173,7 @@ export interface RoutesDefaults {
   proxies?: ProxySettings;
   /**
    * When set, `api_key_env` may only name variables starting with it (upstreams written live:
-   * README, "Managing models, prices and routes live"), so an admin cannot have the server send
+   * docs/operate.md, "Managing models, prices and routes live"), so an admin cannot have the server send
    * any of its environment to a host of their choosing.
    */
   keyEnvPrefix?: string;

@@ -17,7 +17,7 @@ export interface SessionInfo {
   csrf_token: string;
   expires_at: string;
   account_id: string | null;
-  /** Account sessions: the key signed in with, and what it may do (README, "The dashboard"). */
+  /** Account sessions: the key signed in with, and what it may do (docs/operate.md, "The dashboard"). */
   key_id?: string;
   /** Only a key without controls creates and revokes the account's keys. */
   manages_keys?: boolean;

@@ -1,7 +1,7 @@
 /**
  * API keys of one account: the list (prefixes only), creating one (its key is shown once, here,
  * and never again) and revoking one. Used by the account view (its own keys) and the operator view.
- * When the list answers `manage: false` (an account session whose key has controls: README, "The
+ * When the list answers `manage: false` (an account session whose key has controls: docs/operate.md, "The
  * dashboard") it lists that key alone, read-only: no form or button that could only fail.
  */
 import { html } from "htm/preact";

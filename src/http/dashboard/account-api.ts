@@ -4,7 +4,7 @@
  * admin API and the CLI use, after checking the target belongs to that account. The playground
  * sends real requests through the normal endpoints with the session's key (see playground.ts).
  *
- * A session reaches what its key reaches (README, "The dashboard"): a key without controls
+ * A session reaches what its key reaches (docs/operate.md, "The dashboard"): a key without controls
  * manages the account's keys; a key with any control reads the account's usage (as its GET
  * /v1/usage does), its own requests and its own key, and never creates or revokes a key.
  */

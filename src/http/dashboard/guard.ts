@@ -12,7 +12,7 @@
  *
  * An account session is as good as its key, checked on every request: it ends when the key is
  * revoked or expires or the account is disabled, and only a key without controls may manage the
- * account's keys (keyManager(); README, "Keys: limits, expiry, models").
+ * account's keys (keyManager(); docs/operate.md, "Keys: limits, expiry, models").
  */
 import { timingSafeEqual } from "node:crypto";
 import { DomainError } from "../../errors";
@@ -75,7 +75,7 @@ export interface AccountAccess {
 /**
  * Why an account session must end now, or null while it may go on: its key is revoked (or was
  * never this account's), its account disabled, or the key expired. Checked on every use, against
- * the key's owner as ApiKeys has it (a change made elsewhere reaches it within a second: README,
+ * the key's owner as ApiKeys has it (a change made elsewhere reaches it within a second: docs/operate.md,
  * "Accounts, keys and credits").
  */
 export function sessionEndReason(owner: KeyOwner | null, accountId: string | null, nowMs: number): string | null {

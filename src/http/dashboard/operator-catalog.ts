@@ -1,6 +1,6 @@
 /**
  * The operator models page's editing API (/dashboard/api/operator/catalog/*), for a session signed
- * in with the admin token: models, prices, upstreams and routes managed live (README, "Managing
+ * in with the admin token: models, prices, upstreams and routes managed live (docs/operate.md, "Managing
  * models, prices and routes live"; docs/live-config.md). Every write is the operation the admin API
  * and the CLI run (catalog/live-admin.ts), so the three never disagree. The dashboard sends prices
  * as decimal strings only, never floats; an upstream's key is write-only (views say `has_key`).

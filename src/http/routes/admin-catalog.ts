@@ -1,5 +1,5 @@
 /**
- * The admin API for models, prices, upstreams and routes managed live (README, "Managing models,
+ * The admin API for models, prices, upstreams and routes managed live (docs/operate.md, "Managing models,
  * prices and routes live"), behind SWITCHYARD_ADMIN_TOKEN. Model ids may hold slashes: the id is
  * the rest of the path (`/admin/models/Qwen/Qwen3-8B`, or percent-encoded).
  */

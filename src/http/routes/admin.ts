@@ -1,4 +1,4 @@
-/** The admin API (README, "Accounts, keys and credits"), behind SWITCHYARD_ADMIN_TOKEN. */
+/** The admin API (docs/operate.md, "Accounts, keys and credits"), behind SWITCHYARD_ADMIN_TOKEN. */
 import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
 import type { Config } from "../../config";

@@ -91,7 +91,7 @@ export function registerEmbeddingsRoutes(app: App, s: EmbeddingsRouteDeps, docs:
     };
     const { value: vectors, settlement } = await meterWhole(s.ledger, spec, async () => {
       // Each vector comes back from the inference worker as the JSON text of its `embedding`
-      // value, so the event loop only splices strings (README "Embeddings").
+      // value, so the event loop only splices strings (docs/local-models.md "Embeddings").
       let vectors: string[];
       try {
         vectors = await timeEngine(requestId, engine.embedEncoded(parsed.sequences, { dims, format }, { priority: resolved.tier === "priority", signal: request.signal, account: caller.accountId }));

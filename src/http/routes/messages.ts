@@ -92,7 +92,7 @@ export function registerMessagesRoutes(app: App, s: MessagesRouteDeps, docs: Rou
 
     // message_start never waits for a count: it announces the count when a context check made
     // one already, else the prompt's upper bound (UTF-8 bytes); message_delta carries the exact
-    // count, which the Anthropic SDK takes over the first (see README, Messages).
+    // count, which the Anthropic SDK takes over the first (docs/protocols.md, "Anthropic Messages and OpenAI Responses").
     const inputBound = tokenBudget(chatRequest, resolved.entry).inputBound;
     const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: inputBound, stopSequences, omitThinking, cacheAccounting, toolId });
     return streamForRoute(s, call, { request, server, set }, {

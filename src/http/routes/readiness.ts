@@ -1,5 +1,5 @@
 /**
- * GET /readyz, the readiness probe (README, "Stopping and readiness"): 200 while this instance
+ * GET /readyz, the readiness probe (docs/operate.md, "Stopping and readiness"): 200 while this instance
  * should get traffic, 503 once it is stopping or when its store cannot be read or written. The
  * body reports the store, every configured model (chat: its routes' circuit breakers; local
  * engines: loaded or not) and the requests in flight. Unauthenticated like /healthz, so upstream

@@ -40,7 +40,7 @@ export function registerSelfServiceRoutes(app: App, s: SelfServiceDeps, docs: Ro
     const row = await s.accounts.mustGet(caller.accountId);
     const account = accountView(row, s.config);
     const rpm = caller.key.rateLimitRpm === null ? account.rate_limit_rpm : Math.min(caller.key.rateLimitRpm, account.rate_limit_rpm);
-    // A key with its own spend limit reports the key's figures (README, "Keys: limits, expiry,
+    // A key with its own spend limit reports the key's figures (docs/operate.md, "Keys: limits, expiry,
     // models"); otherwise the account's money, as before.
     const own = key && key.spend_limit !== null ? await keyFigures(s, key, row.balance - row.reserved) : null;
     return {

@@ -1,4 +1,4 @@
-/** GET /v1/usage (README, "Limits, usage and metrics"): the caller's balance and its charges for a period, grouped. */
+/** GET /v1/usage (docs/operate.md, "Limits, usage and metrics"): the caller's balance and its charges for a period, grouped. */
 import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
 import { identify, type KeyIdentityDeps } from "../auth";

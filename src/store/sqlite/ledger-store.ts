@@ -65,7 +65,8 @@ export class SqliteLedgerStore implements LedgerStore {
       existingCharge: db.query<{ amount: number; balance_after: number }, [string]>(
         "SELECT amount, balance_after FROM ledger_entries WHERE request_id = ? AND kind = 'charge'",
       ),
-      debit: db.query<never, [number, string]>("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2"),
+      // One statement reads and lowers the balance (the CHECK refuses a negative one).
+      debit: db.query<{ balance: number }, [number, string]>("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2 RETURNING balance"),
       // The charge counts in the key's period of the hold's time (by the key's limit_reset now); a
       // period older than the stored one counts against the stored one: it never moves backwards.
       countKey: db.query<{ period_start: number }, [number, string, number, number, number]>(
@@ -119,11 +120,9 @@ export class SqliteLedgerStore implements LedgerStore {
       // A repeat (an answer lost with a crash) returns the first charge.
       const existing = this.q.existingCharge.get(p.requestId);
       if (existing) return { charged: -existing.amount, balanceAfter: existing.balance_after, fresh: false };
-      const acct = this.q.account.get(p.accountId);
-      if (!acct) throw new InternalError(`post of ${p.requestId}: no account ${p.accountId}`);
-      // Never negative: the CHECK constraint refuses it too.
-      const balanceAfter = acct.balance - p.amount;
-      this.q.debit.run(p.amount, p.accountId);
+      const debited = this.q.debit.get(p.amount, p.accountId);
+      if (!debited) throw new InternalError(`post of ${p.requestId}: no account ${p.accountId}`);
+      const balanceAfter = debited.balance;
       let countedAt: number | null = null;
       if (p.keyId !== null) {
         const period = periodStarts(p.holdCreatedAt * 1000);
