@@ -21,7 +21,7 @@ export interface EngineLoadDeps {
   onnxProvider(): ProviderDecision;
 }
 
-/** What starting local engines uses besides: where their files are, and the registry they go live in. */
+/** What starting local engines uses: what loading uses, where their files are, and the registry they go live in. */
 export interface LocalEngineDeps extends EngineLoadDeps {
   config: EngineLoadDeps["config"] & Pick<Config, "modelsDir">;
   engines: EngineRegistry;
