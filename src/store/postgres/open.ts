@@ -135,6 +135,8 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
       const lim = limiter;
       changes = await listenForChanges(db, (c) => {
         if (c.table === "api_keys" || c.table === "*") l.keysChanged();
+        // An account disabled (or its limits changed): what this instance leases of it and does not use goes back.
+        if (c.table === "accounts" && c.id) void l.recalled(`credit:${c.id}`);
         hooks.onChange(c);
       });
       recalls = await listenForRecalls(db, (subject) => {
