@@ -53,6 +53,8 @@ export class LeaseGrants {
   readonly leases = new CreditLeases();
   /** Grants under way per account: a request that does not fit waits for the one already asking. */
   private readonly asking = new Map<string, Promise<unknown>>();
+  /** Every grant under way per account, whose answers may still add to this instance's lease. */
+  private readonly pending = new Map<string, Set<Promise<unknown>>>();
   /** The hold book of the ledger this store serves (known from its first grant), for returns. */
   private book: HoldBook | null = null;
   private idleTimer: ReturnType<typeof setInterval> | null = null;
@@ -113,8 +115,13 @@ export class LeaseGrants {
 
   private track(accountId: string, p: Promise<unknown>): void {
     this.asking.set(accountId, p);
+    let set = this.pending.get(accountId);
+    if (!set) this.pending.set(accountId, (set = new Set()));
+    set.add(p);
     const done = () => {
       if (this.asking.get(accountId) === p) this.asking.delete(accountId);
+      set.delete(p);
+      if (set.size === 0 && this.pending.get(accountId) === set) this.pending.delete(accountId);
     };
     p.then(done, done);
   }
@@ -168,6 +175,13 @@ export class LeaseGrants {
       const creditShort = int(row.available ?? "0") < g.amount;
       const keyShort = row.key_limit !== null && row.key_available !== null && int(row.key_available) < g.amount;
       const mine = { credit: this.leases.free("credit", g.accountId, book), key: keyId ? this.leases.free("key", keyId, book) : 0 };
+      // Grants of this instance answered by the database but not heard here yet lease it more.
+      const others = [...(this.pending.get(g.accountId) ?? [])].filter((p) => p !== asked);
+      if (others.length > 0) {
+        await Promise.allSettled(others);
+        if (this.fromLease(g, book)) return { ok: true, direct: false };
+        continue;
+      }
       const hopeless = (creditShort && int(row.others_leased ?? "0") <= 0 && mine.credit <= 0) || (keyShort && int(row.key_others_leased ?? "0") <= 0 && mine.key <= 0);
       if (hopeless) return refusal(row, g.amount, mine);
       if (!ownBack && ((creditShort && mine.credit > 0) || (keyShort && mine.key > 0))) {
