@@ -22,11 +22,15 @@ export interface CreatedSession {
  * How an engine wants its session's threads. ORT's intra-op threads spin-wait between the
  * parallel parts of a run by default; without spinning every operator wakes sleeping threads,
  * which on a small model adds milliseconds per run (measured on embedding-300m at batch 1:
- * ~10 ms of a ~40 ms run, test/bench/real-models.bench.ts), while spinning burns CPU the event
- * loop could use between runs. Each engine picks what its measurements favour.
+ * ~10 ms of a ~40 ms run, test/bench/real-models.bench.ts). ORT's threads also go on spinning
+ * after a run ends, so under steady traffic (a run every few milliseconds) they never sleep: on
+ * a 2-core machine serving a model that costs nothing, that spinning was ~45% of the server's
+ * CPU (225 of 470 µs per request, test/bench/embeddings-ceiling.bench.ts). A spinning session
+ * here therefore spins only while a run lasts (`session.force_spinning_stop`). Each engine
+ * picks what its measurements favour.
  */
 export interface SessionTuning {
-  /** Let idle intra-op threads spin (ORT's default). Default here: false. */
+  /** Let intra-op threads spin while a run lasts (ORT's default, without its spinning after the run). Default here: false. */
   spinning?: boolean;
   /** Intra-op threads; 0 or absent lets ORT choose (one per physical core). */
   intraOpThreads?: number;
@@ -60,14 +64,20 @@ async function open(ort: OrtModule, modelPath: string, provider: "cpu" | "cuda",
   }
 }
 
-export async function createSession(modelPath: string, provider: "cpu" | "cuda", tuning: SessionTuning = {}): Promise<CreatedSession> {
-  const ort = await loadOrt();
+/** The session options every engine's session starts from (provider and graph file aside). */
+export function baseSessionOptions(tuning: SessionTuning): Ort.InferenceSession.SessionOptions {
   const spin = tuning.spinning ? "1" : "0";
-  const base: Ort.InferenceSession.SessionOptions = {
+  return {
     graphOptimizationLevel: "all",
     ...(tuning.intraOpThreads ? { intraOpNumThreads: tuning.intraOpThreads } : {}),
-    extra: { session: { intra_op: { allow_spinning: spin }, inter_op: { allow_spinning: spin } } },
+    // force_spinning_stop: the threads stop spinning as soon as the last concurrent run returns.
+    extra: { session: { intra_op: { allow_spinning: spin }, inter_op: { allow_spinning: spin }, force_spinning_stop: "1" } },
   };
+}
+
+export async function createSession(modelPath: string, provider: "cpu" | "cuda", tuning: SessionTuning = {}): Promise<CreatedSession> {
+  const ort = await loadOrt();
+  const base = baseSessionOptions(tuning);
   if (provider === "cuda") {
     try {
       // ORT's own log line for a missing CUDA library is noisy; we log one clear fallback instead.
