@@ -14,11 +14,12 @@ import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { embeddingCost, priceNote } from "../../billing/prices";
-import { formatUsd, usdNumber } from "../../billing/money";
+import { formatUsd } from "../../billing/money";
 import { localModelUnavailable } from "../../engines/installed";
 import { timeEngine } from "../../metrics/engine-time";
 import { EMBEDDING_MODEL_ID, MAX_SEQUENCE_TOKENS, type EmbeddingEngine } from "../../engines/embeddings/engine";
 import { parseEmbeddingInput } from "../../engines/embeddings/input";
+import { embeddingsBody } from "../../engines/embeddings/response-body";
 import { INPUT_TYPES, isInputType } from "../../engines/embeddings/prompts";
 import { JobAbortedError, QueueFullError, SchedulerClosedError } from "../../engines/scheduler/index";
 
@@ -91,13 +92,10 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
       }
       if (request.signal.aborted) throw clientGone();
       const settlement = await hold.settle({ inputTokens: parsed.tokens, serviceTier: resolved.tier });
-      set.headers["x-request-cost"] = formatUsd(settlement.charged);
+      const cost = formatUsd(settlement.charged);
+      set.headers["x-request-cost"] = cost;
       set.headers["content-type"] = "application/json";
-      const usage = { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: usdNumber(settlement.charged) };
-      // The OpenAI list shape, in its usual key order.
-      let data = "";
-      for (let index = 0; index < vectors.length; index++) data += `${index ? "," : ""}{"object":"embedding","index":${index},"embedding":${vectors[index]}}`;
-      return `{"object":"list","data":[${data}],"model":${JSON.stringify(resolved.requestedId)},"usage":${JSON.stringify(usage)}}`;
+      return embeddingsBody(vectors, resolved.requestedId, { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost });
     } finally {
       await hold.release();
     }
