@@ -5,6 +5,7 @@
  */
 import { loadOrt, type OrtModule } from "./onnx-runtime";
 import { ensureOptimisedGraph } from "./optimised-graph";
+import { floatConvsGraph } from "./graph/float-convs-file";
 import type * as Ort from "onnxruntime-node";
 
 export interface CreatedSession {
@@ -16,6 +17,8 @@ export interface CreatedSession {
   fallback?: string;
   /** The optimised graph's fate when one was asked for ("made", "reused", or why not). */
   graph?: string;
+  /** The float-convolution graph's fate when one was asked for and the model has quantised convolutions. */
+  floatConvs?: string;
 }
 
 /**
@@ -39,6 +42,11 @@ export interface SessionTuning {
    * Default here: false (the plain graph, optimised in memory at every load).
    */
   optimisedGraph?: boolean;
+  /**
+   * Run dynamically quantised convolutions as float ones (graph/float-convs.ts; the graph is kept
+   * beside the model). Default here: false.
+   */
+  floatConvs?: boolean;
 }
 
 /** The ORT version in optimised graphs' names. */
@@ -78,19 +86,24 @@ export function baseSessionOptions(tuning: SessionTuning): Ort.InferenceSession.
 export async function createSession(modelPath: string, provider: "cpu" | "cuda", tuning: SessionTuning = {}): Promise<CreatedSession> {
   const ort = await loadOrt();
   const base = baseSessionOptions(tuning);
+  const source = tuning.floatConvs ? floatConvsGraph(modelPath) : { path: modelPath };
+  const convs = source.note ? { floatConvs: source.note } : {};
+  // A graph only in memory (its folder could not be written) has no optimised graph saved beside it.
+  const load = (p: "cpu" | "cuda", options: Ort.InferenceSession.SessionOptions) =>
+    source.bytes ? ort.InferenceSession.create(source.bytes, options).then((session) => ({ session, graph: undefined })) : open(ort, source.path, p, options, tuning.optimisedGraph === true);
   if (provider === "cuda") {
     try {
       // ORT's own log line for a missing CUDA library is noisy; we log one clear fallback instead.
-      const { session, graph } = await open(ort, modelPath, "cuda", { ...base, logSeverityLevel: 4, executionProviders: ["cuda"] }, tuning.optimisedGraph === true);
-      return { ort, session, provider: "cuda", ...(graph ? { graph } : {}) };
+      const { session, graph } = await load("cuda", { ...base, logSeverityLevel: 4, executionProviders: ["cuda"] });
+      return { ort, session, provider: "cuda", ...(graph ? { graph } : {}), ...convs };
     } catch (e) {
       const reason = String((e as Error)?.message ?? e).split("\n")[0]!.slice(0, 300);
-      const { session, graph } = await open(ort, modelPath, "cpu", { ...base, executionProviders: ["cpu"] }, tuning.optimisedGraph === true);
-      return { ort, session, provider: "cpu", fallback: `CUDA execution provider unavailable (${reason}); using cpu`, ...(graph ? { graph } : {}) };
+      const { session, graph } = await load("cpu", { ...base, executionProviders: ["cpu"] });
+      return { ort, session, provider: "cpu", fallback: `CUDA execution provider unavailable (${reason}); using cpu`, ...(graph ? { graph } : {}), ...convs };
     }
   }
-  const { session, graph } = await open(ort, modelPath, "cpu", { ...base, executionProviders: ["cpu"] }, tuning.optimisedGraph === true);
-  return { ort, session, provider: "cpu", ...(graph ? { graph } : {}) };
+  const { session, graph } = await load("cpu", { ...base, executionProviders: ["cpu"] });
+  return { ort, session, provider: "cpu", ...(graph ? { graph } : {}), ...convs };
 }
 
 /** Name, element type and shape of each input and output, read from the session. */

@@ -9,6 +9,16 @@ import type * as Ort from "onnxruntime-node";
 import { describeIo, type SessionTuning } from "../onnx-session";
 import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runner";
 
+/**
+ * Kokoro's session: threads that sleep between operators, and quantised convolutions run as float
+ * ones (graph/float-convs.ts). CPU seconds per second of audio on this 2-core machine, int8 graph,
+ * ONNX Runtime 1.30, same phoneme ids (test/bench/embeddings-ceiling.bench.ts, speech part):
+ * spinning threads (ORT's default) 1.47, sleeping threads 1.02-1.10; with float convolutions
+ * 0.71-0.86 spinning, 0.67-0.76 sleeping. Bare ORT 1.32 (Python, default options, int8 graph):
+ * 0.78-0.87.
+ */
+export const SPEECH_SESSION_TUNING: SessionTuning = { spinning: false, floatConvs: true };
+
 export const STYLE_DIM = 256;
 /** Phoneme tokens per model call; the pad token (0) at both ends makes 512. */
 export const MAX_TOKENS = 510;
@@ -77,6 +87,7 @@ export class KokoroModel implements KokoroRunner {
       provider: session.meta.provider,
       provider_fallback: session.meta.fallback,
       ...(session.meta.graph ? { graph: session.meta.graph } : {}),
+      ...(session.meta.floatConvs ? { float_convs: session.meta.floatConvs } : {}),
       inputs: describeIo(session.meta.inputMetadata),
       outputs: describeIo(session.meta.outputMetadata),
       thread: session.thread,
