@@ -53,7 +53,7 @@ export const DEFAULT_BATCHING: BatchingOptions = { maxBatchSize: 32, maxBatchTok
  * Below these sizes a request's texts are tokenised, and its float vectors written, in the event
  * loop rather than handed to a tokenizer thread: a hand-off costs the event loop 4–9 µs and the
  * process 10–18 µs in all (a message each way, a thread woken), more than the work it moves
- * (~0.13 µs per character of text, ~25 µs per 768 floats), so small requests are cheaper done
+ * (~0.15 µs per character of a new text, ~25 µs per 768 floats), so small requests are cheaper done
  * here, while large ones (up to ~2,048 × 2,048 tokens) still leave the event loop free.
  */
 export interface HandOffThresholds {
