@@ -10,7 +10,8 @@
  *    the tests' tiny tokenizer when there is none) with a graph of five cheap nodes
  *    (lib/free-embedding-model.ts), so what is measured is what a GPU cannot take off: HTTP,
  *    JSON, tokenising, batching, writing vectors, billing. At concurrency 64 (29-token inputs,
- *    base64 then JSON floats): req/s and server CPU µs per request, by thread group. At
+ *    base64, JSON floats, and base64 with a text the tokenizer has not seen in each request):
+ *    req/s and server CPU µs per request, by thread group. At
  *    concurrency 1: p50 latency against the model's own time (bare ORT, batch 1, same ids).
  * 2. The real embedding model, when its weights are there: tokens/s at concurrency 64 against
  *    bare ONNX Runtime batches of 32 of the same ids (ORT's default options), interleaved; and
@@ -51,6 +52,12 @@ const ONLY = process.env.BENCH_ONLY;
 const TEXT = "The quick brown fox jumps over the lazy dog while a search engine indexes documents about planets, stars and distant galaxies for a retrieval benchmark.";
 
 const child = (mode: string, arg: unknown) => runChildProcess(SCRIPT, mode, arg);
+/** The free model's cells: the fixed text of server-ceiling.sh in both encodings, then a new text each request. */
+const CELLS = [
+  ["base64", "base64", false],
+  ["float", "float", false],
+  ["base64, a new text each request", "base64", true],
+] as const;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "–");
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "–");
@@ -59,15 +66,23 @@ const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "–");
 const specs: ServerSpec[] = [process.env.BENCH_BIN ? { label: `binary ${process.env.BENCH_BIN}`, bin: resolve(process.env.BENCH_BIN) } : { label: "this checkout", root: ROOT }];
 if (process.env.BENCH_BASELINE) specs.push({ label: `baseline ${process.env.BENCH_BASELINE}`, root: resolve(process.env.BENCH_BASELINE) });
 
-function post(s: Server, body: unknown, concurrency: number, seconds: number): Promise<LoadResult> {
-  return httpLoad({ url: s.url + "/v1/embeddings", headers: { "content-type": "application/json", authorization: `Bearer ${s.key}` }, body: JSON.stringify(body), concurrency, seconds }, child);
+/** `vary`: every request's text differs (a counter appended), so no cache of the tokenizer helps. */
+type Body = { model: string; input: string; encoding_format: "base64" | "float" };
+
+function post(s: Server, body: Body, concurrency: number, seconds: number, vary = false): Promise<LoadResult> {
+  return httpLoad({ url: s.url + "/v1/embeddings", headers: { "content-type": "application/json", authorization: `Bearer ${s.key}` }, body: JSON.stringify(body), ...(vary ? { varyAt: body.input.slice(0, -1) } : {}), concurrency, seconds }, child);
 }
 
-/** One measured cell: load for SECONDS, server CPU around it. */
-async function cell(s: Server, body: unknown, concurrency: number, seconds = SECONDS) {
+/**
+ * One measured cell: load for SECONDS, server CPU around it. The load ends with requests still
+ * queued (the client stops waiting for them); one more request, answered after them, lets them
+ * drain before anything else is measured.
+ */
+async function cell(s: Server, body: Body, concurrency: number, seconds = SECONDS, vary = false) {
   const before = snapshot(s.pid);
-  const load = await post(s, body, concurrency, seconds);
+  const load = await post(s, body, concurrency, seconds, vary);
   const cpu = cpuPerRequest(s.pid, before, snapshot(s.pid), load.requests);
+  await fetch(s.url + "/v1/embeddings", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${s.key}` }, body: JSON.stringify(body) }).then((r) => r.arrayBuffer());
   return { load, cpu };
 }
 
@@ -110,12 +125,12 @@ async function freeModel(): Promise<void> {
     await withServers(join(work, "models"), "embedding-300m", async (servers) => {
       const rows = new Map<string, Cell[]>();
       for (let r = 0; r < ROUNDS; r++) {
-        for (const format of ["base64", "float"] as const) {
+        for (const [vectors, format, vary] of CELLS) {
           for (const s of rotated(servers, r)) {
-            const body = { model: "embedding-300m", input: TEXT, encoding_format: format };
-            if (r === 0) await post(s, body, C, 3); // warm-up: JIT, arenas
-            const key = `${s.label}|${format}`;
-            rows.set(key, [...(rows.get(key) ?? []), await cell(s, body, C)]);
+            const body: Body = { model: "embedding-300m", input: TEXT, encoding_format: format };
+            if (r === 0) await cell(s, body, C, 3, vary); // warm-up: JIT, arenas
+            const key = `${s.label}|${vectors}`;
+            rows.set(key, [...(rows.get(key) ?? []), await cell(s, body, C, SECONDS, vary)]);
           }
         }
       }
@@ -151,9 +166,9 @@ async function realModel(): Promise<void> {
     const model = join(real, "onnx", "model.onnx");
     console.log(`\n## The real embedding model (${real}): concurrency ${C} against bare ONNX Runtime batches of 32, ${ids.length}-token input, ${SECONDS} s per cell; load average ${loadAverage()}`);
     await withServers(work, "embedding-300m", async (servers) => {
-      const body = { model: "embedding-300m", input: TEXT, encoding_format: "base64" };
+      const body: Body = { model: "embedding-300m", input: TEXT, encoding_format: "base64" };
       const rows: { bare: BareEmbedResult; ours: Map<string, Cell> }[] = [];
-      for (const s of servers) await post(s, body, C, 3);
+      for (const s of servers) await cell(s, body, C, 3);
       for (let r = 0; r < ROUNDS; r++) {
         const bare = bareOrNote(await child("bare-embed", { model, ids, batch: 32, seconds: SECONDS, padId: tokenizer.padId }));
         if (!bare) return;

@@ -11,8 +11,15 @@ export interface LoadSpec {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** Where in `body` a counter goes, so that every request differs (a text the server has not seen). */
+  varyAt?: string;
   concurrency: number;
   seconds: number;
+}
+
+/** The body of request number `n`. */
+export function bodyOf(spec: LoadSpec, n: number): string {
+  return spec.varyAt ? spec.body.replace(spec.varyAt, `${spec.varyAt} ${n}`) : spec.body;
 }
 
 export interface LoadResult {
@@ -42,9 +49,20 @@ async function wrk(spec: LoadSpec): Promise<LoadResult> {
   const dir = mkdtempSync(join(tmpdir(), "switchyard-wrk-"));
   try {
     const lua = join(dir, "post.lua");
-    writeFileSync(lua, [`wrk.method = "POST"`, `wrk.body = ${luaString(spec.body)}`, ...Object.entries(spec.headers).map(([k, v]) => `wrk.headers[${luaString(k)}] = ${luaString(v)}`)].join("\n"));
+    const lines = [`wrk.method = "POST"`, `wrk.body = ${luaString(spec.body)}`, ...Object.entries(spec.headers).map(([k, v]) => `wrk.headers[${luaString(k)}] = ${luaString(v)}`)];
+    if (spec.varyAt) {
+      const at = spec.body.indexOf(spec.varyAt) + spec.varyAt.length;
+      // Each wrk thread counts from its own random start, so no two requests carry the same text.
+      lines.push(
+        `local head, tail = ${luaString(spec.body.slice(0, at))}, ${luaString(spec.body.slice(at))}`,
+        `local n = math.random(1, 2000000000)`,
+        `request = function() n = n + 1; return wrk.format(nil, nil, nil, head .. " " .. n .. tail) end`,
+      );
+    }
+    writeFileSync(lua, lines.join("\n"));
     const threads = Math.min(2, spec.concurrency);
-    const p = Bun.spawn([wrkPath!, `-t${threads}`, `-c${spec.concurrency}`, `-d${spec.seconds}s`, "-s", lua, "--latency", spec.url], { stdout: "pipe", stderr: "pipe" });
+    // wrk's default 2 s timeout would count a slow model's queued requests as errors.
+    const p = Bun.spawn([wrkPath!, `-t${threads}`, `-c${spec.concurrency}`, `-d${Math.max(1, Math.round(spec.seconds))}s`, "--timeout", "120s", "-s", lua, "--latency", spec.url], { stdout: "pipe", stderr: "pipe" });
     const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
     const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
     if (!Number.isFinite(requests)) throw new Error(`wrk said: ${out}${err}`);
@@ -59,6 +77,7 @@ async function wrk(spec: LoadSpec): Promise<LoadResult> {
 export async function fetchLoad(spec: LoadSpec): Promise<LoadResult> {
   const latencies: number[] = [];
   let errors = 0;
+  let sent = Math.floor(Math.random() * 1e9);
   const deadline = performance.now() + spec.seconds * 1000;
   const t0 = performance.now();
   await Promise.all(
@@ -66,7 +85,7 @@ export async function fetchLoad(spec: LoadSpec): Promise<LoadResult> {
       while (performance.now() < deadline) {
         const start = performance.now();
         try {
-          const res = await fetch(spec.url, { method: "POST", headers: spec.headers, body: spec.body });
+          const res = await fetch(spec.url, { method: "POST", headers: spec.headers, body: bodyOf(spec, sent++) });
           await res.arrayBuffer();
           if (!res.ok) errors++;
         } catch {
