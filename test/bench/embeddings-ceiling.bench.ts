@@ -20,7 +20,7 @@
  *    the same phoneme ids and style rows (lib/ceiling-speech.ts; REFERENCE_PYTHON adds Python's ORT).
  *
  * Knobs: BENCH_SECONDS (10 per cell), BENCH_ROUNDS (3), BENCH_CONCURRENCY (64),
- * BENCH_ONLY=free|real|speech. The load comes from wrk when installed (lib/http-load.ts). The
+ * BENCH_ONLY=free,real,speech (any of them). The load comes from wrk when installed (lib/http-load.ts). The
  * machine may be shared: compare figures of one run (the rounds interleave the servers) and
  * read the load average printed with them. test/gpu-check runs this file too (bundled).
  */
@@ -47,7 +47,9 @@ const MODELS = process.env.SWITCHYARD_MODELS_DIR;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const C = Number(process.env.BENCH_CONCURRENCY ?? 64);
-const ONLY = process.env.BENCH_ONLY;
+/** Parts to run (comma-separated); all when unset. */
+const ONLY = new Set((process.env.BENCH_ONLY ?? "").split(",").filter(Boolean));
+const runs = (part: string) => ONLY.size === 0 || ONLY.has(part);
 /** The input of ../shared/gpu-check/server-ceiling.sh: 29 tokens with EmbeddingGemma's tokenizer. */
 const TEXT = "The quick brown fox jumps over the lazy dog while a search engine indexes documents about planets, stars and distant galaxies for a retrieval benchmark.";
 
@@ -167,22 +169,22 @@ async function realModel(): Promise<void> {
     console.log(`\n## The real embedding model (${real}): concurrency ${C} against bare ONNX Runtime batches of 32, ${ids.length}-token input, ${SECONDS} s per cell; load average ${loadAverage()}`);
     await withServers(work, "embedding-300m", async (servers) => {
       const body: Body = { model: "embedding-300m", input: TEXT, encoding_format: "base64" };
-      const rows: { bare: BareEmbedResult; ours: Map<string, Cell> }[] = [];
+      const rows: { bare: BareEmbedResult | null; ours: Map<string, Cell> }[] = [];
       for (const s of servers) await cell(s, body, C, 3);
       for (let r = 0; r < ROUNDS; r++) {
         const bare = bareOrNote(await child("bare-embed", { model, ids, batch: 32, seconds: SECONDS, padId: tokenizer.padId }));
-        if (!bare) return;
         const ours = new Map<string, Cell>();
         for (const s of rotated(servers, r)) ours.set(s.label, await cell(s, body, C));
         rows.push({ bare, ours });
       }
-      const bareTps = median(rows.map((x) => x.bare.tokensPerSecond));
-      console.log(`bare ORT batch 32: ${f0(bareTps)} tokens/s (per round: ${rows.map((x) => f0(x.bare.tokensPerSecond)).join(", ")}), ${f0((ids.length * 32 * rows[0]!.bare.runs) / rows[0]!.bare.cpuSeconds)} tokens per CPU s`);
+      const bares = rows.map((x) => x.bare).filter((b): b is BareEmbedResult => b !== null);
+      if (bares.length) console.log(`bare ORT batch 32: ${f0(median(bares.map((b) => b.tokensPerSecond)))} tokens/s (per round: ${bares.map((b) => f0(b.tokensPerSecond)).join(", ")}), ${f0((ids.length * 32 * bares[0]!.runs) / bares[0]!.cpuSeconds)} tokens per CPU s`);
       for (const s of servers) {
         const tps = rows.map((x) => x.ours.get(s.label)!.load.rps * ids.length);
-        const ratios = rows.map((x) => (x.ours.get(s.label)!.load.rps * ids.length) / x.bare.tokensPerSecond);
+        const ratios = rows.filter((x) => x.bare).map((x) => (x.ours.get(s.label)!.load.rps * ids.length) / x.bare!.tokensPerSecond);
         const cpu = median(rows.map((x) => x.ours.get(s.label)!.cpu.total));
-        console.log(`${s.label}: ${f0(median(tps))} tokens/s → **${f2(median(ratios))}x** bare batch 32 (per round: ${ratios.map(f2).join(", ")}; target ≥ 1.0x), ${f0(1e6 / (cpu / ids.length))} tokens per CPU s, p50 ${f1(median(rows.map((x) => x.ours.get(s.label)!.load.p50ms)))} ms`);
+        const vsBare = ratios.length ? ` → **${f2(median(ratios))}x** bare batch 32 (per round: ${ratios.map(f2).join(", ")}; target ≥ 1.0x)` : "";
+        console.log(`${s.label}: ${f0(median(tps))} tokens/s${vsBare}, ${f0(1e6 / (cpu / ids.length))} tokens per CPU s, p50 ${f1(median(rows.map((x) => x.ours.get(s.label)!.load.p50ms)))} ms`);
       }
       const one = bareOrNote(await child("bare-embed", { model, ids, batch: 1, seconds: SECONDS / 2, padId: tokenizer.padId }));
       for (const s of servers) {
@@ -197,9 +199,9 @@ async function realModel(): Promise<void> {
 
 console.log(`# Server cost per request (issue 33): ${specs.map((s) => s.label).join(" vs ")}`);
 if (!canMeasureCpu(process.pid)) console.log("no /proc here: CPU figures cannot be read (Linux only)");
-if (!ONLY || ONLY === "free") await freeModel();
+if (runs("free")) await freeModel();
 const hasRealEmbeddings = MODELS !== undefined && existsSync(join(MODELS, "embedding-300m", "onnx", "model.onnx"));
-if ((!ONLY || ONLY === "real") && hasRealEmbeddings) await realModel();
-else if (!ONLY || ONLY === "real") console.log("\nreal embedding model: not measured (no SWITCHYARD_MODELS_DIR/embedding-300m/onnx/model.onnx)");
-if (!ONLY || ONLY === "speech") await benchSpeechCeiling({ models: MODELS, specs, child, rounds: Number(process.env.BENCH_SPEECH_ROUNDS ?? 2) });
+if (runs("real") && hasRealEmbeddings) await realModel();
+else if (runs("real")) console.log("\nreal embedding model: not measured (no SWITCHYARD_MODELS_DIR/embedding-300m/onnx/model.onnx)");
+if (runs("speech")) await benchSpeechCeiling({ models: MODELS, specs, child, rounds: Number(process.env.BENCH_SPEECH_ROUNDS ?? 2) });
 console.log(`\nload average at the end: ${loadAverage()}`);
