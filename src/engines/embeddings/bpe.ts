@@ -3,15 +3,62 @@
  * (pure JS) merges with a priority queue keyed by JSON.stringify([left, right]) and objects per
  * symbol: ~140 µs for one 150-character text EmbeddingGemma has never seen (its LRU cache makes a
  * repeated text cheap, which is why a benchmark with one fixed text did not show it). Here the
- * merge table is one Map from a pair of ids to its rank and result, and the word is a few typed
- * arrays with a binary heap of candidate merges: the same merges, in the same order (lowest rank
- * first, the leftmost on a tie), so the same tokens (tokenizer.test.ts checks against the library).
+ * merge table is a hash table from a pair of ids to its rank and result, and the word is a few
+ * typed arrays with a binary heap of candidate merges: the same merges, in the same order (lowest
+ * rank first, the leftmost on a tie), so the same tokens (tokenizer-fast.test.ts checks against
+ * the library).
  */
+
+/**
+ * The merge table: (left id, right id) → rank · 2^20 + merged id, in an open-addressing hash
+ * table on typed arrays (a Map keyed by left · stride + right, past 2^31, hashed doubles and was
+ * a third of the merging time).
+ */
+class PairTable {
+  private readonly left: Int32Array;
+  private readonly right: Int32Array;
+  private readonly value: Float64Array;
+  private readonly mask: number;
+
+  constructor(entries: number) {
+    let size = 1024;
+    while (size < entries * 2) size *= 2;
+    this.left = new Int32Array(size).fill(-1);
+    this.right = new Int32Array(size);
+    this.value = new Float64Array(size);
+    this.mask = size - 1;
+  }
+
+  private slot(a: number, b: number): number {
+    return (Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca6b)) & this.mask;
+  }
+
+  /** Keeps the first value stored for a pair (the lowest rank, as merges are added in rank order). */
+  add(a: number, b: number, v: number): void {
+    for (let i = this.slot(a, b); ; i = (i + 1) & this.mask) {
+      if (this.left[i] === -1) {
+        this.left[i] = a;
+        this.right[i] = b;
+        this.value[i] = v;
+        return;
+      }
+      if (this.left[i] === a && this.right[i] === b) return;
+    }
+  }
+
+  /** The value of (a, b), or -1. */
+  get(a: number, b: number): number {
+    for (let i = this.slot(a, b); ; i = (i + 1) & this.mask) {
+      const l = this.left[i]!;
+      if (l === -1) return -1;
+      if (l === a && this.right[i] === b) return this.value[i]!;
+    }
+  }
+}
 
 /** Ids for every string the merges mention; strings outside the vocabulary get ids past it. */
 export class BpeMerges {
-  /** (left · stride + right) → rank · 2^20 + merged id. */
-  private readonly table = new Map<number, number>();
+  private readonly table: PairTable;
   private readonly extraIds = new Map<string, number>();
   private readonly extraStrings: string[] = [];
   private readonly stride: number;
@@ -26,11 +73,8 @@ export class BpeMerges {
     const pairs: [number, number, number][] = merges.map(([a, b]) => [id(a), id(b), id(a + b)]);
     this.stride = strings.length + this.extraStrings.length;
     if (this.stride >= 2 ** 20 || merges.length >= 2 ** 26) throw new RangeError("vocabulary or merges too large for the id table");
-    pairs.forEach(([a, b, m], rank) => {
-      const key = a * this.stride + b;
-      // The first (lowest-ranked) entry of a repeated pair wins, as in a rank lookup table.
-      if (!this.table.has(key)) this.table.set(key, rank * 2 ** 20 + m);
-    });
+    this.table = new PairTable(pairs.length);
+    pairs.forEach(([a, b, m], rank) => this.table.add(a, b, rank * 2 ** 20 + m));
   }
 
   private addExtra(s: string): number {
@@ -84,8 +128,8 @@ export class BpeMerges {
     const push = (pos: number) => {
       const r = next[pos]!;
       if (r < 0) return;
-      const hit = this.table.get(ids[pos]! * this.stride + ids[r]!);
-      if (hit === undefined) return;
+      const hit = this.table.get(ids[pos]!, ids[r]!);
+      if (hit < 0) return;
       let i = heap.push(Math.floor(hit / 2 ** 20) * 2 ** 26 + pos) - 1;
       const v = heap[i]!;
       while (i > 0) {
@@ -120,9 +164,9 @@ export class BpeMerges {
       const rank = Math.floor(top / 2 ** 26);
       const r = next[pos]!;
       if (ids[pos]! < 0 || r < 0) continue;
-      const hit = this.table.get(ids[pos]! * this.stride + ids[r]!);
+      const hit = this.table.get(ids[pos]!, ids[r]!);
       // Stale: the pair at pos is no longer the one this candidate was pushed for.
-      if (hit === undefined || Math.floor(hit / 2 ** 20) !== rank) continue;
+      if (hit < 0 || Math.floor(hit / 2 ** 20) !== rank) continue;
       ids[pos] = hit % 2 ** 20;
       ids[r] = -1;
       const after = next[r]!;
