@@ -11,11 +11,12 @@ import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runne
 
 /**
  * Kokoro's session: threads that sleep between operators, and quantised convolutions run as float
- * ones (graph/float-convs.ts). CPU seconds per second of audio on this 2-core machine, int8 graph,
- * ONNX Runtime 1.30, same phoneme ids (test/bench/embeddings-ceiling.bench.ts, speech part):
- * spinning threads (ORT's default) 1.47, sleeping threads 1.02-1.10; with float convolutions
- * 0.71-0.86 spinning, 0.67-0.76 sleeping. Bare ORT 1.32 (Python, default options, int8 graph):
- * 0.78-0.87.
+ * ones (graph/float-convs.ts). CPU seconds per second of audio on a 2-core machine, Kokoro's int8
+ * graph in onnxruntime-node 1.30, the same phoneme ids, sessions measured in turn: spinning
+ * threads (ORT's default) 1.47, sleeping threads 1.02-1.10; with float convolutions 0.71-0.86
+ * spinning, 0.65-0.76 sleeping (spinning only while a run lasts: 0.74-0.95; one thread: 7% less
+ * CPU, 50% more time per chunk). Bare ORT 1.32 in Python, default options, int8 graph: 0.62-0.87.
+ * test/bench/embeddings-ceiling.bench.ts compares the server with both bare sessions.
  */
 export const SPEECH_SESSION_TUNING: SessionTuning = { spinning: false, floatConvs: true };
 
