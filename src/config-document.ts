@@ -1,9 +1,11 @@
 /**
  * A configuration document given as inline JSON or as the path of a JSON file
- * (SWITCHYARD_ROUTES, SWITCHYARD_MODEL_ALIASES). A file is re-read when it changes, so edits
- * apply without a restart; the caller keeps its last good version when a new one is broken.
+ * (SWITCHYARD_ROUTES, SWITCHYARD_MODEL_ALIASES, SWITCHYARD_CATALOG). A file is read off the event
+ * loop, a regular file of at most CONFIG_FILE_MAX_BYTES (config-file.ts), and re-read when it
+ * changes, so edits apply without a restart: the check runs in the background, a request never
+ * waits on it, and the caller keeps its last good version when a new one is broken.
  */
-import { readFileSync, statSync } from "node:fs";
+import { configFileStamp, ConfigFileError, readConfigFile } from "./config-file";
 
 /** How often a file's stamp is checked, at most. */
 export const RELOAD_CHECK_MS = 200;
@@ -13,14 +15,15 @@ export function isInlineDocument(value: string): boolean {
   return value.trimStart().startsWith("{");
 }
 
-function stampOf(path: string): string {
-  const st = statSync(path);
-  return `${st.mtimeMs}:${st.size}:${st.ino}`;
+/** Why a file cannot be read, in a few words (never its contents). */
+export function unreadable(err: unknown): string {
+  return err instanceof ConfigFileError ? err.message : "cannot read it";
 }
 
 export class ConfigDocument {
-  private stamp = "";
+  private stamp: string | null = null;
   private lastCheck = 0;
+  private checking: Promise<void> | null = null;
 
   constructor(private readonly source: string) {}
 
@@ -29,56 +32,54 @@ export class ConfigDocument {
     return isInlineDocument(this.source) ? null : this.source;
   }
 
-  /** The document's text now; throws when its file cannot be read. */
-  read(): string {
+  /** The document's text now; throws ConfigFileError when its file cannot be used. */
+  async read(): Promise<string> {
     const path = this.path;
     if (path === null) return this.source;
-    this.stamp = stampOf(path);
-    return readFileSync(path, "utf8");
+    this.stamp = await configFileStamp(path);
+    return readConfigFile(path);
   }
 
-  /** The document parsed now: a file that cannot be read throws `cannotRead()`, a bad one what `parse` throws. */
-  load<T>(parse: (text: string) => T, cannotRead: () => Error): T {
+  /** The document parsed now: a file that cannot be read throws `cannotRead(why)`, a bad one what `parse` throws. */
+  async load<T>(parse: (text: string) => T | Promise<T>, cannotRead: (why: string) => Error): Promise<T> {
     let text: string;
     try {
-      text = this.read();
-    } catch {
-      throw cannotRead();
+      text = await this.read();
+    } catch (e) {
+      throw cannotRead(unreadable(e));
     }
     return parse(text);
   }
 
   /**
-   * The document parsed again when its file changed; null when it did not, or when the new version
-   * cannot be read or parsed — `broken` then hears why, and the caller keeps its last good value.
+   * Checks the file for a change (at most every RELOAD_CHECK_MS; inline JSON never changes), in
+   * the background: when it changed, it is read and parsed there and the new value handed to
+   * `apply`; a file that cannot be read or parsed goes to `broken` instead, and is not offered
+   * again until it changes. A file briefly absent while it is replaced has not changed. Returns
+   * the check under way (null when none was started), for a caller that wants to wait for it.
    */
-  reload<T>(parse: (text: string) => T, broken: (err: unknown) => void): T | null {
-    try {
-      const text = this.changed();
-      return text === null ? null : parse(text);
-    } catch (err) {
-      broken(err);
-      return null;
-    }
-  }
-
-  /**
-   * The file's text when it changed since the last read, else null (inline JSON never changes;
-   * checked at most every RELOAD_CHECK_MS; a file briefly absent while it is replaced has not
-   * changed). Throws when it changed but cannot be read — the change is then not offered again.
-   */
-  changed(now = Date.now()): string | null {
+  reloadInBackground<T>(parse: (text: string) => T | Promise<T>, apply: (value: T) => void, broken: (err: unknown) => void, now = Date.now()): Promise<void> | null {
     const path = this.path;
-    if (path === null || now - this.lastCheck < RELOAD_CHECK_MS) return null;
+    if (path === null || this.checking !== null || now - this.lastCheck < RELOAD_CHECK_MS) return null;
     this.lastCheck = now;
-    let stamp: string;
-    try {
-      stamp = stampOf(path);
-    } catch {
-      return null;
-    }
-    if (stamp === this.stamp) return null;
-    this.stamp = stamp;
-    return readFileSync(path, "utf8");
+    this.checking = (async () => {
+      try {
+        const stamp = await configFileStamp(path);
+        if (stamp === null || stamp === this.stamp) return;
+        this.stamp = stamp;
+        let text: string;
+        try {
+          text = await readConfigFile(path);
+        } catch (e) {
+          throw new ConfigFileError(unreadable(e));
+        }
+        apply(await parse(text));
+      } catch (err) {
+        broken(err);
+      } finally {
+        this.checking = null;
+      }
+    })();
+    return this.checking;
   }
 }

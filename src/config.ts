@@ -1,12 +1,12 @@
 /**
- * Typed configuration, read once from the environment (README, "Configuration").
+ * Typed configuration, read once from the environment (docs/configuration.md, "Settings").
  * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
  * Secrets (keys, tokens) are kept in the object but never printed: see describeConfig().
  */
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { parseCidrList, type Cidr } from "./net/ip";
-import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/header-value";
+import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/http1/header-value";
 import { ProxyConfigError, proxySettings, type ProxySettings } from "./upstream/proxy";
 
 export interface Config {
@@ -14,7 +14,7 @@ export interface Config {
   host: string;
   dataDir: string;
   adminToken: string | null;
-  /** When set, GET /metrics needs `Authorization: Bearer <token>` (README "Limits, usage and metrics"). */
+  /** When set, GET /metrics needs `Authorization: Bearer <token>` (docs/operate.md "Limits, usage and metrics"). */
   metricsToken: string | null;
   upstreamUrl: string | null;
   upstreamKey: string | null;
@@ -34,6 +34,10 @@ export interface Config {
   catalogPath: string | null;
   /** How often each upstream's GET /v1/models is read again, in seconds; 0: never read (every route served). */
   upstreamModelsRefreshSeconds: number;
+  /** Ids kept of one upstream's GET /v1/models list; past it the list is incomplete (README, "Serve your own model"). */
+  upstreamModelsMax: number;
+  /** Model ids outside the catalog (discovered ones) that get metric series of their own; the rest are model="other". */
+  metricsMaxModels: number;
   /** How often a server checks the store for models, upstreams and routes written live elsewhere (the CLI), in seconds; 0: never. */
   liveConfigPollSeconds: number;
   /** USD per million input/output tokens for upstream models the catalog lacks; null: they are not offered. */
@@ -87,6 +91,10 @@ export interface Config {
   databaseStallMs: number;
   /** An instance whose heartbeat is older than this is dead: a survivor releases its holds and slots. */
   instanceTimeoutMs: number;
+  /** PostgreSQL: how often a charge journal ships its charges at the latest (ms; docs/scale-out.md, "Leases"). */
+  chargeShipMs: number;
+  /** PostgreSQL: how long a hold or admission that does not fit waits for other instances' leases (ms). */
+  leaseRecallMs: number;
   /** The web dashboard at /dashboard (SWITCHYARD_DASHBOARD=off removes it). */
   dashboard: boolean;
   /** How long a dashboard sign-in lasts, in seconds. */
@@ -278,6 +286,8 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamMaxResponseBytes: int(env, "SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     catalogPath: str(env, "SWITCHYARD_CATALOG"),
     upstreamModelsRefreshSeconds: int(env, "SWITCHYARD_UPSTREAM_MODELS_REFRESH_SECONDS", 60, 0, 86_400),
+    upstreamModelsMax: int(env, "SWITCHYARD_UPSTREAM_MODELS_MAX", 1000, 1, 100_000),
+    metricsMaxModels: int(env, "SWITCHYARD_METRICS_MAX_MODELS", 100, 0, 100_000),
     liveConfigPollSeconds: int(env, "SWITCHYARD_LIVE_CONFIG_POLL_SECONDS", 5, 0, 86_400),
     defaultPrice: pricePair(env, "SWITCHYARD_DEFAULT_PRICE"),
     defaultContextWindow: int(env, "SWITCHYARD_DEFAULT_CONTEXT_WINDOW", 32_768, 1, 100_000_000),
@@ -307,6 +317,8 @@ export function loadConfig(env: Env = process.env): Config {
     databasePool: int(env, "SWITCHYARD_DATABASE_POOL", 10, 2, 1000),
     databaseStallMs: int(env, "SWITCHYARD_DATABASE_STALL_MS", 2000, 100, 600_000),
     instanceTimeoutMs: int(env, "SWITCHYARD_INSTANCE_TIMEOUT_SECONDS", 15, 2, 3600) * 1000,
+    chargeShipMs: int(env, "SWITCHYARD_CHARGE_SHIP_MS", 20, 1, 10_000),
+    leaseRecallMs: int(env, "SWITCHYARD_LEASE_RECALL_MS", 500, 0, 60_000),
     dashboard: oneOf(env, "SWITCHYARD_DASHBOARD", ["on", "off"] as const, "on") === "on",
     dashboardSessionSeconds: int(env, "SWITCHYARD_DASHBOARD_SESSION_SECONDS", 12 * 3600, 1, 30 * 86_400),
     dashboardKeySignInsPerMinute: int(env, "SWITCHYARD_DASHBOARD_KEY_SIGNINS_PER_MINUTE", 10, 1, 100_000),

@@ -21,7 +21,7 @@ export interface RunningServer {
   /** Stops at once: connections closed, the store closed (tests; see shutdown for signals). */
   stop(): Promise<void>;
   /**
-   * The graceful stop a signal starts (README, "Stopping and readiness"): readiness and new
+   * The graceful stop a signal starts (docs/operate.md, "Stopping and readiness"): readiness and new
    * requests turn 503 at once while the listener stays open; requests in flight get the grace
    * period to finish; streams still open then end with their error event, unbilled; then the
    * server and the store close. One log line per step. Idempotent.

@@ -1,7 +1,9 @@
 /**
- * Everything a running server (or a CLI command) needs, built once from the config.
- * Routes and commands receive this object instead of reaching for globals, so tests can
- * build as many independent instances as they like.
+ * Everything a running server (or a CLI command) needs, built once from the config: the
+ * composition root. Nothing else takes all of it: each route, engine and domain module declares
+ * the few members it uses (an interface of its own: ChatPipelineDeps, ReadinessDeps, ...) and is
+ * handed this object seen through that interface; only the server, the CLI and tests hold
+ * `Services` itself. No globals, so tests can build as many independent instances as they like.
  *
  * The store is the embedded SQLite database in SWITCHYARD_DATA_DIR, or PostgreSQL when
  * SWITCHYARD_DATABASE_URL is set (then every instance pointed at it shares accounts, keys, money
@@ -14,18 +16,21 @@ import type { DataStore } from "./store/data-store";
 import { sqliteDataStore, type SqliteDataStore } from "./store/sqlite/open";
 import type { StoreUnavailable } from "./billing/ledger-store";
 import type { SqliteLedgerOptions } from "./store/sqlite/ledger-store";
-import { DataDirLocked, lockDataDir, LOCK_FILE, type DataDirLock } from "./store/sqlite/data-dir-lock";
+import { DataDirLocked, lockDataDir, LOCK_FILE, servedNow, type DataDirLock } from "./store/sqlite/data-dir-lock";
 import { openPostgres, type PostgresDataStore } from "./store/postgres/open";
 import { Accounts } from "./accounts/accounts";
 import { ApiKeys } from "./accounts/api-keys";
 import { Ledger } from "./billing/ledger";
+import { liveAccounts, liveKeys, liveUsage } from "./billing/live-reserved";
+import { leasedFigures } from "./store/postgres/credit-leases";
 import { Catalog, type ModelEntry } from "./catalog/catalog";
 import { AliasesError, ModelAliases } from "./catalog/aliases";
 import { LiveConfig } from "./catalog/live-config";
 import { createRouteRegistry, type RouteRegistry } from "./upstream/registry";
-import { createPool } from "./upstream/http1";
-import { ModelListRefresh, UpstreamModelLists } from "./upstream/model-lists";
-import type { ConnectionPool } from "./upstream/pool";
+import { createPool } from "./upstream/http1/client";
+import { fetchModelList, ModelListRefresh, UpstreamModelLists } from "./upstream/model-lists";
+import { modelSeriesCap } from "./metrics/model-series";
+import type { ConnectionPool } from "./upstream/http1/pool";
 import { Log } from "./log";
 import { EngineRegistry } from "./engines/registry";
 import { MetricsRegistry } from "./metrics/registry";
@@ -49,6 +54,8 @@ export interface Services {
   accounts: Accounts;
   keys: ApiKeys;
   ledger: Ledger;
+  /** Usage sums, credits and balances, with `reserved` as it is now (billing/live-reserved.ts). */
+  usage: DataStore["usage"];
   /** Stored Responses turns (POST /v1/responses with store, previous_response_id, GET/DELETE). */
   responses: ResponseStore;
   catalog: Catalog;
@@ -152,7 +159,8 @@ async function openData(config: Config, mode: ServicesMode, overrides: ServiceOv
   }
   try {
     const db = openStore(config.dataDir, mode === "serve" ? { busyTimeoutMs: 0 } : {});
-    return sqliteDataStore(db, overrides.ledger);
+    // The CLI beside a running server may add credits but not deduct them (data-dir-lock.ts).
+    return sqliteDataStore(db, { ...overrides.ledger, besideServer: mode === "cli" && servedNow(config.dataDir) });
   } catch (e) {
     throw cannotOpen(config, e);
   }
@@ -166,7 +174,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const late: LateHooks = { services: null };
   // The configuration files first: a bad catalog or routes file stops here, before the data
   // directory is locked or the store opened.
-  const parts = configured(config, overrides);
+  const parts = await configured(config, overrides);
   const lock = lockData(config, mode);
   let store: DataStore | null = null;
   try {
@@ -209,21 +217,25 @@ interface Configured {
   refusalPacer: RefusalPacer;
 }
 
-function configured(config: Config, overrides: ServiceOverrides): Configured {
+async function configured(config: Config, overrides: ServiceOverrides): Promise<Configured> {
   const log = new Log(config.logLevel);
-  const lists = new UpstreamModelLists(undefined, (upstream, error) =>
-    log.warn("cannot read an upstream's model list (GET /v1/models); its last list stays in use, and until a first one its routes are all served", { upstream, error }));
-  const routes = overrides.routes ?? createRouteRegistry(config, (msg) => log.error(msg), lists);
+  const lists = new UpstreamModelLists(
+    (u) => fetchModelList(u, undefined, config.upstreamModelsMax),
+    (upstream, error) => log.warn("cannot read an upstream's model list (GET /v1/models); its last list stays in use, and until a first one its routes are all served", { upstream, error }),
+    (upstream, dropped) => log.warn("an upstream's model list holds ids that are not offered: ids outside the public id rule are never discovered, and ids past SWITCHYARD_UPSTREAM_MODELS_MAX are not read", {
+      upstream, invalid_ids: dropped.invalid, ids_past_cap: dropped.overCap, ids_kept: dropped.kept,
+    }));
+  const routes = overrides.routes ?? (await createRouteRegistry(config, (msg) => log.error(msg), lists));
   const offered = routes.offered && routes.offeredVersion ? { version: () => routes.offeredVersion!(), models: () => routes.offered!() } : null;
   const upstreamModels = new ModelListRefresh(lists, () => routes.upstreams?.() ?? [], config.upstreamModelsRefreshSeconds * 1000, () => reportOffered());
   let aliases: ModelAliases;
   try {
-    aliases = new ModelAliases(config.modelAliases, (msg) => log.error(msg));
+    aliases = await ModelAliases.open(config.modelAliases, (msg) => log.error(msg));
   } catch (err) {
     if (err instanceof AliasesError) throw new ConfigError("SWITCHYARD_MODEL_ALIASES", err.message);
     throw err;
   }
-  const catalog = new Catalog(config.catalogPath, offered, { defaultPrice: config.defaultPrice, defaultContextWindow: config.defaultContextWindow });
+  const catalog = await Catalog.open(config.catalogPath, offered, { defaultPrice: config.defaultPrice, defaultContextWindow: config.defaultContextWindow });
   // Once per change: served models the catalog cannot price, and priced ones with an assumed context window.
   let reported = "";
   const reportOffered = () => {
@@ -251,12 +263,16 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
   const { log, catalog, aliases, routes, engines, upstreamModels } = parts;
   const outcomes = new RequestOutcomes(store.outcomes, (msg) => s.log.warn(msg));
   let provider: ProviderDecision | undefined;
+  const ledger = new Ledger(store.ledger, log, { holdExpirySeconds: config.holdExpirySeconds });
+  const held = store.engine === "postgres" ? leasedFigures(ledger, (store as PostgresDataStore).ledger.leases) : ledger;
+  const usage = liveUsage(store.usage, held);
   const s: Services = {
     config,
     store,
-    accounts: new Accounts(store.accounts),
-    keys: new ApiKeys(store.keys),
-    ledger: new Ledger(store.ledger, log, { holdExpirySeconds: config.holdExpirySeconds }),
+    accounts: new Accounts(liveAccounts(store.accounts, held)),
+    keys: new ApiKeys(liveKeys(store.keys, held)),
+    ledger,
+    usage,
     responses: new ResponseStore(store.responses, { retentionSeconds: config.responsesRetentionSeconds, now: clock }),
     catalog,
     aliases,
@@ -265,7 +281,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     upstreamModels,
     upstreamPool: createPool({ maxIdlePerOrigin: config.upstreamMaxIdlePerOrigin, maxIdle: config.upstreamMaxIdle, receiveBufferBytes: config.upstreamReceiveBufferKib * 1024 }),
     engines,
-    metrics: new MetricsRegistry(),
+    metrics: new MetricsRegistry(modelSeriesCap(config, catalog)),
     limits: store.limiter,
     authThrottle: new AuthThrottle(),
     drain: new Drain(),
@@ -275,7 +291,7 @@ function assemble(config: Config, parts: Configured, store: DataStore, unlock: (
     imageDecoder: new DecodeQueue(config.imageDecodeConcurrency, config.imageDecodeMsPerMinute),
     mediaFetcher: parts.mediaFetcher,
     outcomes,
-    generations: new GenerationRecords(store.usage, outcomes),
+    generations: new GenerationRecords(usage, outcomes),
     log,
     onnxProvider: () => (provider ??= decideProvider(config.onnxProvider, { runtimeDir: config.runtimeDir })),
     isLive: (entry) => (entry.kind === "chat" ? s.routes.hasRoute(entry.id) : s.engines.isLoaded(entry.id)),

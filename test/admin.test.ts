@@ -1,4 +1,4 @@
-/** The admin API over real HTTP, as README "Accounts, keys and credits" lists it, with exact USD money. On both stores. */
+/** The admin API over real HTTP, as docs/operate.md "Accounts, keys and credits" lists it, with exact USD money. On both stores. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ADMIN_TOKEN, startHarness, type Harness } from "./support/harness";
 import { storeState } from "./support/ledger-state";

@@ -225,7 +225,7 @@ test("a client that stops reading stalls its upstream, is cut off after the idle
 /**
  * The bound docs/money.md promises ("Slow clients"). A stalled stream holds its relay's queue
  * (32 KiB), the unsent rest of one upstream read, a window of text for billing, and 64 KiB in its
- * upstream connection, whose socket is then paused (src/upstream/http1.ts); the rest waits in the kernel's socket buffers,
+ * upstream connection, whose socket is then paused (src/upstream/http1/exchange.ts); the rest waits in the kernel's socket buffers,
  * which RSS does not count. Measured +40 to +53 MB settled (on Bun's fetch, which keeps ~1.6 MB of
  * every paused body, it was +98 to +114 MB; before backpressure, +1,506 MB).
  */

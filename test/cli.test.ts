@@ -130,6 +130,16 @@ describe("administration commands", () => {
     expect(r.code).toBe(0);
     for (const c of ["accounts create", "keys create", "keys revoke", "credits add", "credits deduct", "accounts show"]) expect(r.stdout).toContain(c);
   });
+
+  test("--help after a command prints its usage, with every option it takes; nothing is run", () => {
+    for (const args of [["accounts", "create", "--help"], ["accounts", "create", "-h"], ["accounts", "create", "bob", "--credits", "5", "--help"]]) {
+      const r = cli(args);
+      expect(r.code).toBe(0);
+      expect(r.stdout.split("\n")[0]).toBe("usage: switchyard accounts create <name> [--credits USD] [--json]");
+    }
+    expect(cli(["accounts", "list", "--json"]).json.data.map((a: { name: string }) => a.name)).not.toContain("bob");
+    expect(cli(["catalog", "update", "--help"]).stdout).toContain("[--input-price USD] [--output-price USD]");
+  });
 });
 
 describe("bad input", () => {
@@ -145,6 +155,16 @@ describe("bad input", () => {
     [["accounts", "show", "acct_nope"], "acct_nope"],
     [["keys", "create"], "<account-id>"],
     [["frobnicate"], "unknown command"],
+    // Options are parsed strictly: an unknown one, a missing or malformed value, one given twice.
+    [["accounts", "create", "alice", "--credts", "25"], "unknown option '--credts'"],
+    [["accounts", "create", "alice", "--credits"], "--credits needs a value"],
+    [["accounts", "create", "alice", "--credits", "--json"], "--credits needs a value"],
+    [["accounts", "update", "ACCOUNT", "--disabled", "maybe"], "--disabled must be true or false"],
+    [["accounts", "update", "ACCOUNT", "--concurrency-limit", "lots"], "--concurrency-limit must be a whole number or 'default'"],
+    [["credits", "add", "ACCOUNT", "1", "--reason", "a", "--reason", "b"], "--reason is given twice"],
+    [["keys", "list", "ACCOUNT", "--json=yes"], "--json takes no value"],
+    [["ledger", "ACCOUNT", "--limit", "5"], "unknown option '--limit'"],
+    [["-x"], "unknown option '-x'"],
   ];
   let before = "";
   let after = "";
@@ -155,7 +175,7 @@ describe("bad input", () => {
     // Subprocesses are slow to start; run the independent failures side by side.
     results = await Promise.all(cases.map(([args]) => cliAsync(args.map((a) => (a === "ACCOUNT" ? id : a)))));
     after = snapshot();
-  }, 30_000);
+  }, 120_000); // twenty processes at once on a loaded machine: a bound for liveness only
 
   test.each(cases.map((c, i) => [c[0].join(" "), c[1], i] as const))("%s fails with one line naming %s", (_args, named, i) => {
     const r = results[i]!;
@@ -222,6 +242,25 @@ describe("configuration errors", () => {
   });
 });
 
+describe("models pull", () => {
+  test("--provider reaches the command: cuda's files are pulled, an unknown provider is refused naming the flag", async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), "switchyard-cli-pull-"));
+    try {
+      // Nothing listens on port 1: the pull fails at once, after saying which files it is for.
+      const env = { SWITCHYARD_MODELS_DIR: modelsDir, HF_ENDPOINT: "http://127.0.0.1:1" };
+      const cuda = await cliAsync(["models", "pull", "--provider", "cuda", "embedding-300m"], env);
+      expect(cuda.code).toBe(1);
+      expect(cuda.stderr).toContain("(files for cuda)");
+      const gpu = await cliAsync(["models", "pull", "--provider", "gpu"], env);
+      expect(gpu.code).toBe(2);
+      expect(gpu.stderr.trim().split("\n")).toHaveLength(1);
+      expect(gpu.stderr).toContain("--provider must be cpu or cuda, got 'gpu'");
+    } finally {
+      rmSync(modelsDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
+
 describe("models list", () => {
   test("voices are what voices/*.bin holds; none is marked required", async () => {
     const modelsDir = mkdtempSync(join(tmpdir(), "switchyard-cli-models-"));
@@ -242,7 +281,10 @@ describe("models list", () => {
 });
 
 describe("commands are checked before anything is opened", () => {
-  test.each([[["frobnicate"]], [["accounts", "frob"]], [["keys", "create"]], [["credits", "add", "acct_x"]], [["accounts", "list", "extra"]]])(
+  test.each([
+    [["frobnicate"]], [["accounts", "frob"]], [["keys", "create"]], [["credits", "add", "acct_x"]], [["accounts", "list", "extra"]],
+    [["accounts", "create", "alice", "--credts", "25"]], [["keys", "create", "acct_x", "--limit"]],
+  ])(
     "%p exits 2 and creates no data directory, in the working directory or SWITCHYARD_DATA_DIR",
     (args) => {
       const cwd = mkdtempSync(join(tmpdir(), "switchyard-cli-empty-"));

@@ -143,6 +143,17 @@ describe("one account never sees another's data", () => {
     expect(((await bad.json()) as any).error.param).toBe("messages");
     expect((await as.call("POST", "/account/playground/images", {})).status).toBe(404);
   });
+
+  test("a playground named after an Object.prototype property is not found, like any other unknown one", async () => {
+    for (const kind of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]) {
+      const res = await as.call("POST", `/account/playground/${kind}`, { model: "glm-4.6", messages: [{ role: "user", content: "hi" }] });
+      const body = (await res.json()) as any;
+      expect([kind, res.status, body.error.code]).toEqual([kind, 404, "not_found"]);
+      expect(body.error.message).toContain("use chat, speech or embeddings");
+    }
+    // The session is still signed in.
+    expect((await as.call("GET", "/account")).status).toBe(200);
+  });
 });
 
 describe("account sessions end with their key or account", () => {

@@ -290,6 +290,36 @@ describe("dashboard in a browser: session expiry", () => {
   }, BROWSER_TEST_MS);
 });
 
+describe("dashboard in a browser: a key with limits", () => {
+  test("its session shows its own key read-only (no create or revoke) and offers only its models in the playground", async () => {
+    // A server of its own: another origin, so this session's cookie leaves the main page's alone.
+    const other = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url });
+    const { page: p, problems: seen } = await openPage(browser);
+    try {
+      const acct = await other.account(5);
+      const limited = (await other.admin("POST", `/admin/accounts/${acct.id}/keys`, { name: "limited", limit: 1, models: ["glm-4.6"] })).body;
+      await p.goto(other.base + "/dashboard");
+      await signInOnPage(p, "account", limited.key);
+      await p.waitForSelector("#balance-available");
+      await p.click("#tab-keys");
+      await p.waitForSelector("#keys-read-only");
+      expect(await p.$("#create-key")).toBeNull();
+      expect(await p.$$eval("#keys tbody tr", (trs) => trs.map((tr) => tr.getAttribute("data-key-id")))).toEqual([limited.id]);
+      expect(await p.$("button[data-revoke]")).toBeNull();
+      expect(await textOf(p, `tr[data-key-id="${limited.id}"] td.key-controls`)).toContain("glm-4.6");
+      await p.click("#tab-playground");
+      await p.waitForSelector("#chat-send:not([disabled])");
+      expect(await p.$$eval('select[name="model"] option', (os) => os.map((o) => o.textContent))).toEqual(["glm-4.6"]);
+      expect(await textOf(p, "#playground-allowed")).toContain("glm-4.6");
+      await screenshot(p, "account-limited-key");
+      expect(seen.filter((x) => !x.includes("Failed to load resource"))).toEqual([]);
+    } finally {
+      await p.close();
+      await other.stop();
+    }
+  }, BROWSER_TEST_MS);
+});
+
 describe("dashboard in a browser: a language tag Intl rejects", () => {
   test("with navigator.language 'en-US@posix' (headless Chromium under a POSIX locale) the page still renders, money included", async () => {
     const other = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url });

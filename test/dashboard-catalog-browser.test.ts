@@ -67,10 +67,12 @@ describe("editing the catalog on the operator's models page", () => {
     await page.type('#model-form input[name="max_output_tokens"]', "4096");
     await page.type('#model-form input[name="pricing.input_per_million"]', "0.25");
     await page.type('#model-form input[name="pricing.output_per_million"]', "1.10");
+    await page.type('#model-form input[name="pricing.cached_input_per_million"]', "0.05");
     await page.click("#model-save");
     await page.waitForSelector(row);
-    expect([await cell(3), await cell(4), await cell(5), await cell(6), await cell(8), await cell(9)]).toEqual(["live", "admin", "yes", "32,000", "$0.25", "$1.1"]);
-    expect(await listed()).not.toBeNull();
+    // Input, cached input, cache write (none set: the input price), output.
+    expect([await cell(3), await cell(4), await cell(5), await cell(6), await cell(8), await cell(9), await cell(10), await cell(11)]).toEqual(["live", "admin", "yes", "32,000", "$0.25", "$0.05", "—", "$1.1"]);
+    expect((await listed())!.pricing).toMatchObject({ input_per_million_tokens: "0.25", cached_input_per_million_tokens: "0.05" });
   }, BROWSER_TEST_MS);
 
   test("a bad price is shown under its field; a new price shows on the page and in /v1/models", async () => {
@@ -89,7 +91,7 @@ describe("editing the catalog on the operator's models page", () => {
     await page.click("#model-save");
     await waitText(`${row} td:nth-child(8)`, "$0.3");
     expect(await cell(6)).toBe("64,000");
-    expect((await h.admin("GET", `/admin/models/${MODEL}`)).body.pricing).toEqual({ input_per_million: 0.3, output_per_million: 1.1 });
+    expect((await h.admin("GET", `/admin/models/${MODEL}`)).body.pricing).toEqual({ input_per_million: 0.3, output_per_million: 1.1, cached_input_per_million: 0.05 });
     expect(JSON.stringify((await listed()).pricing)).toContain("0.3");
   }, BROWSER_TEST_MS);
 

@@ -100,6 +100,12 @@ describe("operator catalog editing API", () => {
       ["POST", "/operator/catalog/upstreams", { name: "bad name!", base_url: "http://127.0.0.1:1/v1" }, "name"],
       ["PUT", "/operator/catalog/routes/glm-4.6", { routes: [{ upstream: "nowhere" }] }, "routes[0].upstream"],
       ["PUT", "/operator/catalog/routes/glm-4.6", { routes: [{ upstream: "default", weight: -1 }] }, "routes[0].weight"],
+      // Past the documented ranges (README, "The model catalog"), and a key from the server's environment.
+      ["POST", "/operator/catalog/models", { ...model, owned_by: "acme\r\n<script>x</script>" }, "owned_by"],
+      ["POST", "/operator/catalog/models", { ...model, created: 1e300 }, "created"],
+      ["POST", "/operator/catalog/models", { ...model, context_window: 1e20 }, "context_window"],
+      ["POST", "/operator/catalog/models", { ...model, pricing: { input_per_million: "100000", output_per_million: "1" } }, "pricing.input_per_million"],
+      ["POST", "/operator/catalog/upstreams", { name: "u2", base_url: "http://127.0.0.1:1/v1", key_env: "AWS_SECRET_ACCESS_KEY" }, "key_env"],
     ] as const) {
       const r = await json(await op.call(method, path, body));
       expect({ path, status: r.status, param: r.body.error.param }).toEqual({ path, status: 400, param });

@@ -131,7 +131,7 @@ describeEachStore("operator dashboard reports", (store) => {
     expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8");
     expect(res.headers.get("content-disposition")).toMatch(/^attachment; filename="switchyard-requests-\d{4}-\d\d-\d\d\.csv"$/);
     const lines = (await res.text()).trimEnd().split("\r\n");
-    expect(lines[0]).toBe("request_id,created_at,account_id,key_id,model,endpoint,status,http_status,streamed,latency_ms,tokens_prompt,tokens_completion,characters,cost_usd");
+    expect(lines[0]).toBe("request_id,created_at,account_id,key_id,model,endpoint,status,http_status,streamed,latency_ms,tokens_prompt,tokens_completion,characters,cost_usd,tokens_cached,tokens_cache_write,cache_saved_usd");
     expect(lines).toHaveLength(5);
     for (const line of lines.slice(1)) {
       const cells = line.split(",");

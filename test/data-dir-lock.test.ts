@@ -63,7 +63,7 @@ describe("a second server on the same data directory", () => {
     expect(second?.message).toContain("SWITCHYARD_DATA_DIR");
     expect(second?.message).toContain("already served by another Switchyard server");
     // The first server's hold is untouched...
-    expect(h.db.query("SELECT state FROM holds WHERE request_id = ?").get(id)).toEqual({ state: "pending" });
+    expect((await h.probe.hold(id))?.state).toBe("pending");
     let rest = text;
     for (;;) {
       const r = await reader.read();
@@ -75,7 +75,7 @@ describe("a second server on the same data directory", () => {
     expect(rest).not.toContain("not billed");
     const after = await settled(h, acct.id);
     expect(after.charges).toBe(before.charges + 1);
-    expect(h.db.query("SELECT state FROM holds WHERE request_id = ?").get(id)).toEqual({ state: "posted" });
+    expect((await h.probe.hold(id))?.state).toBe("posted");
   });
 
   test("in another process: stops with one line naming SWITCHYARD_DATA_DIR", async () => {
@@ -93,6 +93,18 @@ describe("a second server on the same data directory", () => {
     expect(r.code).toBe(0);
     const view = await h.admin("GET", `/admin/accounts/${acct.id}`);
     expect(view.body.balance).toBe(JSON.parse(r.stdout).balance);
+  }, 20_000);
+
+  test("the CLI refuses a deduction beside the server (its holds are in the server's memory), naming why; nothing changes", async () => {
+    const before = ledgerState(h, acct.id);
+    const r = await run(["credits", "deduct", acct.id, "0.5"], { SWITCHYARD_ADMIN_TOKEN: ADMIN_TOKEN });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("while a Switchyard server serves this data directory");
+    expect(r.stderr).toContain("POST /admin/accounts/{id}/credits");
+    expect(ledgerState(h, acct.id)).toEqual(before);
+    // Through the server the same deduction works.
+    const via = await h.admin("POST", `/admin/accounts/${acct.id}/credits`, { amount: -0.5, reason: "through the server" });
+    expect(via.status).toBe(200);
   }, 20_000);
 
   test("once the first server stops, the directory can be served again", async () => {

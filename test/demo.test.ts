@@ -1,5 +1,5 @@
 /**
- * `switchyard demo` (README "Demo") run as a user runs it: `bun src/main.ts demo` in a process,
+ * `switchyard demo` (README "Try it") run as a user runs it: `bun src/main.ts demo` in a process,
  * from another directory, with no network, engine or weights. The printed curl commands are
  * replayed as printed; SIGTERM stops everything with exit 0 and removes the temporary folder.
  */
@@ -127,7 +127,7 @@ describe("switchyard demo options", () => {
       expect(port.stderr.toString()).toContain("--port must be a whole number");
       const dir = Bun.spawnSync(cmd("--dir"), { cwd, stderr: "pipe" });
       expect(dir.exitCode).toBe(2);
-      expect(dir.stderr.toString()).toContain("--dir needs a folder");
+      expect(dir.stderr.toString()).toContain("--dir needs a value");
     } finally {
       rmSync(cwd, { recursive: true, force: true });
     }

@@ -1,5 +1,5 @@
 /**
- * Errors over real HTTP (README, "Errors"): every bad input gets its status, the exact OpenAI error
+ * Errors over real HTTP (docs/operate.md, "Errors"): every bad input gets its status, the exact OpenAI error
  * shape, an x-request-id, and leaves the ledger untouched; each status maps to the official
  * `openai` SDK's matching error class.
  */

@@ -59,7 +59,7 @@ describeEachStore("a hold is a ceiling", (store) => {
       const hold = await holdOf(id);
       const charge = (await chargeOf(id))!;
       expect(charge.amount).toBe(hold.amount);
-      // The note, then the prices the hold was computed with (README, "Managing models, prices and routes live").
+      // The note, then the prices the hold was computed with (docs/operate.md, "Managing models, prices and routes live").
       expect(charge.reason).toStartWith("clamped to hold; price per 1M USD: ");
       expect(charge.output_tokens).toBe(16);
       expect(res.headers.get("x-request-cost")).toBe(unitsToUsd(hold.amount));

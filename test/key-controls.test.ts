@@ -1,5 +1,5 @@
 /**
- * Per-key controls over HTTP (README, "Keys: limits, expiry, models"), on both stores: set
+ * Per-key controls over HTTP (docs/operate.md, "Keys: limits, expiry, models"), on both stores: set
  * through POST /admin/accounts/{id}/keys and PATCH /admin/keys/{id} with OpenRouter's fields,
  * shown in the key list and GET /v1/key, and enforced: a key over its limit → 402
  * key_limit_exceeded naming the limit and its reset; expired → 401 key_expired; a model not on its

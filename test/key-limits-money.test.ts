@@ -1,5 +1,5 @@
 /**
- * A key's spend limit is enforced by the hold itself (README, "Keys: limits, expiry, models"): a
+ * A key's spend limit is enforced by the hold itself (docs/operate.md, "Keys: limits, expiry, models"): a
  * hold must fit both the account's available balance and what the key's limit has left in its
  * period, decided in the same write; the charge counts against both. On both stores, through the
  * real Ledger over the real store, with the ledger's clock moved instead of waiting.
@@ -20,6 +20,7 @@ import { SqliteLedgerStore } from "../src/store/sqlite/ledger-store";
 import { SqliteKeyRecords } from "../src/store/sqlite/accounts";
 import { PgKeyRecords } from "../src/store/postgres/accounts";
 import { pgFixture, type PgFixture } from "./support/postgres-store";
+import { nextReset } from "../src/billing/key-periods";
 import { describeEachStore, type TestStore } from "./support/stores";
 
 /** 1 unit per input token, 3 per output token. */
@@ -49,10 +50,12 @@ async function rig(kind: TestStore): Promise<Rig> {
         return db.query("SELECT period_start, period_spent, reserved, spent FROM api_keys WHERE id = ?").get(id) as any;
       },
       async chargesInPeriod(keyId, period) {
+        // Holds are not written: a charge carries its key and when it counts for its periods.
+        const { limit_reset } = db.query("SELECT limit_reset FROM api_keys WHERE id = ?").get(keyId) as { limit_reset: LimitReset | null };
+        const end = period === 0 ? Number.MAX_SAFE_INTEGER : nextReset(limit_reset, period * 1000)!;
         return (db.query(
-          `SELECT COALESCE(SUM(-e.amount), 0) AS s FROM ledger_entries e JOIN holds h ON h.request_id = e.request_id
-            WHERE e.kind = 'charge' AND h.key_id = ? AND h.period_start = ?`,
-        ).get(keyId, period) as { s: number }).s;
+          `SELECT COALESCE(SUM(-amount), 0) AS s FROM ledger_entries WHERE kind = 'charge' AND key_id = ? AND counted_at >= ? AND counted_at < ?`,
+        ).get(keyId, period, end) as { s: number }).s;
       },
       openAccount: (id, credits) => store.createAccount({ id, name: id, createdAt: 0 }, credits, "test"),
       async close() {

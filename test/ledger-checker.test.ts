@@ -22,7 +22,7 @@ function report(name: string, r: CheckerReport): void {
     `ledger checker (${name}): seed ${r.seed} (replay: LEDGER_SEED=${r.seed}), ${r.steps} steps in ${r.seconds.toFixed(2)} s = ${Math.round(r.steps / r.seconds)} steps/s; ` +
       `${r.requests} requests (${r.charged} charged, ${r.notCharged} released unbilled, ${r.refusedCredits} refused 402, ${r.refusedKeyLimit} refused 402 by a key limit, ${r.refusedUnavailable} refused 503), ` +
       `${r.faults} faults injected, ${r.crashes} crash-restarts, ${r.clockMoves} clock moves, ${r.deadlines} streams ended at their deadline, ` +
-      `${r.expired} holds expired by the sweep (${r.expiredRefused} requests past the expiry refused their charge)`,
+      `${r.expired} holds expired by the sweep (${r.expiredRefused} requests past the expiry refused their charge), ${r.cacheCharges} charges with cache reads or writes, ${r.resetChanges} limit_reset changes, ${r.databaseRestarts} database restarts`,
   );
 }
 
@@ -34,7 +34,8 @@ for (const store of testStores()) {
       report(store, r);
       expect(r.requests).toBeGreaterThan(0);
       // Every path was exercised, not just refusals.
-      for (const n of [r.charged, r.notCharged, r.refusedCredits, r.refusedKeyLimit, r.refusedUnavailable, r.faults, r.crashes, r.clockMoves, r.deadlines, r.expired]) expect(n).toBeGreaterThan(0);
+      for (const n of [r.charged, r.notCharged, r.refusedCredits, r.refusedKeyLimit, r.refusedUnavailable, r.faults, r.crashes, r.clockMoves, r.deadlines, r.expired, r.cacheCharges, r.resetChanges]) expect(n).toBeGreaterThan(0);
+      if (store === "postgres") expect(r.databaseRestarts).toBeGreaterThan(0);
     } finally {
       await backend.close();
     }

@@ -1,5 +1,5 @@
 /**
- * Per-account limits over real HTTP (README, "Limits, usage and metrics"): one shared rate meter and one in-flight counter
+ * Per-account limits over real HTTP (docs/operate.md, "Limits, usage and metrics"): one shared rate meter and one in-flight counter
  * per account across model endpoints; 429 with Retry-After and x-ratelimit-* headers; slots held
  * until a streamed body ends and released on every path; concurrency refusals consume no rate.
  * On both stores: in memory beside SQLite, shared in PostgreSQL.

@@ -1,5 +1,5 @@
 /**
- * `switchyard catalog|upstreams|routes` against the store a running server reads (README,
+ * `switchyard catalog|upstreams|routes` against the store a running server reads (docs/operate.md,
  * "Managing models, prices and routes live"), on both stores: what the CLI writes, the server
  * serves without a restart (SQLite: within SWITCHYARD_LIVE_CONFIG_POLL_SECONDS; PostgreSQL: by
  * notification); bad input is one line naming the field and exit status 2; a key given on standard
@@ -77,10 +77,37 @@ describeEachStore("switchyard catalog|upstreams|routes beside a running server",
     await cli(["catalog", "remove", "cli/model-1"]);
   });
 
+  test("catalog add --cached-input-price --cache-write-price: the server charges cached prompt tokens at the cached price", async () => {
+    const add = await cli(["catalog", "add", "cli/cached-1", "--kind", "chat", "--owned-by", "acme", "--context-window", "32768",
+      "--input-price", "1.00", "--output-price", "2.00", "--cached-input-price", "0.10", "--cache-write-price", "1.25"]);
+    expect(add.stderr).toBe("");
+    expect(add.code).toBe(0);
+    expect(JSON.parse(add.stdout)).toMatchObject({ id: "cli/cached-1", pricing: { input_per_million: 1, output_per_million: 2, cached_input_per_million: 0.1, cache_write_per_million: 1.25 } });
+    expect(await eventually(async () => (await listed(h)).includes("cli/cached-1"))).toBe(true);
+    const updated = await cli(["catalog", "update", "cli/cached-1", "--cached-input-price", "0.05"]);
+    expect(JSON.parse(updated.stdout).pricing).toEqual({ input_per_million: 1, output_per_million: 2, cached_input_per_million: 0.05, cache_write_per_million: 1.25 });
+    expect(await eventually(async () => (await h.admin("GET", "/admin/models/cli/cached-1")).body.pricing?.cached_input_per_million === 0.05)).toBe(true);
+    // 11 prompt tokens of which 8 cached, 6 out: 3 × 1.00 + 8 × 0.05 + 6 × 2.00 µUSD.
+    fake.behave({ promptTokens: 11, cachedTokens: 8 });
+    try {
+      const acct = await h.account(5);
+      const res = await chat(h, acct.key, { model: "cli/cached-1" });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-request-cost")).toBe("0.0000154");
+      expect(await h.probe.charge(res.headers.get("x-request-id")!)).toMatchObject({ input_tokens: 11, cached_tokens: 8, amount: -15_400 });
+    } finally {
+      fake.behave({});
+    }
+    const bad = await cli(["catalog", "update", "cli/cached-1", "--cache-write-price", "lots"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("pricing.cache_write_per_million");
+    expect((await cli(["catalog", "remove", "cli/cached-1"])).code).toBe(0);
+  });
+
   test("bad CLI input is one line naming the field, exit status 2, nothing written", async () => {
     const bad = await cli(["catalog", "add", "cli/bad", "--kind", "chat", "--owned-by", "acme", "--context-window", "lots", "--input-price", "1"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain("context_window");
+    expect(bad.stderr).toContain("--context-window must be a whole number");
     expect(bad.stderr.trim().split("\n")).toHaveLength(1);
     const price = await cli(["catalog", "add", "cli/bad", "--kind", "chat", "--owned-by", "acme", "--context-window", "10", "--input-price", "free"]);
     expect(price.code).toBe(2);

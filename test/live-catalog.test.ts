@@ -1,5 +1,5 @@
 /**
- * Models, prices, upstreams and routes managed live (README, "Managing models, prices and routes
+ * Models, prices, upstreams and routes managed live (docs/operate.md, "Managing models, prices and routes
  * live"), on both stores: added, changed, disabled and removed through the admin API without a
  * restart; bad input answered 400 naming the field; an upstream's key never shown; "test this
  * route" unbilled; and a price changed while a stream runs charges that stream the old price and
@@ -12,6 +12,9 @@ import { describeEachStore } from "./support/stores";
 import { chat } from "./support/gateway-client";
 import { usdToUnits } from "./support/expected-cost";
 import { serveLoopback } from "./support/loopback-server";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /** Units for `input`/`output` tokens at these USD-per-million prices, rounded up as the ledger does. */
 function cost(pIn: string, pOut: string, input: number, output: number): number {
@@ -134,6 +137,26 @@ describeEachStore("live catalog", (store) => {
     expect((await h.admin("GET", "/admin/models")).body.data.some((m: { id: string }) => m.id === "bad-one")).toBe(false);
   });
 
+  test("operator values past their documented range are a 400 naming the field, and never reach /v1/models", async () => {
+    const base = { id: "unbounded", owned_by: "acme", kind: "chat", context_window: 1000, pricing: { input_per_million: "0.1", output_per_million: "0.2" } };
+    const cases: [unknown, string][] = [
+      [{ ...base, owned_by: "x".repeat(100_000) }, "owned_by"],
+      [{ ...base, owned_by: "a\u0000b\r\n<b>html</b>" }, "owned_by"],
+      [{ ...base, created: 1e300 }, "created"],
+      [{ ...base, context_window: 1e20 }, "context_window"],
+      [{ ...base, pricing: { input_per_million: 1e6, output_per_million: "1" } }, "pricing.input_per_million"],
+    ];
+    for (const [body, field] of cases) {
+      const r = await h.admin("POST", "/admin/models", body);
+      expect(r.status).toBe(400);
+      expect(r.body.error.param).toBe(field);
+    }
+    expect((await h.admin("PATCH", "/admin/models/glm-4.6", { owned_by: "Z.ai\r\nX: y" })).body.error.param).toBe("owned_by");
+    const models = await (await fetch(h.base + "/v1/models")).text();
+    expect(models).not.toContain("unbounded");
+    expect(models).not.toContain("e+");
+  });
+
   test("an upstream with a key and a route to it: served, tested, key never shown", async () => {
     const up = await h.admin("POST", "/admin/upstreams", { name: "keyed", base_url: keyed.url, key: SECRET, timeouts: { connect_ms: 2000 } });
     expect(up.status).toBe(201);
@@ -188,6 +211,55 @@ describeEachStore("live catalog", (store) => {
       expect({ path, status: r.status, param: r.body.error?.param }).toEqual({ path, status: 400, param: field });
     }
     expect((await h.admin("GET", "/admin/upstreams")).body.data.some((u: { name: string }) => u.name === "u1")).toBe(false);
+  });
+
+  test("a TLS file that is a FIFO, a directory or a device is refused at once, naming the field; the server keeps answering", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "switchyard-fifo-"));
+    const fifo = join(dir, "ca.pem");
+    Bun.spawnSync(["mkfifo", fifo]);
+    // The old code read it with readFileSync, blocking the event loop until something wrote to it:
+    // this writer frees it after a while, so that code answers late, and with another message.
+    const writer = Bun.spawn(["sh", "-c", `sleep 20; echo not-a-pem > ${fifo}`], { stdout: "ignore", stderr: "ignore" });
+    try {
+      const health = fetch(h.base + "/healthz");
+      for (const [file, why] of [[fifo, "a FIFO, not a regular file"], [dir, "a directory, not a regular file"], ["/dev/zero", "a device, not a regular file"]] as const) {
+        const r = await h.admin("POST", "/admin/upstreams", { name: "tls-special", base_url: "https://engine.internal/v1", tls: { ca_file: file } });
+        expect(r.status).toBe(400);
+        expect(r.body.error.param).toBe("tls.ca_file");
+        expect(r.body.error.message).toContain(why);
+      }
+      expect((await health).status).toBe(200);
+    } finally {
+      writer.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("key_env names only variables starting with SWITCHYARD_UPSTREAM_KEY_: an admin cannot send the server's environment anywhere", async () => {
+    process.env.AWS_SECRET_ACCESS_KEY = "aws-secret-never-sent-0123456789";
+    process.env.SWITCHYARD_UPSTREAM_KEY_KEYED = SECRET;
+    try {
+      for (const key_env of ["AWS_SECRET_ACCESS_KEY", "SWITCHYARD_ADMIN_TOKEN", "PATH", "SWITCHYARD_UPSTREAM_KEY_"]) {
+        const r = await h.admin("POST", "/admin/upstreams", { name: "exfil", base_url: keyed.url, key_env });
+        expect(r.status).toBe(400);
+        expect(r.body.error.param).toBe("key_env");
+        expect(r.body.error.message).toContain("SWITCHYARD_UPSTREAM_KEY_");
+        expect(JSON.stringify(r.body)).not.toContain("aws-secret");
+      }
+      const ok = await h.admin("POST", "/admin/upstreams", { name: "keyed-env", base_url: keyed.url, key_env: "SWITCHYARD_UPSTREAM_KEY_KEYED" });
+      expect(ok.status).toBe(201);
+      expect(ok.body).toMatchObject({ has_key: true });
+      expect(JSON.stringify(ok.body)).not.toContain(SECRET);
+      // A row stored before this rule (or by hand) is skipped when loaded, not used.
+      await h.server.services.liveConfig.records.put("upstream", "stored-exfil", JSON.stringify({ base_url: keyed.url, api_key_env: "AWS_SECRET_ACCESS_KEY" }), 1);
+      await h.server.services.liveConfig.reload();
+      expect((await h.admin("GET", "/admin/upstreams")).body.data.some((u: { name: string }) => u.name === "stored-exfil")).toBe(false);
+      await h.server.services.liveConfig.records.remove("upstream", "stored-exfil");
+      expect((await h.admin("DELETE", "/admin/upstreams/keyed-env")).status).toBe(200);
+    } finally {
+      delete process.env.AWS_SECRET_ACCESS_KEY;
+      delete process.env.SWITCHYARD_UPSTREAM_KEY_KEYED;
+    }
   });
 
   test("a stored row that no longer checks is skipped; the rest keep serving", async () => {

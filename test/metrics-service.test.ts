@@ -1,5 +1,5 @@
 /**
- * GET /metrics for the operator (README "Limits, usage and metrics"): behind
+ * GET /metrics for the operator (docs/operate.md "Limits, usage and metrics"): behind
  * SWITCHYARD_METRICS_TOKEN when it is set (open otherwise), with build info, the standard process
  * metrics, time to first token of streamed chat by model, and each chat route's breaker state —
  * labelled by the route's position, never the upstream's name or address.

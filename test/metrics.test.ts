@@ -79,6 +79,19 @@ test("metrics cover requests, latency, overhead, tokens, credits, holds, rejecti
   expect(text).not.toContain("127.0.0.1");
 });
 
+test("prompt tokens read from the upstream's cache are counted by endpoint and model", async () => {
+  fake.behave({ promptTokens: 11, cachedTokens: 8 });
+  try {
+    for (let i = 0; i < 2; i++) expect((await chat(h, acct.key, { model: "kimi-k2-instruct" })).status).toBe(200);
+  } finally {
+    fake.behave({});
+  }
+  const text = await (await fetch(h.base + "/metrics")).text();
+  expect(metricValue(text, `switchyard_prompt_cache_tokens_total{endpoint="/v1/chat/completions",kind="read",model="kimi-k2-instruct"}`)).toBe(16);
+  expect(metricValue(text, `switchyard_tokens_total{direction="input",endpoint="/v1/chat/completions",model="kimi-k2-instruct"}`)).toBe(22);
+  expect(text).toContain("# TYPE switchyard_prompt_cache_tokens_total counter");
+});
+
 test("one JSON log line per request, with its request id and no secrets", async () => {
   const res = await chat(h, acct.key);
   const id = res.headers.get("x-request-id")!;

@@ -1,5 +1,5 @@
 /**
- * Answers that say what to do (README "Exposure" and "Errors"): a key in a header the server does
+ * Answers that say what to do (docs/configuration.md "Exposure" and docs/operate.md "Errors"): a key in a header the server does
  * not read is named in the 401; `x-api-key` works on every endpoint; an unknown model id gets the
  * closest live ids ("did you mean"), in the message and a `suggestions` field; a local model
  * without its files is 503 model_not_installed, which the SDKs do not retry.

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Server } from "bun";
-import { producerStream } from "../src/http/streaming";
+import { producerStream } from "../src/metering/producer-stream";
 import { sseData } from "../src/protocols/sse";
 import { startHarness, type Harness } from "./support/harness";
 import { okStream, startScripted, type ScriptedUpstream } from "./support/multi-upstream";

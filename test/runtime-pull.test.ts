@@ -6,12 +6,13 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ChecksumError, installCudaRuntime, OfflineError, pullCudaRuntime } from "../src/runtime/cuda-install";
+import { ChecksumError, DownloadError, InstallError, installCudaRuntime, OfflineError, pullCudaRuntime } from "../src/runtime/cuda-install";
 import { CUDA_WHEELS, type CudaLibrary, type PinnedWheel } from "../src/runtime/cuda-manifest";
-import { startPackageIndex } from "./support/package-index";
+import { ENDLESS_BOUND, startPackageIndex } from "./support/package-index";
+import { serveLoopback } from "./support/loopback-server";
 import { buildZip } from "./support/wheel";
 
 const MAIN = join(import.meta.dir, "../src/main.ts");
@@ -103,6 +104,50 @@ describe("runtime pull", () => {
   });
 });
 
+describe("runtime pull trusts its mirror no further than the pins", () => {
+  test("a body that does not end is stopped past the pinned size, and nothing of it is kept", async () => {
+    const index = startPackageIndex([served[0]!]);
+    cleanups.push(index.stop);
+    index.endless.add(pins[0]!.filename);
+    const runtimeDir = tempDir();
+    let written = 0;
+    const progress = { start() {}, advance: (n: number) => void (written += n), done() {} };
+    const err = await pullCudaRuntime({ runtimeDir, arch: "x64", indexUrl: index.url, wheels: [pins[0]!], libraries, progress }).catch((e) => e);
+    expect(err).toBeInstanceOf(ChecksumError);
+    expect((err as Error).message).toContain(`longer than its pinned size of ${pins[0]!.size} bytes`);
+    // Written: at most the pinned size; asked of the mirror: one request, not one per retry.
+    expect(written).toBeLessThanOrEqual(pins[0]!.size);
+    expect(index.endlessSent.get(pins[0]!.filename)!).toBeLessThan(ENDLESS_BOUND);
+    expect(existsSync(join(runtimeDir, "downloads", pins[0]!.filename + ".part"))).toBe(false);
+    expect(existsSync(join(runtimeDir, "lib"))).toBe(false);
+  });
+
+  test.each([
+    ["file://", () => "file:///etc/passwd"],
+    ["http:// on another origin", () => "http://127.0.0.2:9/files/x.whl"],
+    ["a data: URL", () => "data:application/zip;base64,AAAA"],
+  ])("a %s link in the index is refused, naming the package", async (_what, link) => {
+    const index = startPackageIndex([served[0]!]);
+    cleanups.push(index.stop);
+    index.linkOf.set(pins[0]!.filename, link());
+    const err = await pullCudaRuntime({ runtimeDir: tempDir(), arch: "x64", indexUrl: index.url, wheels: [pins[0]!], libraries }).catch((e) => e);
+    expect(err).toBeInstanceOf(DownloadError);
+    expect((err as Error).message).toContain(`${pins[0]!.package}: the package index links to`);
+    expect((err as Error).message).toContain("only https:// links, or links on the index's own origin, are followed");
+  });
+
+  test("an index that is not http(s), or answers no JSON, is one clear error", async () => {
+    const bad = await pullCudaRuntime({ runtimeDir: tempDir(), arch: "x64", indexUrl: "file:///etc", wheels: [pins[0]!], libraries }).catch((e) => e);
+    expect(bad).toBeInstanceOf(DownloadError);
+    expect((bad as Error).message).toContain("must be an http:// or https:// URL");
+    const { server, url } = serveLoopback({ fetch: () => new Response("<html>", { status: 200 }) });
+    cleanups.push(() => server.stop(true));
+    const html = await pullCudaRuntime({ runtimeDir: tempDir(), arch: "x64", indexUrl: url, wheels: [pins[0]!], libraries }).catch((e) => e);
+    expect(html).toBeInstanceOf(DownloadError);
+    expect((html as Error).message).toContain("did not answer JSON");
+  });
+});
+
 describe("runtime install (offline)", () => {
   test("verified wheels and loose libraries from a folder", async () => {
     const src = tempDir();
@@ -122,6 +167,49 @@ describe("runtime install (offline)", () => {
     writeFileSync(join(src, pins[1]!.filename), buildZip({ "onnxruntime/capi/libonnxruntime_providers_cuda.so": "evil" }));
     const err = await installCudaRuntime(src, { runtimeDir: tempDir(), arch: "x64", wheels: pins, libraries }).catch((e) => e);
     expect(err).toBeInstanceOf(ChecksumError);
+  });
+});
+
+describe("runtime install refuses what is not a regular file", () => {
+  test("a FIFO named like a library is refused at once, nothing installed", async () => {
+    const src = tempDir();
+    const fifo = join(src, "libcudart.so.13");
+    Bun.spawnSync(["mkfifo", fifo]);
+    // The old code copied it with copyFileSync, which waits for a writer: this one frees it after a while.
+    const writer = Bun.spawn(["sh", "-c", `sleep 20; echo x > ${fifo}`], { stdout: "ignore", stderr: "ignore" });
+    try {
+      const runtimeDir = tempDir();
+      const err = await installCudaRuntime(src, { runtimeDir, arch: "x64", wheels: pins, libraries }).catch((e) => e);
+      expect(err).toBeInstanceOf(InstallError);
+      expect((err as Error).message).toBe(`${fifo}: is a FIFO, not a regular file; runtime install takes wheels and libraries only`);
+      expect(existsSync(join(runtimeDir, "lib"))).toBe(false);
+    } finally {
+      writer.kill();
+    }
+  });
+
+  test("the command prints one line for a symbolic link to a directory, and for a FIFO as PATH", async () => {
+    const src = tempDir();
+    symlinkSync(tmpdir(), join(src, "libcudart.so.13"));
+    const fifoDir = tempDir();
+    const fifo = join(fifoDir, "wheels");
+    Bun.spawnSync(["mkfifo", fifo]);
+    const run = async (path: string) => {
+      const p = Bun.spawn([process.execPath, MAIN, "runtime", "install", path], { env: { ...process.env, SWITCHYARD_DATA_DIR: tempDir(), SWITCHYARD_LOG_LEVEL: "silent" }, stdout: "pipe", stderr: "pipe" });
+      const timer = setTimeout(() => p.kill(), 30_000);
+      const [code, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
+      clearTimeout(timer);
+      return { code, stderr };
+    };
+    const [link, pipe] = await Promise.all([run(src), run(fifo)]);
+    if (process.platform !== "linux" || (process.arch !== "x64" && process.arch !== "arm64")) return;
+    for (const [r, what] of [[link, "is a directory (through a symbolic link), not a regular file"], [pipe, "is a FIFO, not a regular file"]] as const) {
+      expect(r.code).toBe(1);
+      const lines = r.stderr.trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toStartWith("switchyard: ");
+      expect(lines[0]).toContain(what);
+    }
   });
 });
 

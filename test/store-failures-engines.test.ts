@@ -94,10 +94,14 @@ describe("speech", () => {
     await settleProbe();
   });
 
-  test("a full disk before the request: 503 before any synthesis", async () => {
+  test("a full disk: the charge that finds it is not billed, then speech is refused with 503 before any synthesis", async () => {
     const before = ledgerState(h, acct.id);
     const disk = fillDisk(db());
     try {
+      // Holds are not written (they live in memory): the first request meets the disk at its charge.
+      const first = await postSpeech(h.base, acct.key, { model: "voice-82m", voice: "af_heart", input, response_format: "wav" });
+      await first.arrayBuffer();
+      expect(ledgerState(h, acct.id)).toEqual(before);
       const res = await postSpeech(h.base, acct.key, { model: "voice-82m", voice: "af_heart", input });
       expect(res.status).toBe(503);
       expect(((await res.json()) as any).error.code).toBe("service_unavailable");

@@ -1,11 +1,12 @@
 /**
  * Full disks, locked databases and failed fsyncs fail cleanly (issue: holds that leaked, internal
  * 500s, streams that claimed "not billed", an account saved without its credits, a charged turn
- * that was not stored, an event loop frozen by a lock):
- *   - a store that cannot write refuses requests with 503 service_unavailable (generic message,
- *     Retry-After) before any upstream is called;
- *   - a charge that cannot be written is not made, its hold is voided as soon as the store writes
- *     again (no restart), and the client is told "not billed" only when that void is durable;
+ * that was not stored, an event loop frozen by a lock). Holds live in memory (nothing is written
+ * before the upstream is called), so a store that cannot write is found by a charge:
+ *   - a charge that cannot be written is not made, its hold is released at once (in memory), and
+ *     the client is told it was not billed (503, generic message, Retry-After);
+ *   - after that failure, new requests are refused with 503 service_unavailable before any
+ *     upstream is called, for the probe interval; the next charge that lands clears it;
  *   - account creation with credits and a Responses turn with its charge are single transactions;
  *   - a write lock held by another process never blocks the event loop, and is waited out briefly.
  * A failed fsync is final: test/store-fsync.test.ts.
@@ -47,14 +48,7 @@ beforeEach(async () => {
 });
 
 const db = () => h.db;
-const holdState = (requestId: string) => (db().query("SELECT state FROM holds WHERE request_id = ?").get(requestId) as { state: string } | null)?.state;
-
-/** Waits until the account holds nothing any more (the server voided what it held), or times out. */
-async function released(accountId: string, timeoutMs = 5_000) {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until && (ledgerState(h, accountId).reserved > 0 || ledgerState(h, accountId).pendingHolds > 0)) await Bun.sleep(20);
-  return ledgerState(h, accountId);
-}
+const holdState = async (requestId: string) => (await h.probe.hold(requestId))?.state;
 
 function expectGeneric503(status: number, headers: Headers, body: any) {
   expect(status).toBe(503);
@@ -64,7 +58,7 @@ function expectGeneric503(status: number, headers: Headers, body: any) {
   for (const internal of ["SQLITE", "disk", "full", "pending hold", "settle", "database"]) expect(text).not.toContain(internal);
 }
 
-describe("a full disk refuses work with 503 before any upstream is called", () => {
+describe("a full disk: the charge that finds it is not billed, and then work is refused with 503 before any upstream is called", () => {
   const requests: [string, string, Record<string, unknown>][] = [
     ["chat", "/v1/chat/completions", { model: "glm-4.6", messages: [{ role: "user", content: "hi" }] }],
     ["chat stream", "/v1/chat/completions", { model: "glm-4.6", stream: true, messages: [{ role: "user", content: "hi" }] }],
@@ -75,16 +69,23 @@ describe("a full disk refuses work with 503 before any upstream is called", () =
   test.each(requests)("%s", async (_name, path, body) => {
     const before = ledgerState(h, acct.id);
     disk = fillDisk(db());
+    // The first request meets the full disk at its charge: not billed, nothing held.
+    const first = await post(h, path, acct.key, body);
+    const text = await first.text();
+    expect(text).toContain("not billed");
+    expect(fake.requests).toHaveLength(1);
+    expect(ledgerState(h, acct.id)).toEqual(before);
+    // The next one is refused before any upstream is called.
     const res = await post(h, path, acct.key, body);
     expectGeneric503(res.status, res.headers, await res.json());
-    expect(fake.requests).toHaveLength(0);
+    expect(fake.requests).toHaveLength(1);
     disk.restore();
     expect(ledgerState(h, acct.id)).toEqual(before);
   });
 });
 
 describe("a charge that cannot be written", () => {
-  test("stream on a full disk: no 'not billed' claim while the void cannot be written; the hold is voided once space returns, without a restart", async () => {
+  test("stream on a full disk: the hold is released at once and the stream ends told 'not billed'; nothing is held", async () => {
     const before = ledgerState(h, acct.id);
     fake.behave({ words: WORDS, beforeFinish: () => void (disk = fillDisk(db())) });
     const res = await chat(h, acct.key, { stream: true });
@@ -92,42 +93,38 @@ describe("a charge that cannot be written", () => {
     const text = await res.text();
     expect(contentChunks(text)).toHaveLength(WORDS.length);
     expect(text).toContain('"code":"service_unavailable"');
-    expect(text).not.toContain("not billed");
+    expect(text).toContain("could not record this request's charge, so it was not billed");
     expect(text).not.toContain("[DONE]");
-    // Still held while the disk is full...
-    expect(h.balanceUnits(acct.id).reserved).toBeGreaterThan(0);
-    disk!.restore();
-    // ...and released as soon as the store writes again.
-    expect(await released(acct.id)).toEqual(before);
-    expect(holdState(id)).toBe("voided");
+    expect(ledgerState(h, acct.id)).toEqual(before);
+    expect(await holdState(id)).toBe("voided");
   });
 
-  test("stream whose charge cannot be written but whose void can: told 'not billed', and nothing is held", async () => {
+  test("stream whose charge entry cannot be written: told 'not billed', and nothing is held", async () => {
     const before = ledgerState(h, acct.id);
     fake.behave({ words: WORDS, beforeFinish: () => void (disk = fillDisk(db(), ["ledger_entries"])) });
     const res = await chat(h, acct.key, { stream: true });
     const text = await res.text();
     expect(text).toContain("could not record this request's charge, so it was not billed");
-    expect(holdState(res.headers.get("x-request-id")!)).toBe("voided");
+    expect(await holdState(res.headers.get("x-request-id")!)).toBe("voided");
     expect(ledgerState(h, acct.id)).toEqual(before);
   });
 
-  test("plain chat: a neutral 503, nothing charged, the hold voided once space returns", async () => {
+  test("plain chat: a 503 that says it was not billed, nothing charged or held", async () => {
     const before = ledgerState(h, acct.id);
     fake.behave({ words: WORDS, delayMs: 50 });
     const pending = chat(h, acct.key);
-    // Fill the disk while the upstream works: the hold is written, the charge will not be.
+    // Fill the disk while the upstream works: the charge will not be written.
     for (let i = 0; i < 100 && fake.requests.length === 0; i++) await Bun.sleep(5);
     disk = fillDisk(db());
     const res = await pending;
     const body = (await res.json()) as any;
-    expectGeneric503(res.status, res.headers, body);
-    expect(body.error.message).toBe("The service could not complete this request. Please retry shortly.");
+    expect(res.status).toBe(503);
+    expect(body.error.message).toBe("The service could not record this request's charge, so it was not billed. Please retry shortly.");
     disk.restore();
-    expect(await released(acct.id)).toEqual(before);
+    expect(ledgerState(h, acct.id)).toEqual(before);
   });
 
-  test("a client that leaves mid-stream while the disk is full: not billed, hold voided once space returns", async () => {
+  test("a client that leaves mid-stream while the disk is full: not billed, nothing held", async () => {
     const before = ledgerState(h, acct.id);
     fake.behave({ words: Array.from({ length: 40 }, (_, i) => ` x${i}`), chunkDelayMs: 30 });
     const ac = new AbortController();
@@ -138,17 +135,13 @@ describe("a charge that cannot be written", () => {
     ac.abort();
     // The departure is charged (input plus the output delivered) only once that output is counted,
     // which is asynchronous and may take seconds on a loaded machine. The disk stays full until the
-    // charge was tried and failed and its void was queued: restoring it after a fixed wait (as
-    // this test once did) let a late charge land on a disk with space again, billed as docs/money.md
-    // says a departure is (once 18,600 nano-USD). Waited for by state, never by time.
-    const ledger = h.server.services.ledger;
-    for (let i = 0; i < 3_000 && ledger.queuedVoids() === 0; i++) await Bun.sleep(10);
-    expect(ledger.queuedVoids()).toBe(1);
-    expect(ledger.storeUnavailable).toBe(true);
-    expect(holdState(id)).toBe("pending");
+    // charge was tried and failed: restoring it after a fixed wait would let a late charge land on
+    // a disk with space again. Waited for by state, never by time.
+    for (let i = 0; i < 3_000 && (await holdState(id)) === "pending"; i++) await Bun.sleep(10);
+    expect(await holdState(id)).toBe("voided");
+    expect(h.server.services.ledger.storeUnavailable).toBe(true);
     disk.restore();
-    expect(await released(acct.id)).toEqual(before);
-    expect(holdState(id)).toBe("voided");
+    expect(ledgerState(h, acct.id)).toEqual(before);
   });
 });
 
@@ -230,16 +223,17 @@ describe("another process holding the write lock", () => {
     expect(after.charges).toBe(before.charges + 1);
   });
 
-  test("a lock held past the bounded wait: 503 before the upstream, nothing billed", async () => {
+  test("a lock held past the bounded wait: the charge waits it out, then 503 not billed, nothing held", async () => {
     const before = ledgerState(h, acct.id);
     const lock = holdWriteLock(dbPath());
     try {
       const res = await chat(h, acct.key);
-      expectGeneric503(res.status, res.headers, await res.json());
+      const body = await res.json();
+      expectGeneric503(res.status, res.headers, body);
+      expect(body.error.message).toContain("not billed");
     } finally {
       lock.release();
     }
-    expect(fake.requests).toHaveLength(0);
     expect(ledgerState(h, acct.id)).toEqual(before);
   });
 });

@@ -142,7 +142,7 @@ describeEachStore("stream billing", (store) => {
       const cost = expectedChatCost(MODEL, promptTokenCount(messages), countTextTokens(words.join("")));
       expect(body.usage.cost).toBe(Number(unitsToUsd(cost)));
       expect(res.headers.get("x-request-cost")).toBe(unitsToUsd(cost));
-      expect(before.balance - (await storeState(h, acct.id)).balance).toBe(cost);
+      expect(before.balance - (await settled(h, acct.id)).balance).toBe(cost);
     });
 
     test("with usage: the upstream's counts are billed, and the stream's usage chunk reports the charge", async () => {

@@ -1,5 +1,5 @@
 /**
- * Nothing in a stream grows without bound, and no stream runs forever (README "Limits, usage and
+ * Nothing in a stream grows without bound, and no stream runs forever (docs/operate.md "Limits, usage and
  * metrics"): a raw upstream that never ends its line, sends data lines without the blank line that
  * ends an event, keeps a stream alive with comments only, or keeps sending data past the stream's
  * maximum duration. Outcomes asserted, never durations: the error event or the `length` ending,

@@ -1,5 +1,5 @@
 /**
- * GET /v1/usage over real HTTP (README, "Limits, usage and metrics"): balance, totals and grouped rows equal the sums of
+ * GET /v1/usage over real HTTP (docs/operate.md, "Limits, usage and metrics"): balance, totals and grouped rows equal the sums of
  * the account's ledger charge entries; bad queries and bad admin limit values get a 400 naming the
  * parameter and the rule, and never change the ledger.
  */
@@ -58,7 +58,7 @@ describeEachStore("GET /v1/usage", (store) => {
       expect(body.object).toBe("usage");
       expect(body.group_by).toEqual(["day"]);
       expect(body.start.slice(8, 10)).toBe("01");
-      expect(body.totals).toEqual({ requests: 6, input_tokens: 54, output_tokens: 18, characters: 0, cost: Number(unitsToUsd(totalUnits)) });
+      expect(body.totals).toEqual({ requests: 6, input_tokens: 54, cached_input_tokens: 0, cache_write_tokens: 0, output_tokens: 18, characters: 0, cost: Number(unitsToUsd(totalUnits)) });
       expect(body.rows).toEqual([{ day: today, ...body.totals }]);
       const state = await storeState(h, acct.id);
       expect(3_000_000_000 - state.sum).toBe(totalUnits);
@@ -82,7 +82,7 @@ describeEachStore("GET /v1/usage", (store) => {
 
     test("a period with no traffic is all zeros; only this account's entries count", async () => {
       const { body } = await usage("?start=2020-01-01&end=2020-01-31");
-      expect(body.totals).toEqual({ requests: 0, input_tokens: 0, output_tokens: 0, characters: 0, cost: 0 });
+      expect(body.totals).toEqual({ requests: 0, input_tokens: 0, cached_input_tokens: 0, cache_write_tokens: 0, output_tokens: 0, characters: 0, cost: 0 });
       expect(body.rows).toEqual([]);
       const other = await h.account(1);
       expect((await usage("", other.key)).body.totals.requests).toBe(0);

@@ -3,8 +3,10 @@
  * and the CLI, so the two can never disagree. Inputs are validated here with named rules.
  */
 import { Type } from "@sinclair/typebox";
-import type { Services } from "../services";
-import { accountView, nowSeconds, parseLimit } from "./accounts";
+import { accountView, nowSeconds, parseLimit, type Accounts, type LimitDefaults } from "./accounts";
+import type { ApiKeys } from "./api-keys";
+import type { Ledger } from "../billing/ledger";
+import type { ModelIds } from "../catalog/resolve";
 import { newId } from "./ids";
 import { formatUsd, MAX_BALANCE, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
 import { invalidField } from "../errors";
@@ -50,8 +52,19 @@ function money(field: string, value: number | string, allowNegative: boolean): n
   return units;
 }
 
+/**
+ * What administration uses: accounts, keys, the ledger (opening credits, adjustments, entries),
+ * the default limits accounts are shown with, and the model ids a key's model list may name.
+ */
+export interface AdminDeps extends ModelIds {
+  accounts: Accounts;
+  keys: ApiKeys;
+  ledger: Ledger;
+  config: LimitDefaults;
+}
+
 export class Admin {
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: AdminDeps) {}
 
   private async view(id: string) {
     return accountView(await this.s.accounts.mustGet(id), this.s.config);
@@ -132,6 +145,7 @@ export class Admin {
         object: "ledger_entry",
         amount: usdNumber(e.amount as number),
         balance_after: usdNumber(e.balance_after as number),
+        cache_saved: usdNumber(e.cache_saved),
       })),
     };
   }

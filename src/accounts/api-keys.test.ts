@@ -28,7 +28,7 @@ function slowRecords(rows: Map<string, KeyOwnerRow>) {
 }
 
 const row = (key: string, disabled = 0): KeyOwnerRow => ({ id: "key_1", account_id: "acct_1", hash: hashKey(key), revoked_at: null, disabled, rate_limit_rpm: null, concurrency_limit: null,
-  key_limit_reset: null, key_expires_at: null, key_models: null, key_rate_limit_rpm: null });
+  key_spend_limit: null, key_limit_reset: null, key_expires_at: null, key_models: null, key_rate_limit_rpm: null });
 
 test("fifty requests with one uncached key ask the store once, and all get the owner", async () => {
   const store = slowRecords(new Map([[hashKey("sy-a"), row("sy-a")]]));

@@ -12,7 +12,7 @@ import type { LimitReset, PeriodStarts } from "../billing/key-periods";
 
 export const KEY_PREFIX = "sy-";
 
-/** A key's own controls (README, "Keys: limits, expiry, models"); null: none. */
+/** A key's own controls (docs/operate.md, "Keys: limits, expiry, models"); null: none. */
 export interface KeyControls {
   /** Spend limit in units (nano-USD) per period. */
   spend_limit: number | null;
@@ -59,6 +59,7 @@ export interface KeyOwnerRow {
   disabled: number;
   rate_limit_rpm: number | null;
   concurrency_limit: number | null;
+  key_spend_limit: number | null;
   key_limit_reset: LimitReset | null;
   key_expires_at: number | null;
   /** JSON array text, or null. */
@@ -101,6 +102,8 @@ export interface KeyOwner {
   concurrencyLimit: number | null;
   /** The key's own controls, cached with the owner. */
   key: {
+    /** Units, or null: the hold reads the limit itself; this says whether there is one (dashboard scope). */
+    spendLimit: number | null;
     limitReset: LimitReset | null;
     /** Unix seconds, or null. */
     expiresAt: number | null;
@@ -221,7 +224,7 @@ export class ApiKeys {
       keyId: row.id, accountId: row.account_id, disabled: row.disabled === 1,
       rateLimitRpm: row.rate_limit_rpm, concurrencyLimit: row.concurrency_limit,
       key: {
-        limitReset: row.key_limit_reset, expiresAt: row.key_expires_at,
+        spendLimit: row.key_spend_limit, limitReset: row.key_limit_reset, expiresAt: row.key_expires_at,
         models: row.key_models === null ? null : (JSON.parse(row.key_models) as string[]), rateLimitRpm: row.key_rate_limit_rpm,
       },
     };

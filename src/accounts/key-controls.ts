@@ -1,19 +1,18 @@
 /**
  * A key's own controls as the admin API and CLI take and show them, in OpenRouter's key fields
- * (README, "Keys: limits, expiry, models"): `limit` in USD (null: none), `limit_reset` daily |
+ * (docs/operate.md, "Keys: limits, expiry, models"): `limit` in USD (null: none), `limit_reset` daily |
  * weekly | monthly (null: never), `expires_at` ISO 8601 (null: never), plus `models` (public ids
  * or aliases the key may use; null: all) and `rate_limit_rpm` (the key's own rate; null: only the
  * account's). Enforcement: the hold (billing/ledger.ts), authentication (http/auth.ts) and
  * allowedModel() below.
  */
 import { Type } from "@sinclair/typebox";
-import type { Services } from "../services";
-import type { ApiKeyListing, KeyControls, KeyPatch } from "./api-keys";
+import type { ApiKeyListing, KeyControls, KeyOwner, KeyPatch } from "./api-keys";
 import { LIMIT_MAXIMUM } from "./accounts";
 import { formatUsd, MAX_BALANCE, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
-import { LIMIT_RESETS, type LimitReset, nextReset, periodStart } from "../billing/key-periods";
+import { LIMIT_RESETS, type LimitReset, nextReset, periodStarts, spentInPeriod } from "../billing/key-periods";
 import { DomainError, invalidField } from "../errors";
-import { resolveId } from "../catalog/resolve";
+import { resolveId, type ModelIds } from "../catalog/resolve";
 import type { ResolvedModel } from "../catalog/catalog";
 
 const usd = Type.Union([Type.Number(), Type.String(), Type.Null()], { description: "a USD amount (number or decimal string), or null for no limit" });
@@ -46,7 +45,7 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\
  * The controls a body names, validated, in stored form (units, Unix seconds); fields left out stay
  * undefined. An expiry in the past is accepted: the key is refused from then on (401 key_expired).
  */
-export function parseControls(s: Services, b: ControlInput): Partial<KeyControls> {
+export function parseControls(s: ModelIds, b: ControlInput): Partial<KeyControls> {
   const out: Partial<KeyControls> = {};
   if (b.limit !== undefined) out.spend_limit = b.limit === null ? null : limitUnits(b.limit);
   if (b.limit_reset !== undefined) out.limit_reset = b.limit_reset;
@@ -89,17 +88,24 @@ function limitUnits(value: number | string): number {
 }
 
 /** A patch of a key's name and controls. */
-export function parsePatch(s: Services, b: ControlInput & { name?: string | null }): KeyPatch {
+export function parsePatch(s: ModelIds, b: ControlInput & { name?: string | null }): KeyPatch {
   const patch: KeyPatch = parseControls(s, b);
   if (b.name !== undefined) patch.name = b.name;
   return patch;
 }
 
-/** What the key's limit has left now for new holds (units): the limit less this period's spend and what is held. */
+/**
+ * What the key's limit has left now for new holds (units): the limit less this period's spend and
+ * what is held — counted exactly as a hold is checked (billing/key-periods.ts, spentInPeriod).
+ */
 export function limitRemaining(k: ApiKeyListing, nowMs = Date.now()): number | null {
   if (k.spend_limit === null) return null;
-  const spentNow = k.period_start === periodStart(k.limit_reset, nowMs) ? k.period_spent : 0;
-  return Math.max(0, k.spend_limit - spentNow - k.reserved);
+  return Math.max(0, k.spend_limit - spentInPeriod(k, periodStarts(nowMs)) - k.reserved);
+}
+
+/** This period's spend as the limit counts it (0 once the current period is newer than the stored one). */
+export function spentThisPeriod(k: ApiKeyListing, nowMs = Date.now()): number {
+  return spentInPeriod(k, periodStarts(nowMs));
 }
 
 /** The key's controls and figures in OpenRouter's field names (money in USD numbers). */
@@ -124,7 +130,7 @@ export function keyControlsView(k: ApiKeyListing, nowMs = Date.now()) {
  * it resolves to, is one of the key's models (or resolves to the same as one of them). The
  * message names only the key's own models.
  */
-export function assertModelAllowed(s: Services, allowed: readonly string[] | null, requested: string, resolved: ResolvedModel): void {
+export function assertModelAllowed(s: ModelIds, allowed: readonly string[] | null, requested: string, resolved: ResolvedModel): void {
   if (allowed === null) return;
   for (const m of allowed) {
     if (m === requested || m === resolved.requestedId) return;
@@ -137,6 +143,67 @@ export function assertModelAllowed(s: Services, allowed: readonly string[] | nul
     `This key may not use the model '${requested}'. It may use: ${allowed.join(", ")}.`,
     "model",
   );
+}
+
+/** A key's controls as the API names them; a key with none of them is its account's owner key. */
+export type KeyControlName = "limit" | "expires_at" | "models" | "rate_limit_rpm";
+
+const CONTROL_WORDS: Record<KeyControlName, string> = {
+  limit: "a spend limit",
+  expires_at: "an expiry",
+  models: "a model list",
+  rate_limit_rpm: "a rate limit",
+};
+
+/** The controls this key carries, in the API's order ([] for a key without any). */
+export function controlsOf(key: KeyOwner["key"]): KeyControlName[] {
+  const out: KeyControlName[] = [];
+  if (key.spendLimit !== null) out.push("limit");
+  if (key.expiresAt !== null) out.push("expires_at");
+  if (key.models !== null) out.push("models");
+  if (key.rateLimitRpm !== null) out.push("rate_limit_rpm");
+  return out;
+}
+
+/**
+ * Whether a key may manage its account's keys (create, revoke) in the dashboard: only a key with
+ * no control at all. A key with a limit, an expiry, a model list or a rate limit is an inference
+ * key: it could otherwise mint a key without its limits (docs/operate.md, "The dashboard").
+ */
+export function managesKeys(key: KeyOwner["key"]): boolean {
+  return controlsOf(key).length === 0;
+}
+
+/** "a spend limit, a model list and a rate limit": the controls in words. */
+export function controlsInWords(names: readonly KeyControlName[]): string {
+  const words = names.map((n) => CONTROL_WORDS[n]);
+  return words.length <= 1 ? (words[0] ?? "no controls") : `${words.slice(0, -1).join(", ")} and ${words[words.length - 1]}`;
+}
+
+/** When the key expired (ms), or null while it is live (no expiry, or one still ahead). */
+export function expiredAt(key: KeyOwner["key"], nowMs = Date.now()): number | null {
+  const at = key.expiresAt;
+  return at !== null && at * 1000 <= nowMs ? at * 1000 : null;
+}
+
+/** 401 key_expired for a key past its expiry (the same answer everywhere a key is presented). */
+export function keyExpired(expiredAtMs: number, param: string | null = null): DomainError {
+  return new DomainError("authentication", "key_expired", `This API key expired at ${new Date(expiredAtMs).toISOString()}. Ask for a new key.`, param);
+}
+
+/**
+ * The public ids a key's model list lets it call (each entry as written, and the id it resolves
+ * to), for the dashboard's playground to offer; null when the key may use every model.
+ */
+export function allowedModelIds(s: ModelIds, models: readonly string[] | null): string[] | null {
+  if (models === null) return null;
+  const ids = new Set<string>();
+  for (const m of models) {
+    ids.add(m);
+    const target = resolveId(s, m);
+    if (target) ids.add(target.requestedId);
+  }
+  return [...ids].sort();
 }
 
 export { LIMIT_RESETS };

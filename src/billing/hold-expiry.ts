@@ -1,8 +1,10 @@
 /**
- * Hold expiry (SWITCHYARD_HOLD_EXPIRY_SECONDS, README "Limits, usage and metrics"): a hold still
- * pending that long after it was taken is voided by the store, whatever its request is doing, so
- * a stuck request never keeps money held. The ledger (ledger.ts) dates each hold by this clock,
- * registers the holds of this process while they are open, and sweeps every so often.
+ * Hold expiry (SWITCHYARD_HOLD_EXPIRY_SECONDS, docs/operate.md "Limits, usage and metrics"): a hold still
+ * open that long after it was taken is released, whatever its request is doing, so a stuck
+ * request never keeps money held. The ledger (ledger.ts) dates each hold by this clock, registers
+ * the holds of this process while they are open, and sweeps every so often: holds booked in
+ * memory are released here; holds a store wrote itself (PostgreSQL's direct path, any
+ * instance's) are voided by the store.
  */
 import type { Log } from "../log";
 import type { LedgerStore } from "./ledger-store";
@@ -44,25 +46,33 @@ export class HoldExpiry {
   }
 
   /**
-   * Voids every hold pending longer than the expiry, in the store — this process's and (PostgreSQL)
-   * any other's. A hold of this process that is not being settled closes as released (a later
-   * settle is refused, its release says "voided"); one being settled finds nothing pending and is
-   * never charged. Never rejects. Returns how many were voided.
+   * Releases every hold of this process open longer than the expiry and not being settled (a hold
+   * being settled resolves either way), then has the store void its direct holds past the expiry
+   * — this process's and (PostgreSQL) any other's. A released hold's later settle is refused and
+   * it is never charged. Never rejects. Returns how many were released.
    */
   async sweep(hooks: ExpiryHooks): Promise<number> {
+    const before = this.dateNow() - this.seconds;
+    let released = 0;
+    for (const hold of this.live.values()) {
+      if (hold.direct || hold.createdAt >= before || hold.status !== "open") continue;
+      this.log.warn("a hold open past its expiry was released", { request_id: hold.requestId, expiry_seconds: this.seconds });
+      hooks.closeExpired(hold);
+      released++;
+    }
     let ids: string[];
     try {
-      ids = await this.store.expireHolds(this.dateNow() - this.seconds);
+      ids = await this.store.expireHolds(before);
     } catch (e) {
       hooks.failed(e);
-      return 0;
+      return released;
     }
     for (const id of ids) {
       this.log.warn("a hold pending past its expiry was voided", { request_id: id, expiry_seconds: this.seconds });
       const hold = this.live.get(id);
       if (hold && hold.status === "open") hooks.closeExpired(hold);
     }
-    return ids.length;
+    return released + ids.length;
   }
 
   /** Sweeps every `intervalMs` (never keeps the process alive). */

@@ -3,9 +3,11 @@
  * at most its amount) or released (nothing charged) — exactly once. Every endpoint uses it the
  * same way:
  *
- *   const hold = await s.ledger.reserve({ requestId, accountId, endpoint, model, budget, price });
+ *   const hold = await ledger.reserve({ requestId, accountId, endpoint, model, budget, price });
  *   try { ...work...; await hold.settle({ ...usage, serviceTier }); }
  *   finally { await hold.release(); }      // a no-op once posted; never throws
+ *
+ * (Requests do this through one metered call, src/metering/metered-call.ts.)
  *
  * States: open → settling → posted; settling → open → released when the charge could not be
  * written (settle() then releases the hold itself before it rejects); open → released. release()
@@ -61,13 +63,19 @@ export interface Quote {
   clamped: boolean;
   /** The price of the usage as reported (above `amount` when clamped). */
   reportedAmount: number;
+  /**
+   * What the prompt cache took off the recorded usage's price: its price with every cached and
+   * written token priced as input, less its price (negative when writes cost more than reads saved).
+   */
+  cacheSaved: number;
 }
 
 export interface Settlement extends Quote {
   requestId: string;
   /** What was taken from the balance (the first charge's, for a repeated settle). */
   charged: number;
-  balanceAfter: number;
+  /** Null when the charge's entry is written later (PostgreSQL's charge journal). */
+  balanceAfter: number | null;
 }
 
 /** What a Hold needs from its ledger (billing/ledger.ts). */
@@ -93,9 +101,21 @@ const QUANTITIES = ["inputTokens", "outputTokens", "characters"] as const;
 /** What release() of a posted hold resolves to. */
 const POSTED: Promise<boolean> = Promise.resolve(false);
 
+/** How a hold was granted (billing/ledger-store.ts, GrantResult). */
+export interface Granted {
+  /** Written in the store (PostgreSQL's direct path) rather than booked in memory. */
+  direct: boolean;
+  /** Unix seconds, by the ledger's clock. */
+  createdAt: number;
+}
+
 export class Hold implements AsyncDisposable {
   readonly requestId: string;
   readonly accountId: string;
+  /** The key whose spend limit it counts against (null: none). */
+  readonly keyId: string | null;
+  readonly direct: boolean;
+  readonly createdAt: number;
   readonly endpoint: string;
   readonly model: string;
   readonly budget: Readonly<Consumption>;
@@ -111,9 +131,12 @@ export class Hold implements AsyncDisposable {
   /** The settle attempt that failed: its charge may have been written all the same. */
   private failed: { quote: Quote; request: SettleRequest } | null = null;
 
-  constructor(private readonly ledger: HoldLedger, spec: HoldSpec, readonly amount: number) {
+  constructor(private readonly ledger: HoldLedger, spec: HoldSpec, readonly amount: number, granted: Granted) {
     this.requestId = spec.requestId;
     this.accountId = spec.accountId;
+    this.keyId = spec.key?.id ?? null;
+    this.direct = granted.direct;
+    this.createdAt = granted.createdAt;
     this.endpoint = spec.endpoint;
     this.model = spec.model;
     this.budget = spec.budget;
@@ -139,13 +162,20 @@ export class Hold implements AsyncDisposable {
   quote(usage: Consumption): Quote {
     const reported = pick(usage);
     const reportedAmount = this.price(reported);
-    if (reportedAmount <= this.amount) return { amount: reportedAmount, recorded: reported, clamped: false, reportedAmount };
+    if (reportedAmount <= this.amount) return { amount: reportedAmount, recorded: reported, clamped: false, reportedAmount, cacheSaved: this.cacheSaved(reported, reportedAmount) };
     // Over the ceiling: every quantity is recorded at most as held, and the charge at most the hold.
     const recorded: Consumption = {};
     for (const q of QUANTITIES) if (reported[q] !== undefined) recorded[q] = Math.min(reported[q]!, this.budget[q] ?? 0);
     if (reported.cachedTokens !== undefined) recorded.cachedTokens = Math.min(reported.cachedTokens, recorded.inputTokens ?? 0);
+    if (reported.cacheWriteTokens !== undefined) recorded.cacheWriteTokens = Math.min(reported.cacheWriteTokens, (recorded.inputTokens ?? 0) - (recorded.cachedTokens ?? 0));
     if (reported.reasoningTokens !== undefined) recorded.reasoningTokens = Math.min(reported.reasoningTokens, recorded.outputTokens ?? 0);
-    return { amount: Math.min(this.price(recorded), this.amount), recorded, clamped: true, reportedAmount };
+    const recordedAmount = this.price(recorded);
+    return { amount: Math.min(recordedAmount, this.amount), recorded, clamped: true, reportedAmount, cacheSaved: this.cacheSaved(recorded, recordedAmount) };
+  }
+
+  private cacheSaved(c: Consumption, price: number): number {
+    if (!c.cachedTokens && !c.cacheWriteTokens) return 0;
+    return this.price({ ...c, cachedTokens: 0, cacheWriteTokens: 0 }) - price;
   }
 
   /**
@@ -230,7 +260,9 @@ function pick(u: Consumption): Consumption {
   const c: Consumption = {};
   if (u.inputTokens !== undefined) c.inputTokens = u.inputTokens;
   if (u.outputTokens !== undefined) c.outputTokens = u.outputTokens;
-  if (u.cachedTokens !== undefined) c.cachedTokens = u.cachedTokens;
+  // Cache reads and writes are parts of the prompt: a charge never records more of them than it (reads first).
+  if (u.cachedTokens !== undefined) c.cachedTokens = Math.min(u.cachedTokens, c.inputTokens ?? 0);
+  if (u.cacheWriteTokens !== undefined) c.cacheWriteTokens = Math.min(u.cacheWriteTokens, (c.inputTokens ?? 0) - (c.cachedTokens ?? 0));
   if (u.reasoningTokens !== undefined) c.reasoningTokens = u.reasoningTokens;
   if (u.characters !== undefined) c.characters = u.characters;
   return c;

@@ -1,7 +1,7 @@
 /**
  * The ledger's invariants (stated in ledger.ts's header), each tested over the real SQLite store:
- * holds, the ceiling, one charge per request, releases that survive a store that cannot write, and
- * the health flag that refuses new holds while it cannot.
+ * holds booked in memory, the ceiling, one charge per request, releases that need no write, keys'
+ * spend periods, and the health flag that refuses new holds after the store failed to write.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -16,6 +16,7 @@ import { Ledger, MAX_BALANCE, PROBE_INTERVAL_MS, type ClampRecord } from "./ledg
 import type { Consumption } from "./ledger-store";
 import type { Hold } from "./hold";
 import { fillDisk, holdWriteLock } from "../../test/support/disk";
+import { postOf } from "../../test/support/post-request";
 
 class CapturingLog extends Log {
   readonly lines: Record<string, unknown>[] = [];
@@ -73,9 +74,8 @@ async function account(credits: number): Promise<string> {
 const reserve = (accountId: string, budget: Consumption, requestId = `req_${++seq}`) =>
   ledger.reserve({ requestId, accountId, endpoint: "/v1/chat/completions", model: "m", budget, price });
 
-const row = (id: string) => db.query("SELECT balance, reserved FROM accounts WHERE id = ?").get(id) as { balance: number; reserved: number };
-const pendingSum = (id: string) =>
-  (db.query("SELECT COALESCE(SUM(amount), 0) AS s FROM holds WHERE account_id = ? AND state = 'pending'").get(id) as { s: number }).s;
+/** The balance on disk, and what the ledger holds for the account in memory. */
+const row = (id: string) => ({ balance: (db.query("SELECT balance FROM accounts WHERE id = ?").get(id) as { balance: number }).balance, reserved: ledger.held(id) });
 const entrySum = (id: string) => (db.query("SELECT COALESCE(SUM(amount), 0) AS s FROM ledger_entries WHERE account_id = ?").get(id) as { s: number }).s;
 const newestBalanceAfter = (id: string) =>
   (db.query("SELECT balance_after FROM ledger_entries WHERE account_id = ? ORDER BY id DESC LIMIT 1").get(id) as { balance_after: number }).balance_after;
@@ -83,7 +83,6 @@ const charges = (id: string) =>
   db.query("SELECT request_id, amount, input_tokens, output_tokens, reason FROM ledger_entries WHERE account_id = ? AND kind = 'charge' ORDER BY id").all(id) as {
     request_id: string; amount: number; input_tokens: number; output_tokens: number; reason: string | null;
   }[];
-const holdState = (requestId: string) => (db.query("SELECT state FROM holds WHERE request_id = ?").get(requestId) as { state: string } | null)?.state;
 
 async function rejection(p: Promise<unknown>): Promise<DomainError> {
   const e = await p.then(() => null, (err) => err);
@@ -101,7 +100,7 @@ describe("1. balance ≥ 0 and reserved ≥ 0", () => {
     expect(row(a)).toEqual({ balance: 1000, reserved: 600 });
   });
 
-  test("the store's CHECK constraints refuse a negative balance or reservation whatever the caller does", async () => {
+  test("the store's CHECK constraints refuse a negative balance whatever the caller does", async () => {
     const a = await account(10);
     expect(() => db.run("UPDATE accounts SET balance = -1 WHERE id = ?", [a])).toThrow(/CHECK/);
     expect(() => db.run("UPDATE accounts SET reserved = -1 WHERE id = ?", [a])).toThrow(/CHECK/);
@@ -116,18 +115,31 @@ describe("1. balance ≥ 0 and reserved ≥ 0", () => {
   });
 });
 
-describe("2. reserved = Σ pending holds", () => {
-  test("through holds, charges, releases and a refused hold", async () => {
+describe("2. held = Σ open holds, and never more than the balance", () => {
+  test("through holds, charges, releases and a refused hold; nothing is written for a hold", async () => {
     const a = await account(10_000);
+    const batches = store.commitStats.batches;
     const holds = await Promise.all([1, 2, 3, 4, 5].map((k) => reserve(a, { inputTokens: 100 * k })));
+    expect(store.commitStats.batches).toBe(batches);
     expect(row(a).reserved).toBe(1500);
-    expect(pendingSum(a)).toBe(1500);
     await holds[0]!.settle({ inputTokens: 50, serviceTier: "default" });
     await holds[1]!.release();
     await expect(reserve(a, { inputTokens: 100_000 })).rejects.toThrow(/Insufficient credits/);
-    expect(row(a).reserved).toBe(pendingSum(a));
     expect(row(a).reserved).toBe(1200);
     expect(ledger.pendingHolds()).toBe(3);
+    expect(ledger.book.size).toBe(3);
+  });
+
+  test("a balance exactly covered: holds up to it are granted, one unit more is refused; a charge frees its hold at its commit", async () => {
+    const a = await account(300);
+    const h1 = await reserve(a, { inputTokens: 200 });
+    await reserve(a, { inputTokens: 100 });
+    await expect(reserve(a, { inputTokens: 1 })).rejects.toMatchObject({ code: "insufficient_credits" });
+    const settling = h1.settle({ inputTokens: 150, serviceTier: "default" });
+    await settling;
+    // 300 − 150 charged − 100 still held: 50 is available.
+    await reserve(a, { inputTokens: 50 });
+    await expect(reserve(a, { inputTokens: 1 })).rejects.toMatchObject({ code: "insufficient_credits" });
   });
 });
 
@@ -165,9 +177,9 @@ describe("3. a charge never exceeds its hold", () => {
   test("the store itself refuses a post above its hold, and changes nothing", async () => {
     const a = await account(1000);
     const hold = await reserve(a, { inputTokens: 100 });
-    await expect(store.post({ requestId: hold.requestId, amount: 101, serviceTier: "default" })).rejects.toThrow(/exceeds its hold/);
+    await expect(store.post(postOf({ requestId: hold.requestId, accountId: a, amount: 101, holdAmount: 100, direct: false }))).rejects.toMatchObject({ detail: expect.stringMatching(/exceeds its hold/) });
     expect(row(a)).toEqual({ balance: 1000, reserved: 100 });
-    expect(holdState(hold.requestId)).toBe("pending");
+    expect(hold.status).toBe("open");
   });
 
   test("an over-reported charge never spends another request's hold or unheld money", async () => {
@@ -211,7 +223,7 @@ describe("5. one charge per request id", () => {
     expect(s3).toEqual(s1);
     expect(charges(a)).toHaveLength(1);
     // The store is idempotent too: a post of an already-charged request returns the first charge.
-    expect(await store.post({ requestId: hold.requestId, amount: 5, serviceTier: "default" })).toEqual({ charged: 100, balanceAfter: 900, fresh: false });
+    expect(await store.post(postOf({ requestId: hold.requestId, accountId: a, amount: 5, direct: false }))).toEqual({ charged: 100, balanceAfter: 900, fresh: false });
   });
 
   test("a request id can hold only once", async () => {
@@ -229,30 +241,30 @@ describe("6. every hold is posted or voided exactly once", () => {
     const h = await reserve(a, { inputTokens: 1000 });
     expect(await h.release()).toBe(true);
     expect(await h.release()).toBe(true);
-    expect(holdState(h.requestId)).toBe("voided");
+    expect(h.status).toBe("released");
     expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
     await expect(h.settle({ inputTokens: 1, serviceTier: "default" })).rejects.toMatchObject({ kind: "internal" });
 
     const posted = await reserve(a, { inputTokens: 10 });
     await posted.settle({ inputTokens: 5, serviceTier: "default" });
     expect(await posted.release()).toBe(false);
-    expect(holdState(posted.requestId)).toBe("posted");
+    expect(posted.status).toBe("posted");
     expect(ledger.pendingHolds()).toBe(0);
   });
 
   test("`await using` releases on every path out of a scope", async () => {
     const a = await account(1000);
-    let id = "";
+    let held: Hold | null = null;
     try {
       await using hold = await reserve(a, { inputTokens: 300 });
-      id = hold.requestId;
+      held = hold;
       throw new Error("the work failed");
     } catch {}
-    expect(holdState(id)).toBe("voided");
+    expect(held!.status).toBe("released");
     expect(row(a).reserved).toBe(0);
   });
 
-  test("releaseAbandoned voids every pending hold left by a dead process", async () => {
+  test("after a crash no hold survives: nothing was written for it, and the balance is whole", async () => {
     const a = await account(100);
     await reserve(a, { inputTokens: 60 });
     // The process dies: nothing flushed, nothing released.
@@ -260,24 +272,33 @@ describe("6. every hold is posted or voided exactly once", () => {
     store.commits.abandon();
     db.close();
     open();
-    expect(await ledger.releaseAbandoned()).toBe(1);
+    expect(await ledger.releaseAbandoned()).toBe(0);
     expect(row(a)).toEqual({ balance: 100, reserved: 0 });
+    await reserve(a, { inputTokens: 100 });
   });
 
-  test("a release the store cannot write is retried and lands once writes recover, without a restart", async () => {
+  test("holds an earlier version left pending in the database are voided at start-up, and their reservation returns", async () => {
+    const a = await account(100);
+    db.run("INSERT INTO holds (request_id, account_id, amount, endpoint, model, state, created_at) VALUES ('req_legacy', ?, 70, 'e', 'm', 'pending', 1)", [a]);
+    db.run("UPDATE accounts SET reserved = 70 WHERE id = ?", [a]);
+    await expect(reserve(a, { inputTokens: 31 })).rejects.toMatchObject({ code: "insufficient_credits" });
+    expect(await ledger.releaseAbandoned()).toBe(1);
+    expect(db.query("SELECT reserved FROM accounts WHERE id = ?").get(a)).toEqual({ reserved: 0 });
+    await reserve(a, { inputTokens: 100 });
+  });
+
+  test("a release needs no write: on a full disk the hold is released at once", async () => {
     const a = await account(1000);
     const h = await reserve(a, { inputTokens: 400 });
     const disk = fillDisk(db);
-    expect(await h.release()).toBe(false);
-    expect(ledger.queuedVoids()).toBe(1);
-    expect(row(a).reserved).toBe(400);
-    expect(ledger.pendingHolds()).toBe(1);
-    disk.restore();
-    for (let i = 0; i < 100 && ledger.queuedVoids() > 0; i++) await Bun.sleep(20);
-    expect(ledger.queuedVoids()).toBe(0);
-    expect(holdState(h.requestId)).toBe("voided");
-    expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
-    expect(ledger.pendingHolds()).toBe(0);
+    try {
+      expect(await h.release()).toBe(true);
+      expect(ledger.queuedVoids()).toBe(0);
+      expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
+      expect(ledger.pendingHolds()).toBe(0);
+    } finally {
+      disk.restore();
+    }
   });
 });
 
@@ -295,35 +316,35 @@ describe("7. a failed request is never charged", () => {
     expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
   });
 
-  test("on a full disk: settle rejects with 503 whose message does not claim 'not billed' while the void is not written", async () => {
+  test("on a full disk: settle rejects with 503, the hold is released at once (nothing held), and the client may be told 'not billed'", async () => {
     const a = await account(1000);
     const h = await reserve(a, { inputTokens: 400 });
     const disk = fillDisk(db);
     const e = await rejection(h.settle({ inputTokens: 100, serviceTier: "default" }));
-    expect([e.kind, e.code, e.retryAfterSeconds]).toEqual(["unavailable", "service_unavailable", 2]);
-    expect(e.message).not.toContain("not billed");
     disk.restore();
-    for (let i = 0; i < 100 && ledger.queuedVoids() > 0; i++) await Bun.sleep(20);
+    expect([e.kind, e.code, e.retryAfterSeconds]).toEqual(["unavailable", "service_unavailable", 2]);
+    expect(e.message).toContain("so it was not billed");
     expect(charges(a)).toHaveLength(0);
     expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
   });
 });
 
 describe("8. holds before the upstream, charges durable; store health", () => {
-  test("a full disk refuses a hold with 503 before any work; nothing is written; reserves fail fast, then a probe succeeds", async () => {
+  test("a charge that fails on a full disk refuses new holds with 503 for the probe interval; then they are granted, and the next charge that lands marks the store healthy", async () => {
     const a = await account(1000);
+    const h = await reserve(a, { inputTokens: 10 });
     const disk = fillDisk(db);
+    await expect(h.settle({ inputTokens: 5, serviceTier: "default" })).rejects.toMatchObject({ code: "service_unavailable" });
+    disk.restore();
     const e = await rejection(reserve(a, { inputTokens: 10 }));
     expect([e.kind, e.code]).toEqual(["unavailable", "service_unavailable"]);
     expect(e.message).toBe("The service cannot take requests right now. Nothing was billed; please retry shortly.");
-    disk.restore();
-    // Within the probe interval the store is not even asked.
-    await expect(reserve(a, { inputTokens: 10 })).rejects.toMatchObject({ code: "service_unavailable" });
     await Bun.sleep(PROBE_INTERVAL_MS + 20);
-    const h = await reserve(a, { inputTokens: 10 });
+    const next = await reserve(a, { inputTokens: 10 });
+    expect(ledger.storeUnavailable).toBe(true);
+    await next.settle({ inputTokens: 4, serviceTier: "default" });
     expect(ledger.storeUnavailable).toBe(false);
-    await h.release();
-    expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
+    expect(row(a)).toEqual({ balance: 996, reserved: 0 });
     expect(log.lines.map((l) => l.msg)).toEqual([
       "the ledger cannot write; new requests are refused with 503 until it can",
       "the ledger writes again; requests are accepted",
@@ -348,30 +369,31 @@ describe("8. holds before the upstream, charges durable; store health", () => {
 
   test("waiting for another connection's write lock never blocks the event loop, and a short lock costs nothing", async () => {
     const a = await account(1000);
+    const h = await reserve(a, { inputTokens: 10 });
     const lock = holdWriteLock(join(dir, "switchyard.db"));
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 5);
-    const pending = reserve(a, { inputTokens: 10 });
-    // The loop keeps running while the hold waits: timers fire, and the lock is released from here.
+    const pending = h.settle({ inputTokens: 7, serviceTier: "default" });
+    // The loop keeps running while the charge waits: timers fire, and the lock is released from here.
     await Bun.sleep(60);
     expect(ticks).toBeGreaterThan(0);
     lock.release();
-    const h = await pending;
+    expect((await pending).charged).toBe(7);
     clearInterval(ticker);
-    expect(row(a).reserved).toBe(10);
-    await h.release();
+    expect(row(a)).toEqual({ balance: 993, reserved: 0 });
   });
 
-  test("a lock held past the bounded wait refuses the hold with 503", async () => {
+  test("a lock held past the bounded wait refuses the charge with 503, and the hold is released", async () => {
     const a = await account(1000);
+    const h = await reserve(a, { inputTokens: 10 });
     const lock = holdWriteLock(join(dir, "switchyard.db"));
     try {
-      const e = await rejection(reserve(a, { inputTokens: 10 }));
+      const e = await rejection(h.settle({ inputTokens: 7, serviceTier: "default" }));
       expect(e.code).toBe("service_unavailable");
     } finally {
       lock.release();
     }
-    expect(row(a).reserved).toBe(0);
+    expect(row(a)).toEqual({ balance: 1000, reserved: 0 });
   });
 });
 
@@ -424,21 +446,21 @@ describe("hold expiry", () => {
   const reserveOn = (l: Ledger, accountId: string, budget: Consumption) =>
     l.reserve({ requestId: `req_${++seq}`, accountId, endpoint: "/v1/chat/completions", model: "m", budget, price });
 
-  test("a hold pending past its expiry is voided by the sweep: reserved returns, nothing is charged, release says voided", async () => {
+  test("a hold open past its expiry is released by the sweep: what it held returns, nothing is charged, release says voided", async () => {
     const { l, clock } = clocked(60);
     const a = await account(1_000);
     const old = await reserveOn(l, a, { outputTokens: 100 });
     clock.ms += 30_000;
     const young = await reserveOn(l, a, { outputTokens: 50 });
-    expect(db.query("SELECT reserved FROM accounts WHERE id = ?").get(a)).toEqual({ reserved: 300 });
+    expect(l.held(a)).toBe(300);
     // Not yet: 60 s have not passed for either.
     clock.ms += 30_000;
     expect(await l.expireHolds()).toBe(0);
     clock.ms += 1_000;
     expect(await l.expireHolds()).toBe(1);
-    expect(db.query("SELECT reserved, balance FROM accounts WHERE id = ?").get(a)).toEqual({ reserved: 100, balance: 1_000 });
-    expect(db.query("SELECT state FROM holds WHERE request_id = ?").get(old.requestId)).toEqual({ state: "voided" });
-    expect(log.lines.some((x) => x.msg === "a hold pending past its expiry was voided" && x.request_id === old.requestId)).toBe(true);
+    expect(l.held(a)).toBe(100);
+    expect(old.status).toBe("released");
+    expect(log.lines.some((x) => x.msg === "a hold open past its expiry was released" && x.request_id === old.requestId)).toBe(true);
     // The stuck request wakes up: it cannot be charged, and it is told its hold was voided.
     await expect(old.settle({ outputTokens: 10, serviceTier: "default" })).rejects.toBeInstanceOf(DomainError);
     expect(await old.release()).toBe(true);
@@ -446,7 +468,8 @@ describe("hold expiry", () => {
     expect((await young.settle({ outputTokens: 20, serviceTier: "default" })).charged).toBe(40);
     clock.ms += 3_600_000;
     expect(await l.expireHolds()).toBe(0);
-    expect(db.query("SELECT reserved, balance FROM accounts WHERE id = ?").get(a)).toEqual({ reserved: 0, balance: 960 });
+    expect(l.held(a)).toBe(0);
+    expect(db.query("SELECT balance FROM accounts WHERE id = ?").get(a)).toEqual({ balance: 960 });
     expect(db.query("SELECT COUNT(*) AS n FROM ledger_entries WHERE kind = 'charge'").get()).toEqual({ n: 1 });
     expect(l.pendingHolds()).toBe(0);
     l.close();
@@ -467,9 +490,69 @@ describe("hold expiry", () => {
     const entries = db.query("SELECT COUNT(*) AS n, COALESCE(SUM(-amount), 0) AS s FROM ledger_entries WHERE kind = 'charge'").get() as { n: number; s: number };
     expect(entries.n).toBe(charged.length);
     expect(entries.s).toBe(charged.reduce((x, y) => x! + y!, 0));
-    expect(db.query("SELECT reserved FROM accounts WHERE id = ?").get(a)).toEqual({ reserved: 0 });
+    expect(l.held(a)).toBe(0);
     expect(await store.pendingHolds()).toBe(0);
     expect(l.pendingHolds()).toBe(0);
     l.close();
+  });
+});
+
+describe("cached and written prompt tokens (docs/money.md, \"Cached input\")", () => {
+  /** 10 units per uncached prompt token, 1 per cache read, 20 per cache write, 30 per output token. */
+  const cachePrice = (u: Consumption) => {
+    const input = u.inputTokens ?? 0;
+    const read = Math.min(u.cachedTokens ?? 0, input);
+    const written = Math.min(u.cacheWriteTokens ?? 0, input - read);
+    return 10 * (input - read - written) + read + 20 * written + 30 * (u.outputTokens ?? 0);
+  };
+  const reserveCached = (accountId: string, budget: Consumption) =>
+    ledger.reserve({ requestId: `req_${++seq}`, accountId, endpoint: "/v1/chat/completions", model: "m", budget, price: cachePrice, priceNote: "price per 1M USD: input 10, cached input 1, cache write 20, output 30" });
+  const entry = (requestId: string) =>
+    db.query("SELECT amount, input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved, reason FROM ledger_entries WHERE request_id = ? AND kind = 'charge'").get(requestId);
+
+  test("a charge prices reads and writes at their own prices and records them, with what the cache saved", async () => {
+    const a = await account(1_000_000);
+    // Writes cost more than input: the budget holds every prompt token at the write price.
+    const hold = await reserveCached(a, { inputTokens: 1_000, cacheWriteTokens: 1_000, outputTokens: 10 });
+    expect(hold.amount).toBe(20_000 + 300);
+    const s = await hold.settle({ inputTokens: 1_000, cachedTokens: 800, cacheWriteTokens: 150, outputTokens: 10, serviceTier: "default" });
+    // 50 uncached × 10 + 800 × 1 + 150 × 20 + 10 × 30; all of it at the input price would be 10,300.
+    expect(s).toMatchObject({ charged: 4_600, clamped: false, cacheSaved: 10_300 - 4_600, recorded: { inputTokens: 1_000, cachedTokens: 800, cacheWriteTokens: 150 } });
+    expect(entry(hold.requestId)).toEqual({
+      amount: -4_600, input_tokens: 1_000, output_tokens: 10, cached_tokens: 800, cache_write_tokens: 150, cache_saved: 5_700,
+      reason: "price per 1M USD: input 10, cached input 1, cache write 20, output 30",
+    });
+  });
+
+  test("every prompt token written, the dearest honest usage, fits its hold exactly", async () => {
+    const a = await account(1_000_000);
+    const hold = await reserveCached(a, { inputTokens: 1_000, cacheWriteTokens: 1_000, outputTokens: 10 });
+    const s = await hold.settle({ inputTokens: 1_000, cacheWriteTokens: 1_000, outputTokens: 10, serviceTier: "default" });
+    expect(s).toMatchObject({ charged: hold.amount, clamped: false, cacheSaved: 10_300 - 20_300 });
+    expect(entry(hold.requestId)).toMatchObject({ cache_write_tokens: 1_000, cache_saved: -10_000 });
+  });
+
+  test("over the hold, reads and writes are clamped like the prompt they are part of", async () => {
+    const a = await account(1_000_000);
+    const hold = await reserveCached(a, { inputTokens: 100, outputTokens: 10 });
+    expect(hold.amount).toBe(1_300);
+    const s = await hold.settle({ inputTokens: 50_000, cachedTokens: 90, cacheWriteTokens: 40_000, outputTokens: 10, serviceTier: "default" });
+    // The prompt is cut to its budget (100), the reads to it (90), the writes to what is left (10).
+    expect(s).toMatchObject({ clamped: true, recorded: { inputTokens: 100, cachedTokens: 90, cacheWriteTokens: 10, outputTokens: 10 } });
+    expect(s.charged).toBe(Math.min(cachePrice(s.recorded), hold.amount));
+    expect(entry(hold.requestId)).toMatchObject({ input_tokens: 100, cached_tokens: 90, cache_write_tokens: 10 });
+  });
+
+  test("within the hold too, a charge never records more reads and writes than its prompt", async () => {
+    const a = await account(1_000_000);
+    const hold = await reserveCached(a, { inputTokens: 1_000, cacheWriteTokens: 1_000, outputTokens: 10 });
+    const s = await hold.settle({ inputTokens: 100, cachedTokens: 90, cacheWriteTokens: 500, outputTokens: 10, serviceTier: "default" });
+    expect(s).toMatchObject({ clamped: false, recorded: { inputTokens: 100, cachedTokens: 90, cacheWriteTokens: 10 }, charged: 90 + 200 + 300 });
+    expect(entry(hold.requestId)).toMatchObject({ input_tokens: 100, cached_tokens: 90, cache_write_tokens: 10 });
+  });
+
+  test("credits and debits record no cache tokens", async () => {
+    const a = await account(500);
+    expect(db.query("SELECT cached_tokens, cache_write_tokens, cache_saved FROM ledger_entries WHERE account_id = ?").get(a)).toEqual({ cached_tokens: 0, cache_write_tokens: 0, cache_saved: 0 });
   });
 });

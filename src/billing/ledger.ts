@@ -3,30 +3,37 @@
  * storage port (ledger-store.ts), written once for every store. A request reserves a Hold (hold.ts)
  * before any work, then settles it (one charge of at most its amount) or releases it.
  *
- * Invariants — each is enforced here or by the store, and tested (ledger.test.ts and the seeded
- * randomized checker, test/ledger-checker.test.ts):
- *   1. balance ≥ 0 and reserved ≥ 0, always (store CHECK constraints; holds are granted only from
- *      the available balance, balance − reserved).
- *   2. reserved = Σ amounts of the account's pending holds whenever no write is in flight.
- *   3. A charge never exceeds its hold: charged ≤ hold.amount (Hold.quote clamps, the store refuses
- *      more). It is taken from the balance it held, so it never touches another request's hold nor
- *      unheld balance.
+ * Holds live in memory (hold-book.ts): a hold is a reservation against what this process may
+ * spend for the account and key, so nothing durable is written before the upstream call starts;
+ * only charges are durable, group-committed. After a crash no hold survives, and every
+ * acknowledged charge is on disk. (PostgreSQL's direct path for small balances writes its holds
+ * in the database instead; those are voided there, retried while it cannot write.)
+ *
+ * Invariants — each is enforced here, by the hold book or by the store, asserted where it can
+ * break, and tested (ledger.test.ts and the seeded randomized checker, test/ledger-checker.test.ts):
+ *   1. balance ≥ 0, always (store CHECK constraints; holds are granted only from what is available).
+ *   2. held(account) = Σ amounts of its open holds, and what is held never exceeds what the store
+ *      lets this process spend: the balance (SQLite), or its lease plus direct holds (PostgreSQL).
+ *   3. A charge never exceeds its hold: charged ≤ hold.amount (Hold.quote clamps, post() asserts,
+ *      the store refuses more). It is taken from the balance it held, so it never touches another
+ *      request's hold nor unheld balance.
  *   4. Σ entries (charges, credits, debits) = balance: the newest entry's balance_after is the balance.
  *   5. One charge per request id; a repeated settle returns the first charge.
- *   6. Every hold is posted or voided exactly once; none stays pending after its request ends
- *      (release() in the request's finally), after a restart (releaseAbandoned), or once the store
- *      writes again after a failure (voids that could not be written are retried until they are),
- *      nor once it is older than the hold expiry, whatever its request does (hold-expiry.ts).
+ *   6. Every hold is posted or released exactly once; none stays open after its request ends
+ *      (release() in the request's finally), nor once it is older than the hold expiry, whatever
+ *      its request does (hold-expiry.ts); after a restart none exists (memory) or is left pending
+ *      (the store's direct holds of a previous run are voided: releaseAbandoned).
  *   7. A failed request (error status, stream error, failed settle) is never charged.
- *   8. Holds are committed before any upstream is called, charges are durable before the response
- *      completes; a charge whose fsync failed is never acknowledged, and the store refuses every
- *      write after it (SQLite: the server stops; see store/sqlite/group-commit.ts).
+ *   8. Charges are durable before the response completes; a charge whose fsync failed is never
+ *      acknowledged, and the store refuses every write after it (SQLite: the server stops; see
+ *      store/sqlite/group-commit.ts).
+ *   9. A key's charges in its period plus what is held against it never exceed its spend limit,
+ *      and its period never moves backwards (billing/key-periods.ts).
  *
  * Store health: when the store cannot write (StoreUnavailable: disk full, database locked past the
- * bounded wait, unreachable), new holds are refused with 503 service_unavailable
- * before any upstream is called; for PROBE_INTERVAL_MS after each failure they are refused without
- * touching the store, then the next reserve is the probe. Any successful write marks the store
- * healthy and retries the queued voids at once.
+ * bounded wait, unreachable), new holds are refused with 503 service_unavailable before any
+ * upstream is called, and probed again after PROBE_INTERVAL_MS (store-health.ts). Voids the store
+ * could not write are queued and retried (void-retries.ts), at once when a write succeeds.
  *
  * Over-reported usage: see Hold.quote. Each clamp is logged (request id, endpoint, model, reported
  * and held amounts) and counted by onClamped listeners (switchyard_charge_clamps_total).
@@ -35,17 +42,14 @@ import { DomainError, InternalError, insufficientCredits, keyLimitExceeded, serv
 import { nextReset, periodStarts } from "./key-periods";
 import type { Log } from "../log";
 import { formatUsd, MAX_BALANCE } from "./money";
-import { StoreUnavailable, type ChargeRecord, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult } from "./ledger-store";
+import { StoreUnavailable, type ChargeRecord, type GrantResult, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult } from "./ledger-store";
 import { DEFAULT_HOLD_EXPIRY_SECONDS, HoldExpiry } from "./hold-expiry";
 import { Hold, type HoldLedger, type HoldSpec, type Quote, type SettleRequest, type Settlement, type VoidOutcome } from "./hold";
+import { HoldBook } from "./hold-book";
+import { PROBE_INTERVAL_MS, StoreHealth } from "./store-health";
+import { VoidRetries } from "./void-retries";
 
-export { MAX_BALANCE };
-
-/** After a store failure, reserves are refused without a write for this long; then one probes. */
-export const PROBE_INTERVAL_MS = 500;
-/** Queued voids are retried after this long, doubling up to RETRY_MAX_MS while they fail. */
-const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 2_000;
+export { MAX_BALANCE, PROBE_INTERVAL_MS };
 
 export interface LedgerOptions {
   /** After a store failure, new holds are refused without a write for this long (ms). */
@@ -65,34 +69,37 @@ export interface ClampRecord {
   held: number;
 }
 
+/** A hold's change of state, for observers (metrics, tests): taken, charged, or released unposted. */
+export interface HoldEvent {
+  requestId: string;
+  accountId: string;
+  amount: number;
+  state: "pending" | "posted" | "voided";
+}
+
 export class Ledger implements HoldLedger {
   private readonly settledListeners: ((c: ChargeRecord) => void)[] = [];
+  private readonly holdListeners: ((e: HoldEvent) => void)[] = [];
   private readonly clampListeners: ((c: ClampRecord) => void)[] = [];
   /** Holds reserved and not yet posted or voided (queued voids included). */
   private open = 0;
-  /** Voids the store could not write yet, by request id. */
-  private readonly retries = new Map<string, Hold | null>();
-  private retryTimer: ReturnType<typeof setTimeout> | null = null;
-  private retryDelay = RETRY_MIN_MS;
-  private draining = false;
-  private unavailable: StoreUnavailable | null = null;
-  /**
-   * Counts store failures. A write vouches for the store only if no failure was reported while it
-   * ran (a failure reported by the store itself, not through that write's promise, counts too).
-   */
-  private failures = 0;
-  private unavailableUntil = 0;
+  /** The holds this process has booked in memory, per account and key. */
+  readonly book = new HoldBook();
   private closed = false;
 
-  private readonly probeIntervalMs: number;
   private readonly now: () => number;
   private readonly expiry: HoldExpiry;
+  /** Whether the store writes (new holds are refused while it does not). */
+  private readonly health: StoreHealth;
+  /** Voids the store could not write yet. */
+  private readonly voidRetries: VoidRetries;
 
   constructor(private readonly store: LedgerStore, private readonly log: Log, options: LedgerOptions = {}) {
-    this.probeIntervalMs = options.probeIntervalMs ?? PROBE_INTERVAL_MS;
     this.now = options.now ?? Date.now;
     this.expiry = new HoldExpiry(store, log, options.holdExpirySeconds ?? DEFAULT_HOLD_EXPIRY_SECONDS, this.now);
-    store.onFailure?.((e) => this.markUnavailable(e));
+    this.health = new StoreHealth(log, options.probeIntervalMs ?? PROBE_INTERVAL_MS, () => this.voidRetries.wake());
+    this.voidRetries = new VoidRetries({ voidDirect: (requestId) => store.voidDirect!(requestId), health: this.health, log, closeVoided: (hold) => this.closeVoided(hold) });
+    store.onFailure?.((e) => this.health.markUnavailable(e));
   }
 
   /**
@@ -104,52 +111,67 @@ export class Ledger implements HoldLedger {
   async reserve(spec: HoldSpec): Promise<Hold> {
     const amount = spec.price(spec.budget);
     if (!Number.isSafeInteger(amount) || amount < 0) throw new InternalError(`bad hold amount ${amount}`);
-    if (this.unavailable && Date.now() < this.unavailableUntil) throw serviceUnavailable();
-    const epoch = this.failures;
+    if (this.health.refusing()) throw serviceUnavailable();
+    const epoch = this.health.epoch;
     const now = this.now();
-    let outcome;
+    const createdAt = this.expiry.dateNow();
+    let outcome: GrantResult;
     try {
       const key = spec.key ? { id: spec.key.id, periods: periodStarts(now) } : undefined;
-      outcome = await this.store.reserve({
-        requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, key, createdAt: this.expiry.dateNow(),
-      });
+      const granted = this.store.grant({ requestId: spec.requestId, accountId: spec.accountId, amount, endpoint: spec.endpoint, model: spec.model, key, createdAt }, this.book);
+      outcome = granted instanceof Promise ? await granted : granted;
     } catch (e) {
       if (e instanceof StoreUnavailable) {
-        this.markUnavailable(e);
-        // Lost in transit, the hold may exist after all: void it once the store answers again.
-        if (e.reason === "unreachable") this.queueVoid(spec.requestId, null);
+        this.health.markUnavailable(e);
+        // Lost in transit, a direct hold may exist after all: void it once the store answers again.
+        if (e.reason === "unreachable" && this.store.voidDirect) this.voidRetries.queue(spec.requestId, null);
         throw serviceUnavailable();
       }
       throw this.internal("reserve", spec.requestId, e);
     }
-    this.markHealthy(epoch);
+    if (outcome.ok && outcome.direct) this.health.markHealthy(epoch);
     if (!outcome.ok && outcome.keyLimit !== undefined) {
       const reset = spec.key?.limitReset ?? null;
       throw keyLimitExceeded(formatUsd(amount), formatUsd(outcome.keyLimit), formatUsd(outcome.available), reset, nextReset(reset, now));
     }
     if (!outcome.ok) throw insufficientCredits(formatUsd(amount), formatUsd(outcome.available));
+    if (!outcome.direct && !this.book.has(spec.requestId)) throw new InternalError(`the store granted ${spec.requestId} without booking it`);
     this.open++;
-    const hold = new Hold(this, spec, amount);
+    const hold = new Hold(this, spec, amount, { direct: outcome.direct, createdAt });
     this.expiry.track(hold);
+    this.holdEvent(hold, "pending");
     return hold;
+  }
+
+  /** What this process holds for the account's requests in flight (booked in memory). */
+  held(accountId: string): number {
+    return this.book.held(accountId);
+  }
+
+  /** What this process holds against the key's spend limit. */
+  heldByKey(keyId: string): number {
+    return this.book.heldByKey(keyId);
   }
 
   /** HoldLedger: writes a hold's charge (Hold.settle calls this once per attempt). */
   async post(hold: Hold, quote: Quote, request: SettleRequest): Promise<Settlement> {
-    const epoch = this.failures;
+    if (quote.amount > hold.amount) throw new InternalError(`charge of ${quote.amount} above its hold of ${hold.amount} (${hold.requestId})`);
+    const epoch = this.health.epoch;
     let r;
     try {
-      r = await this.store.post(postRequest(hold, quote, request));
+      // Once the charge is committed the balance has it: the hold stops counting at that moment.
+      r = await this.store.post(postRequest(hold, quote, request), () => this.book.remove(hold.requestId));
     } catch (e) {
       if (e instanceof StoreUnavailable) {
-        this.markUnavailable(e);
+        this.health.markUnavailable(e);
         throw serviceUnavailable();
       }
       throw this.internal("settle", hold.requestId, e);
     }
-    this.markHealthy(epoch);
+    this.health.markHealthy(epoch);
     this.open--;
     this.expiry.forget(hold.requestId);
+    this.holdEvent(hold, "posted");
     if (quote.clamped) this.noteClamp(hold, quote);
     // Listeners hear only of charges that are durable, once each (not of idempotent repeats).
     if (r.fresh) this.notifySettled(hold, quote, request, r.charged);
@@ -176,17 +198,27 @@ export class Ledger implements HoldLedger {
    * been written (the answer was lost), and Hold asks recover() for it.
    */
   async void(hold: Hold): Promise<VoidOutcome> {
-    const epoch = this.failures;
+    if (!hold.direct) {
+      // Booked in memory: released at once. Not booked any more: its charge was committed.
+      if (this.book.remove(hold.requestId)) {
+        this.closeVoided(hold);
+        return "voided";
+      }
+      if (hold.chargeMayExist) return "absent";
+      this.closeVoided(hold);
+      return "absent";
+    }
+    const epoch = this.health.epoch;
     try {
-      const voided = await this.store.void(hold.requestId);
-      this.markHealthy(epoch);
+      const voided = await this.store.voidDirect!(hold.requestId);
+      this.health.markHealthy(epoch);
       if (!voided && hold.chargeMayExist) return "absent";
       this.closeVoided(hold);
       return voided ? "voided" : "absent";
     } catch (e) {
-      if (e instanceof StoreUnavailable) this.markUnavailable(e);
+      if (e instanceof StoreUnavailable) this.health.markUnavailable(e);
       else this.log.error("ledger void failed; retrying", { request_id: hold.requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
-      this.queueVoid(hold.requestId, hold);
+      this.voidRetries.queue(hold.requestId, hold);
       return "queued";
     }
   }
@@ -202,13 +234,14 @@ export class Ledger implements HoldLedger {
     try {
       r = await this.store.post(postRequest(hold, quote, request));
     } catch (e) {
-      if (e instanceof StoreUnavailable) this.markUnavailable(e);
+      if (e instanceof StoreUnavailable) this.health.markUnavailable(e);
       this.log.warn("a hold whose charge could not be confirmed has nothing pending; the client is not told it was not billed", { request_id: hold.requestId });
       this.closeVoided(hold);
       return null;
     }
     this.open--;
     this.expiry.forget(hold.requestId);
+    this.holdEvent(hold, "posted");
     this.log.warn("a charge whose answer was lost had been written: the request is charged", { request_id: hold.requestId, charged_usd: formatUsd(r.charged) });
     if (quote.clamped) this.noteClamp(hold, quote);
     this.notifySettled(hold, quote, request, r.charged);
@@ -220,14 +253,35 @@ export class Ledger implements HoldLedger {
     hold.markReleased();
     this.open--;
     this.expiry.forget(hold.requestId);
+    this.holdEvent(hold, "voided");
   }
 
-  /** Voids the holds pending past their expiry (hold-expiry.ts); never rejects. */
+  private holdEvent(hold: Hold, state: HoldEvent["state"]): void {
+    if (this.holdListeners.length === 0) return;
+    const e: HoldEvent = { requestId: hold.requestId, accountId: hold.accountId, amount: hold.amount, state };
+    for (const l of this.holdListeners) {
+      try {
+        l(e);
+      } catch {
+        // observers only
+      }
+    }
+  }
+
+  /** Calls `listener` when a hold is taken, charged, or released unposted. */
+  onHold(listener: (e: HoldEvent) => void): void {
+    this.holdListeners.push(listener);
+  }
+
+  /** Releases the holds open past their expiry (hold-expiry.ts); never rejects. */
   expireHolds(): Promise<number> {
     return this.expiry.sweep({
-      closeExpired: (hold) => this.closeVoided(hold),
+      closeExpired: (hold) => {
+        if (!hold.direct) this.book.remove(hold.requestId);
+        this.closeVoided(hold);
+      },
       failed: (e) => {
-        if (e instanceof StoreUnavailable) this.markUnavailable(e);
+        if (e instanceof StoreUnavailable) this.health.markUnavailable(e);
         else this.log.error("hold expiry failed; retrying at the next sweep", { error: String((e as Error)?.message ?? e).slice(0, 300) });
       },
     });
@@ -236,80 +290,6 @@ export class Ledger implements HoldLedger {
   /** Sweeps expired holds every `intervalMs` until close(). */
   startExpirySweep(intervalMs: number): void {
     if (!this.closed) this.expiry.start(intervalMs, () => this.expireHolds());
-  }
-
-  private queueVoid(requestId: string, hold: Hold | null): void {
-    this.retries.set(requestId, hold);
-    this.scheduleRetry();
-  }
-
-  private scheduleRetry(): void {
-    if (this.closed || this.retryTimer || this.draining || this.retries.size === 0) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      void this.drainRetries();
-    }, this.retryDelay);
-    // A server is kept alive by its listener; queued voids alone must not keep a process running.
-    this.retryTimer.unref?.();
-  }
-
-  /** Writes every queued void (in one batch); what still fails waits for the next attempt. */
-  private async drainRetries(): Promise<void> {
-    if (this.draining || this.closed || this.retries.size === 0) return;
-    this.draining = true;
-    const epoch = this.failures;
-    let failed = false;
-    try {
-      await Promise.all(
-        [...this.retries].map(async ([requestId, hold]) => {
-          try {
-            // Voided now, or nothing pending (voided or posted before): either way no longer held.
-            const voided = await this.store.void(requestId);
-            this.retries.delete(requestId);
-            if (!voided && hold?.chargeMayExist) {
-              // Its settle failed (the client was told so, neutrally), yet its charge had been written.
-              this.log.warn("a charge reported as failed had been written: the request is charged", { request_id: requestId });
-            }
-            this.closeVoided(hold);
-          } catch (e) {
-            failed = true;
-            if (e instanceof StoreUnavailable) this.markUnavailable(e);
-            else this.log.error("ledger void failed; retrying", { request_id: requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
-          }
-        }),
-      );
-    } finally {
-      this.draining = false;
-    }
-    if (failed) this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
-    else {
-      this.retryDelay = RETRY_MIN_MS;
-      this.markHealthy(epoch);
-    }
-    this.scheduleRetry();
-  }
-
-  private markUnavailable(e: StoreUnavailable): void {
-    this.failures++;
-    if (!this.unavailable) {
-      this.log.error("the ledger cannot write; new requests are refused with 503 until it can", { reason: e.reason, detail: e.message.slice(0, 300) });
-    }
-    this.unavailable = e;
-    this.unavailableUntil = Date.now() + this.probeIntervalMs;
-  }
-
-  /** A write that began at failure count `epoch` succeeded. */
-  private markHealthy(epoch: number): void {
-    if (epoch !== this.failures) return;
-    if (this.unavailable) {
-      this.log.warn("the ledger writes again; requests are accepted", { was: this.unavailable.reason });
-      this.unavailable = null;
-    }
-    if (this.retries.size > 0 && !this.draining) {
-      if (this.retryTimer) clearTimeout(this.retryTimer);
-      this.retryTimer = null;
-      void this.drainRetries();
-    }
   }
 
   private noteClamp(hold: Hold, quote: Quote): void {
@@ -333,14 +313,14 @@ export class Ledger implements HoldLedger {
 
   /** Store failures outside a request (credits, accounts) as domain errors: 503, or the rule broken. */
   private async write<T>(op: string, run: () => Promise<T>): Promise<T> {
-    const epoch = this.failures;
+    const epoch = this.health.epoch;
     try {
       const value = await run();
-      this.markHealthy(epoch);
+      this.health.markHealthy(epoch);
       return value;
     } catch (e) {
       if (e instanceof StoreUnavailable) {
-        this.markUnavailable(e);
+        this.health.markUnavailable(e);
         throw serviceUnavailable();
       }
       if (e instanceof DomainError) throw e;
@@ -353,7 +333,7 @@ export class Ledger implements HoldLedger {
    * into money reserved by requests in flight; the balance may not pass MAX_BALANCE.
    */
   adjust(accountId: string, amount: number, reason: string): Promise<{ balanceAfter: number }> {
-    return this.write("adjust", () => this.store.adjust(accountId, amount, reason));
+    return this.write("adjust", () => this.store.adjust(accountId, amount, reason, this.book));
   }
 
   /** Creates an account and its opening credits in one transaction. */
@@ -378,29 +358,27 @@ export class Ledger implements HoldLedger {
 
   /** False while the last write failed and no write succeeded since (new requests get 503). */
   writable(): boolean {
-    return this.unavailable === null;
+    return this.health.writable;
   }
 
-  /** Holds not yet posted or voided: requests in flight, and voids waiting for the store. */
+  /** Holds not yet posted or released: requests in flight, and voids waiting for the store. */
   pendingHolds(): number {
     return this.open;
   }
 
   /** Voids still waiting for the store to write again. */
   queuedVoids(): number {
-    return this.retries.size;
+    return this.voidRetries.size;
   }
 
   /** Tries the queued voids now instead of at the next retry (shutdown; the randomized checker). */
-  async retryVoidsNow(): Promise<void> {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
-    await this.drainRetries();
+  retryVoidsNow(): Promise<void> {
+    return this.voidRetries.now();
   }
 
   /** Whether the store failed recently (new holds are being refused or probed). */
   get storeUnavailable(): boolean {
-    return this.unavailable !== null;
+    return !this.health.writable;
   }
 
   /** Calls `listener` after each new charge is durable (metrics). */
@@ -417,16 +395,17 @@ export class Ledger implements HoldLedger {
   close(): void {
     this.closed = true;
     this.expiry.stop();
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
+    this.voidRetries.close();
   }
 }
 
 /** The store's post of a hold's charge (a first attempt and a recovery write the same). */
 function postRequest(hold: Hold, quote: Quote, request: SettleRequest): PostRequest {
   return {
-    requestId: hold.requestId, amount: quote.amount, serviceTier: request.serviceTier, note: [quote.clamped ? "clamped to hold" : null, hold.priceNote].filter((n) => n !== null).join("; ") || null,
-    storedResponse: request.storedResponse, ...quote.recorded,
+    requestId: hold.requestId, accountId: hold.accountId, keyId: hold.keyId, amount: quote.amount, holdAmount: hold.amount, direct: hold.direct,
+    holdCreatedAt: hold.createdAt, endpoint: hold.endpoint, model: hold.model, serviceTier: request.serviceTier,
+    note: [quote.clamped ? "clamped to hold" : null, hold.priceNote].filter((n) => n !== null).join("; ") || null,
+    storedResponse: request.storedResponse, cacheSaved: quote.cacheSaved, ...quote.recorded,
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * The query of GET /v1/usage (README, "Limits, usage and metrics"), parsed and checked: a period [start, end) and the
+ * The query of GET /v1/usage (docs/operate.md, "Limits, usage and metrics"), parsed and checked: a period [start, end) and the
  * grouping. Pure, so every rule is covered by a table-driven test.
  *   start, end: ISO 8601 dates ("2026-11-01") or date-times ("2026-11-01T12:00:00Z").
  *               A date-only `end` includes that whole day. Default: the current UTC month.

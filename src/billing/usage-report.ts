@@ -16,6 +16,9 @@ export interface SumRow {
   requests: number;
   input_tokens: number;
   output_tokens: number;
+  /** Of input_tokens, read from and written to the upstream's prompt cache. */
+  cached_input_tokens: number;
+  cache_write_tokens: number;
   characters: number;
   cost_units: number;
 }
@@ -37,6 +40,8 @@ function figures(r: SumRow) {
   return {
     requests: r.requests,
     input_tokens: r.input_tokens,
+    cached_input_tokens: r.cached_input_tokens,
+    cache_write_tokens: r.cache_write_tokens,
     output_tokens: r.output_tokens,
     characters: r.characters,
     cost: usdNumber(r.cost_units),

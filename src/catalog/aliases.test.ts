@@ -40,26 +40,32 @@ test.each([
   ["an array", "[]"],
   ["a non-string target", '{"claude-*": 5}'],
   ["an empty target", '{"claude-*": ""}'],
-])("invalid document (%s) throws naming the problem", (_name, text) => {
-  expect(() => new ModelAliases(text)).toThrow(AliasesError);
+])("invalid document (%s) throws naming the problem", async (_name, text) => {
+  await expect(ModelAliases.open(text)).rejects.toThrow(AliasesError);
 });
 
 test("unset: nothing is an alias", () => {
   expect(new ModelAliases(null).target("claude-sonnet-4-5")).toBeNull();
 });
 
-test("a file is re-read when it changes; a broken edit keeps the last good aliases", async () => {
+test("a file is read off the event loop and re-read when it changes; a broken edit keeps the last good aliases", async () => {
   const file = join(dir, "aliases.json");
   writeFileSync(file, JSON.stringify({ "claude-*": "glm-4.6" }));
   const errors: string[] = [];
-  const a = new ModelAliases(file, (m) => errors.push(m));
+  const a = await ModelAliases.open(file, (m) => errors.push(m));
   expect(a.target("claude-x")).toBe("glm-4.6");
+  // The check runs in the background: a request is answered from what is loaded meanwhile.
+  const until = async (done: () => boolean) => {
+    for (let i = 0; i < 400 && !done(); i++) await Bun.sleep(25);
+  };
   await Bun.sleep(250);
   writeFileSync(file, JSON.stringify({ "claude-*": "minimax-m2", "extra-model": "kimi-k2-instruct" }));
+  await until(() => a.target("claude-x") === "minimax-m2");
   expect(a.target("claude-x")).toBe("minimax-m2");
   expect(a.target("extra-model")).toBe("kimi-k2-instruct");
   await Bun.sleep(250);
   writeFileSync(file, "{ broken");
+  await until(() => (a.target("claude-x"), errors.length > 0));
   expect(a.target("claude-x")).toBe("minimax-m2");
   expect(errors.join()).toContain("SWITCHYARD_MODEL_ALIASES");
 });

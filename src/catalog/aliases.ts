@@ -6,11 +6,12 @@
  *
  *   { "claude-sonnet-4-5*": "glm-4.6", "claude-haiku-*": "minimax-m2", "gpt-5*": "glm-4.6" }
  *
+ * The file is read off the event loop and re-checked in the background (config-document.ts).
  * Keys are exact ids or globs (`*` any run of characters, `?` one character). An exact key wins,
  * then the first matching glob in the document's order. A real catalog id is never aliased.
  * Aliases are not models: they are not listed, and a request is billed and reported as its target.
  */
-import { ConfigDocument } from "../config-document";
+import { ConfigDocument, unreadable } from "../config-document";
 
 export class AliasesError extends Error {}
 
@@ -49,22 +50,28 @@ export class ModelAliases {
   private table: Table = { exact: new Map(), globs: [] };
   private readonly document: ConfigDocument | null;
 
-  /** Throws AliasesError when the document is invalid (start-up names the variable). */
+  /** Inline JSON (or null), checked now; throws AliasesError when it is invalid. A file: ModelAliases.open. */
   constructor(
     source: string | null,
     private readonly onReloadError: (message: string) => void = () => {},
   ) {
     this.document = source === null ? null : new ConfigDocument(source);
-    if (this.document) this.table = this.document.load(parseAliases, () => new AliasesError(CANNOT_READ));
+    if (this.document !== null && this.document.path === null) this.table = parseAliases(source!);
   }
 
-  /** Re-reads the file when it changed; a broken edit keeps the last good aliases. */
+  /** The aliases of SWITCHYARD_MODEL_ALIASES, a file read off the event loop; throws AliasesError (start-up names the variable). */
+  static async open(source: string | null, onReloadError: (message: string) => void = () => {}): Promise<ModelAliases> {
+    const aliases = new ModelAliases(source, onReloadError);
+    if (aliases.document?.path) aliases.table = await aliases.document.load(parseAliases, (why) => new AliasesError(`${CANNOT_READ} (${why})`));
+    return aliases;
+  }
+
+  /** Checks the file for a change, in the background; a broken edit keeps the last good aliases. */
   private refresh(): void {
-    const next = this.document!.reload(parseAliases, (err) => {
-      const why = err instanceof AliasesError ? err.message : CANNOT_READ;
+    this.document!.reloadInBackground(parseAliases, (next) => (this.table = next), (err) => {
+      const why = err instanceof AliasesError ? err.message : `${CANNOT_READ} (${unreadable(err)})`;
       this.onReloadError(`SWITCHYARD_MODEL_ALIASES: reload failed, keeping the previous aliases: ${why}`);
     });
-    if (next) this.table = next;
   }
 
   /** The public id an alias stands for, or null when `id` is no alias. */

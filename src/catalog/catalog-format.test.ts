@@ -34,11 +34,32 @@ test.each([
   [without("context_window"), 'SWITCHYARD_CATALOG: models[3].context_window is missing: write the model\'s context length in tokens (vLLM\'s --max-model-len), e.g. "context_window": 131072'],
   [without("pricing"), "SWITCHYARD_CATALOG: models[3].pricing is missing: write USD per million tokens as strings"],
   [entry({ context_length: 8192 }), "SWITCHYARD_CATALOG: models[3].context_length is not a catalog field: an entry has id, kind, owned_by"],
+  // Names an object has of its own prototype are no catalog fields either (not "is not valid: function Object()…").
+  [entry({ constructor: 1 }), "SWITCHYARD_CATALOG: models[3].constructor is not a catalog field: an entry has id, kind, owned_by"],
+  [entry({ toString: 1 }), "SWITCHYARD_CATALOG: models[3].toString is not a catalog field: an entry has id, kind, owned_by"],
   [entry({ pricing: { input_per_million: 0.2 } }), "SWITCHYARD_CATALOG: models[3].pricing.input_per_million is not valid"],
   [entry({ kind: "llm" }), 'SWITCHYARD_CATALOG: models[3].kind is not valid'],
   [entry({ id: "my llama" }), "SWITCHYARD_CATALOG: models[3].id is not valid"],
 ] as const)("%j is refused with a line saying what to write", (bad, message) => {
   expect(errorOf([bad])).toStartWith(message);
+});
+
+test("cache prices are catalog fields: a cached-input and a cache-write price load as units, absent ones stay absent", () => {
+  const catalog = new Catalog(JSON.stringify({ models: [
+    entry({ id: "cached", pricing: { input_per_million: "1.00", output_per_million: "2.00", cached_input_per_million: "0.10", cache_write_per_million: "1.25" } }),
+    entry({ id: "plain" }),
+  ] }));
+  expect(catalog.get("cached")!.prices).toEqual({ inputPerMillion: 1_000_000_000, outputPerMillion: 2_000_000_000, charactersPerMillion: 0, cachedInputPerMillion: 100_000_000, cacheWritePerMillion: 1_250_000_000 });
+  expect(catalog.get("plain")!.prices).toEqual({ inputPerMillion: 200_000_000, outputPerMillion: 600_000_000, charactersPerMillion: 0 });
+});
+
+test("a bad cache price is refused naming the field and the rule", () => {
+  expect(errorOf([entry({ pricing: { input_per_million: "1", cached_input_per_million: 0.1 } })])).toStartWith(
+    'SWITCHYARD_CATALOG: models[3].pricing.cached_input_per_million is not valid (expected string): write USD per million as a decimal string with at most 9 decimals, e.g. "0.20" (must be at most 10000 USD per million) (what a prompt token read',
+  );
+  expect(errorOf([entry({ pricing: { input_per_million: "1", cache_write_per_million: "1.2345678901" } })])).toStartWith(
+    "SWITCHYARD_CATALOG: models[3].pricing.cache_write_per_million is not valid: write USD per million",
+  );
 });
 
 test("a speech model needs no context window", () => {
@@ -76,4 +97,32 @@ test("the README's example catalog is valid, and means what the README says", ()
   expect(catalog.resolve("my-llama-turbo")?.tier).toBe("priority");
   expect(catalog.get("glm-4.6")).toBeUndefined();
   expect(catalog.get("kimi-k2-instruct")).toBeDefined();
+});
+
+// Every value of an entry reaches the unauthenticated GET /v1/models: each has a documented range.
+test.each([
+  [entry({ owned_by: "x".repeat(10 * 1024 * 1024) }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "Meta\u0000" }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "Meta\r\nX-Injected: 1" }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "<script>alert(1)</script>" }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "Meta\u202egnp.exe" }), "models[3].owned_by is not valid"],
+  [entry({ owned_by: "   " }), "models[3].owned_by is not valid"],
+  [entry({ created: 1e300 }), "models[3].created is not valid"],
+  [entry({ created: 4_102_444_801 }), "models[3].created is not valid"],
+  [entry({ context_window: 1e20 }), "models[3].context_window is not valid"],
+  [entry({ context_window: 100_000_001 }), "models[3].context_window is not valid"],
+  [entry({ kind: "embedding", dimensions: 1e9 }), "models[3].dimensions is not valid"],
+  [entry({ pricing: { input_per_million: "10000.000000001", output_per_million: "1" } }), "models[3].pricing.input_per_million is not valid"],
+  [entry({ pricing: { input_per_million: "1", output_per_million: "99999999999999999999999" } }), "models[3].pricing.output_per_million is not valid"],
+] as const)("an out-of-range value is refused naming the field: %#", (bad, message) => {
+  const line = errorOf([bad]);
+  expect(line).toStartWith(`SWITCHYARD_CATALOG: ${message}`);
+  // One short line, whatever the value held.
+  expect(line.length).toBeLessThan(400);
+  expect(line).not.toContain("\n");
+});
+
+test("values at the edges of the ranges are accepted", () => {
+  const [e] = parseCatalog({ models: [entry({ owned_by: "Alibaba (Qwen) & Co. / Zhipu-AI 智谱", created: 4_102_444_800, context_window: 100_000_000, pricing: { input_per_million: "10000", output_per_million: "0" } })] }, "x");
+  expect(e!.owned_by).toBe("Alibaba (Qwen) & Co. / Zhipu-AI 智谱");
 });

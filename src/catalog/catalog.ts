@@ -1,47 +1,22 @@
 /**
  * The model catalog (README, "The model catalog"): public ids, labs, context windows, prices and turbo flags.
  * The default catalog is embedded in the binary (a JSON import); SWITCHYARD_CATALOG may replace
- * or extend it, and is re-read when the file changes so new models go live without a restart.
- * Entries written through the admin API or the CLI lie over both (live-config.ts; README,
+ * or extend it, and is re-read (off the event loop, in the background) when the file changes so
+ * new models go live without a restart.
+ * Entries written through the admin API or the CLI lie over both (live-config.ts; docs/operate.md,
  * "Managing models, prices and routes live"). Chat models an upstream serves that the catalog
  * lacks join it at the default price, when one is set (discovered.ts; README, "Serve your own model").
  */
-import { readFileSync, statSync } from "node:fs";
 import embedded from "./catalog.json" with { type: "json" };
 import { parseUsd, PRIORITY, STANDARD, type Multiplier } from "../billing/money";
-import { isInlineDocument } from "../config-document";
+import { ConfigDocument, isInlineDocument, unreadable } from "../config-document";
 import { CatalogError, parseCatalog, type CatalogEntryJson } from "./catalog-format";
+import { isModelId } from "./catalog-bounds";
 import { discoveredEntry, type DiscoverySettings, type OfferedSource } from "./discovered";
+import { ENDPOINT_OF_KIND, OUTPUT_CEILING, TURBO_SUFFIX, type ModelEntry, type ModelKind } from "./model-entry";
 
 export { CatalogError, parseCatalog, type CatalogEntryJson };
-export type ModelKind = CatalogEntryJson["kind"];
-
-/** A catalog entry with prices converted to integer units per million. */
-export interface ModelEntry {
-  id: string;
-  kind: ModelKind;
-  ownedBy: string;
-  created: number;
-  contextWindow: number;
-  maxOutputTokens: number;
-  dimensions: number | null;
-  turbo: boolean;
-  inputModalities: ("text" | "image")[];
-  prices: { inputPerMillion: number; outputPerMillion: number; charactersPerMillion: number };
-  pricingJson: CatalogEntryJson["pricing"];
-  /** Offered by an upstream and priced by SWITCHYARD_DEFAULT_PRICE, not written in a catalog. */
-  discovered?: boolean;
-}
-
-/** The endpoint a model kind belongs to, as named in wrong-endpoint errors. */
-export const ENDPOINT_OF_KIND: Record<ModelKind, string> = {
-  chat: "POST /v1/chat/completions",
-  speech: "POST /v1/audio/speech",
-  embedding: "POST /v1/embeddings",
-};
-
-export const OUTPUT_CEILING = 32768;
-export const TURBO_SUFFIX = "-turbo";
+export { ENDPOINT_OF_KIND, OUTPUT_CEILING, TURBO_SUFFIX, type ModelEntry, type ModelKind };
 
 export type ServiceTier = "default" | "priority";
 
@@ -71,12 +46,14 @@ function toEntry(j: CatalogEntryJson): ModelEntry {
       inputPerMillion: p(j.pricing.input_per_million),
       outputPerMillion: p(j.pricing.output_per_million),
       charactersPerMillion: p(j.pricing.characters_per_million),
+      ...(j.pricing.cached_input_per_million !== undefined ? { cachedInputPerMillion: parseUsd(j.pricing.cached_input_per_million) } : {}),
+      ...(j.pricing.cache_write_per_million !== undefined ? { cacheWritePerMillion: parseUsd(j.pricing.cache_write_per_million) } : {}),
     },
     pricingJson: j.pricing,
   };
 }
 
-/** Which layer an entry comes from (README, "Managing models, prices and routes live"). */
+/** Which layer an entry comes from (docs/operate.md, "Managing models, prices and routes live"). */
 export type CatalogSource = "embedded" | "file" | "admin";
 
 export interface CatalogDocument {
@@ -84,82 +61,111 @@ export interface CatalogDocument {
   source: CatalogSource;
 }
 
+/** SWITCHYARD_CATALOG's entries, and whether they replace the embedded catalog. */
+interface FileEntries {
+  replace: boolean;
+  entries: CatalogEntryJson[];
+}
+
 export class Catalog {
   private entries = new Map<string, ModelEntry>();
   /** resolve() answers for this catalog version, without and with the priority hint (shared, read-only). */
   private resolvedDefault = new Map<string, ResolvedModel>();
   private resolvedPriority = new Map<string, ResolvedModel>();
-  private overrideMtime = -1;
-  private lastCheck = 0;
+  /** SWITCHYARD_CATALOG, when set. */
+  private document: ConfigDocument | null = null;
   /** Upstream-offered models the catalog lacks, for offered version `discoveredAt`. */
   private discovered = new Map<string, ModelEntry>();
   private discoveredAt: string | null = null;
-  private fileEntries: { replace: boolean; entries: CatalogEntryJson[] } = { replace: false, entries: [] };
+  private fileEntries: FileEntries = { replace: false, entries: [] };
   private live: CatalogEntryJson[] = [];
   private documents = new Map<string, CatalogDocument>();
+  /** Ids no upstream may take (written ones, disabled included, and the local models'), without the turbo suffix. */
+  private reserved = new Set<string>();
+  private changes = 0;
 
+  /**
+   * A catalog with SWITCHYARD_CATALOG given inline (or none); throws CatalogError when it is
+   * invalid. A file is read with Catalog.open.
+   */
   constructor(
-    private readonly overridePath: string | null = null,
+    override: string | null = null,
     private readonly offered: OfferedSource | null = null,
     private readonly discovery: DiscoverySettings = { defaultPrice: null, defaultContextWindow: 32768 },
   ) {
-    this.rebuild();
+    this.document = override === null ? null : new ConfigDocument(override);
+    if (override !== null && this.document!.path === null) this.fileEntries = this.parseOverride(override);
+    this.compose();
   }
 
-  /** Rebuilds the discovered entries when the offered models changed (never replaces a catalog entry). */
+  /** The catalog of SWITCHYARD_CATALOG (inline, or a file read off the event loop); throws CatalogError naming the variable. */
+  static async open(override: string | null, offered: OfferedSource | null = null, discovery?: DiscoverySettings): Promise<Catalog> {
+    const catalog = new Catalog(isInlineDocument(override ?? "{") ? override : null, offered, discovery);
+    if (override !== null && !isInlineDocument(override)) {
+      catalog.document = new ConfigDocument(override);
+      catalog.applyFile(await catalog.document.load((text) => catalog.parseOverride(text), (why) => new CatalogError(`SWITCHYARD_CATALOG: cannot read ${override} (${why})`)));
+    }
+    return catalog;
+  }
+
+  /**
+   * Moves whenever all(), get() or resolve() may answer differently (a catalog layer or the
+   * offered models changed): what is computed from the whole list is computed once per version.
+   */
+  version(): number {
+    this.refresh();
+    this.refreshDiscovered();
+    return this.changes;
+  }
+
+  /** Whether an upstream's id would shadow the catalog: a written id, a local model's, or either's turbo id. */
+  private shadows(id: string): boolean {
+    if (this.reserved.has(id)) return true;
+    return id.endsWith(TURBO_SUFFIX) && this.reserved.has(id.slice(0, -TURBO_SUFFIX.length));
+  }
+
+  /**
+   * Rebuilds the discovered entries when the offered models changed: one pass over them. An id
+   * outside the id rule, or one that would shadow the catalog, is never offered: the catalog wins.
+   */
   private refreshDiscovered(): void {
     if (this.offered === null || this.discovery.defaultPrice === null) return;
     const version = this.offered.version();
     if (version === this.discoveredAt) return;
     const next = new Map<string, ModelEntry>();
     for (const m of this.offered.models()) {
-      if (this.entries.has(m.id) || next.has(m.id)) continue;
+      if (next.has(m.id) || this.shadows(m.id) || !isModelId(m.id)) continue;
       next.set(m.id, discoveredEntry(m, this.discovery));
     }
     this.discovered = next;
     this.discoveredAt = version;
+    this.changes++;
     this.resolvedDefault = new Map();
     this.resolvedPriority = new Map();
   }
 
-  /** Re-reads the override file when it changed (checked at most once a second). */
+  /** Checks the override file for a change, in the background (config-document.ts); a broken edit keeps the last good catalog serving. */
   private refresh(): void {
-    if (!this.overridePath || isInlineDocument(this.overridePath)) return;
-    const now = Date.now();
-    if (now - this.lastCheck < 1000) return;
-    this.lastCheck = now;
-    let mtime = -1;
-    try {
-      mtime = statSync(this.overridePath).mtimeMs;
-    } catch {
-      return;
-    }
-    if (mtime !== this.overrideMtime) {
-      try {
-        this.rebuild();
-      } catch (err) {
-        // A broken edit keeps the last good catalog serving.
-        console.error(JSON.stringify({ level: "error", msg: "catalog reload failed", error: String((err as Error).message) }));
-      }
-    }
+    this.document?.reloadInBackground(
+      (text) => this.parseOverride(text),
+      (next) => this.applyFile(next),
+      (err) => console.error(JSON.stringify({ level: "error", msg: "catalog reload failed", error: err instanceof CatalogError ? err.message : `SWITCHYARD_CATALOG: cannot read the file (${unreadable(err)})` })),
+    );
   }
 
-  /** Re-reads the override file, then composes the layers. */
-  private rebuild(): void {
-    this.fileEntries = this.readOverride();
-    this.compose();
-  }
-
-  private readOverride(): { replace: boolean; entries: CatalogEntryJson[] } {
-    if (!this.overridePath) return { replace: false, entries: [] };
-    const inline = isInlineDocument(this.overridePath);
-    let text: string;
+  /** Lays a new SWITCHYARD_CATALOG over the others; throws (keeping the previous one) when the result is invalid. */
+  private applyFile(next: FileEntries): void {
+    const previous = this.fileEntries;
+    this.fileEntries = next;
     try {
-      text = inline ? this.overridePath : readFileSync(this.overridePath, "utf8");
-      if (!inline) this.overrideMtime = statSync(this.overridePath).mtimeMs;
+      this.compose();
     } catch (e) {
-      throw new CatalogError(`SWITCHYARD_CATALOG: cannot read ${this.overridePath} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      this.fileEntries = previous;
+      throw e;
     }
+  }
+
+  private parseOverride(text: string): FileEntries {
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -172,12 +178,13 @@ export class Catalog {
 
   /**
    * The layers, later ones winning per id: the embedded catalog, SWITCHYARD_CATALOG, then the
-   * entries written live (admin API, CLI; README, "Managing models, prices and routes live").
+   * entries written live (admin API, CLI; docs/operate.md, "Managing models, prices and routes live").
    * Every entry is a new object: a request keeps the one it resolved, and with it its prices.
    */
   private compose(): void {
     const merged = new Map<string, CatalogDocument>();
-    if (!this.fileEntries.replace) for (const e of parseCatalog(embedded, "embedded catalog")) merged.set(e.id, { json: e, source: "embedded" });
+    const builtIn = parseCatalog(embedded, "embedded catalog");
+    if (!this.fileEntries.replace) for (const e of builtIn) merged.set(e.id, { json: e, source: "embedded" });
     for (const e of this.fileEntries.entries) merged.set(e.id, { json: e, source: "file" });
     for (const e of this.live) merged.set(e.id, { json: e, source: "admin" });
     const next = new Map<string, ModelEntry>();
@@ -188,6 +195,9 @@ export class Catalog {
     }
     this.documents = merged;
     this.entries = next;
+    // Local models keep their ids even when a catalog replaces or disables them.
+    this.reserved = new Set([...merged.keys(), ...builtIn.filter((e) => e.kind !== "chat").map((e) => e.id)]);
+    this.changes++;
     this.discoveredAt = null;
     this.resolvedDefault = new Map();
     this.resolvedPriority = new Map();
@@ -231,7 +241,7 @@ export class Catalog {
     this.refresh();
     this.refreshDiscovered();
     // Every chat request resolves its model two or three times: the answers are kept per catalog
-    // version (rebuild() starts a new map), and only for ids that exist, so the map stays bounded.
+    // version (compose() starts a new map), and only for ids that exist, so the map stays bounded.
     const cache = priorityHint ? this.resolvedPriority : this.resolvedDefault;
     const hit = cache.get(requestedId);
     if (hit) return hit;

@@ -5,7 +5,7 @@
  * the upstream's `owned_by` or "upstream". Without a default price they are not offered.
  */
 import { parseUsd } from "../billing/money";
-import { OUTPUT_CEILING, type ModelEntry } from "./catalog";
+import { OUTPUT_CEILING, type ModelEntry } from "./model-entry";
 
 /** A model some route serves, with what its upstream's list says about it. */
 export interface OfferedModel {

@@ -1,23 +1,24 @@
 /**
- * Managing models, prices, upstreams and routes live (README, "Managing models, prices and routes
+ * Managing models, prices, upstreams and routes live (docs/operate.md, "Managing models, prices and routes
  * live"): the operations behind both the admin API (/admin/models, /admin/upstreams,
  * /admin/routes) and the CLI (`switchyard catalog|routes`), so the two never disagree. Each write
  * is checked here with a named rule, stored, then reloaded (other instances hear of it through the
  * store). An upstream's key is write-only: views say `has_key`, never the key.
  */
-import type { Services } from "../services";
+import type { Config } from "../config";
+import type { RouteRegistry } from "../upstream/registry";
 import { badRequest, invalidField, notFound } from "../errors";
 import { formatUsd, MoneyFormatError, parseUsd, usdNumber } from "../billing/money";
-import { CatalogEntryError, MODEL_ID_MAX, MODEL_ID_PATTERN, parseEntry, type CatalogEntryJson } from "./catalog-format";
-import { TURBO_SUFFIX, type ModelEntry } from "./catalog";
+import { CatalogEntryError, PRICE_FIELDS, parseEntry, type CatalogEntryJson } from "./catalog-format";
+import { isModelId } from "./catalog-bounds";
+import { TURBO_SUFFIX, type Catalog, type ModelEntry } from "./catalog";
 import { upstreamSpec, type LiveConfig, type RouteDocument, type UpstreamDocument } from "./live-config";
-import { RoutesConfigError } from "../upstream/routes-config";
+import { RoutesConfigError, UPSTREAM_MODEL_MAX, UPSTREAM_MODEL_PATTERN } from "../upstream/routes-config";
 import { nowSeconds } from "../accounts/accounts";
 
 type Json = Record<string, unknown>;
-const PRICE_FIELDS = ["input_per_million", "output_per_million", "characters_per_million"] as const;
 const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$/;
-const ID_RE = new RegExp(MODEL_ID_PATTERN);
+const UPSTREAM_MODEL = new RegExp(UPSTREAM_MODEL_PATTERN);
 
 function object(body: unknown, what = "body"): Json {
   if (body === null || typeof body !== "object" || Array.isArray(body)) throw invalidField(what, "must be a JSON object");
@@ -89,8 +90,17 @@ export function pathId(raw: string, what: string): string {
   return id;
 }
 
+/** What managing the catalog live uses: the catalog and routes as they are, the live layer that writes, and the upstream settings. */
+export interface LiveCatalogDeps {
+  catalog: Catalog;
+  routes: RouteRegistry;
+  liveConfig: LiveConfig;
+  config: Pick<Config, "upstreamUrl" | "upstreamKeepAlive" | "proxies">;
+  isLive(entry: ModelEntry): boolean;
+}
+
 export class LiveCatalogAdmin {
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: LiveCatalogDeps) {}
 
   private get live(): LiveConfig {
     return this.s.liveConfig;
@@ -213,13 +223,13 @@ export class LiveCatalogAdmin {
   }
 
   /** `{name, base_url, key?, key_env?, timeouts?, keep_alive?, priority_hint?, tls?}`, checked as SWITCHYARD_ROUTES checks an upstream. */
-  private upstreamDocument(name: string, b: Json): UpstreamDocument {
+  private async upstreamDocument(name: string, b: Json): Promise<UpstreamDocument> {
     const { key, key_env, name: _n, ...rest } = b;
     const doc: Json = { ...rest };
     if (key !== undefined && key !== null) doc.api_key = key;
     if (key_env !== undefined && key_env !== null) doc.api_key_env = key_env;
     try {
-      upstreamSpec(name, doc as UpstreamDocument, { keepAlive: this.s.config.upstreamKeepAlive ?? true, proxies: this.s.config.proxies });
+      await upstreamSpec(name, doc as UpstreamDocument, { keepAlive: this.s.config.upstreamKeepAlive ?? true, proxies: this.s.config.proxies });
     } catch (e) {
       if (e instanceof RoutesConfigError) {
         // "/upstreams/<name>/base_url: ..." → field base_url (api_key is the body's `key`).
@@ -238,7 +248,7 @@ export class LiveCatalogAdmin {
     if (typeof b.name !== "string" || !UPSTREAM_NAME.test(b.name)) throw invalidField("name", "must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit");
     if (b.name === "default") throw invalidField("name", "'default' is SWITCHYARD_UPSTREAM_URL's upstream; choose another name");
     if (this.live.documents().upstreams.has(b.name)) throw invalidField("name", `'${b.name}' is already written; change it with PATCH /admin/upstreams/${b.name}`);
-    const doc = this.upstreamDocument(b.name, b);
+    const doc = await this.upstreamDocument(b.name, b);
     await this.write("upstream", b.name, doc);
     return this.getUpstream(b.name);
   }
@@ -267,7 +277,7 @@ export class LiveCatalogAdmin {
     for (const [k, v] of Object.entries(rest)) if (v === null) delete merged[k];
     if (merged.base_url === undefined) throw invalidField("base_url", "is required for an upstream written through the admin API");
     const { api_key, api_key_env, ...plain } = merged;
-    const doc = this.upstreamDocument(name, { ...plain, ...(api_key !== undefined ? { key: api_key } : {}), ...(api_key_env !== undefined ? { key_env: api_key_env } : {}) });
+    const doc = await this.upstreamDocument(name, { ...plain, ...(api_key !== undefined ? { key: api_key } : {}), ...(api_key_env !== undefined ? { key_env: api_key_env } : {}) });
     await this.write("upstream", name, doc);
     return this.getUpstream(name);
   }
@@ -306,7 +316,7 @@ export class LiveCatalogAdmin {
 
   /** Replaces a model's live routes with `routes` ([] takes the model offline). */
   async setRoutes(model: unknown, routes: unknown): Promise<Json> {
-    if (typeof model !== "string" || model.length > MODEL_ID_MAX || !ID_RE.test(model)) throw invalidField("model", "must be a model id: letters, digits and . - _ : / @ +, starting with a letter or digit");
+    if (!isModelId(model)) throw invalidField("model", "must be a model id: letters, digits and . - _ : / @ +, starting with a letter or digit");
     if (!Array.isArray(routes)) throw invalidField("routes", "must be an array of {upstream, model?, weight?, priority?, pinned?}");
     if (routes.length > 64) throw invalidField("routes", "must have at most 64 routes");
     const docs: RouteDocument[] = routes.map((r, i) => {
@@ -315,7 +325,7 @@ export class LiveCatalogAdmin {
       for (const k of Object.keys(o)) if (!["upstream", "model", "weight", "priority", "pinned"].includes(k)) throw invalidField(`${at}.${k}`, "is not a route field: a route has upstream, model, weight, priority, pinned");
       if (typeof o.upstream !== "string" || o.upstream === "") throw invalidField(`${at}.upstream`, "must name an upstream");
       if (!this.s.routes.upstreamNamed?.(o.upstream)) throw invalidField(`${at}.upstream`, `no upstream named '${o.upstream}' (see GET /admin/upstreams)`);
-      if (o.model !== undefined && (typeof o.model !== "string" || o.model === "" || o.model.length > 1000)) throw invalidField(`${at}.model`, "must be the model name the upstream knows (a non-empty string)");
+      if (o.model !== undefined && (typeof o.model !== "string" || o.model === "" || o.model.length > UPSTREAM_MODEL_MAX || !UPSTREAM_MODEL.test(o.model))) throw invalidField(`${at}.model`, `must be the model name the upstream knows: 1 to ${UPSTREAM_MODEL_MAX} characters, no control characters`);
       if (o.weight !== undefined && (typeof o.weight !== "number" || !Number.isFinite(o.weight) || o.weight < 0 || o.weight > 1_000_000)) throw invalidField(`${at}.weight`, "must be a number from 0 (standby) to 1000000");
       if (o.priority !== undefined && typeof o.priority !== "boolean") throw invalidField(`${at}.priority`, "must be a boolean");
       if (o.pinned !== undefined && typeof o.pinned !== "boolean") throw invalidField(`${at}.pinned`, "must be a boolean");

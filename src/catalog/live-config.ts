@@ -1,6 +1,6 @@
 /**
  * The models, upstreams and routes written live (admin API, `switchyard catalog|routes`), read
- * from the store and laid over the files and the embedded catalog (README, "Managing models,
+ * from the store and laid over the files and the embedded catalog (docs/operate.md, "Managing models,
  * prices and routes live"). A server reloads them after its own writes, when PostgreSQL notifies
  * a change made by another instance or the CLI, and when the store's version moved (polled every
  * SWITCHYARD_LIVE_CONFIG_POLL_SECONDS, which also catches the CLI writing a SQLite database).
@@ -11,7 +11,7 @@ import type { Catalog } from "./catalog";
 import { parseCatalog, type CatalogEntryJson } from "./catalog-format";
 import type { LiveConfigRecords, LiveRow } from "./live-records";
 import type { LiveRoutes, RouteRegistry, Upstream } from "../upstream/registry";
-import { parseRoutes, RoutesConfigError, type RouteSpec, type RoutesJson } from "../upstream/routes-config";
+import { loadRoutes, RoutesConfigError, type RouteSpec, type RoutesJson } from "../upstream/routes-config";
 import type { ProxySettings } from "../upstream/proxy";
 
 export type UpstreamDocument = RoutesJson["upstreams"][string];
@@ -31,9 +31,20 @@ export interface UpstreamDefaults {
   env?: Record<string, string | undefined>;
 }
 
-/** One upstream document checked and resolved as SWITCHYARD_ROUTES would; throws RoutesConfigError. */
-export function upstreamSpec(name: string, doc: UpstreamDocument, defaults: UpstreamDefaults): Upstream {
-  const table = parseRoutes(JSON.stringify({ upstreams: { [name]: doc }, models: {} }), defaults.env ?? process.env, defaults);
+/**
+ * The only environment variables an upstream written live may take its key from (`key_env`):
+ * an admin API caller must not be able to have the server send any of its environment (say
+ * AWS_SECRET_ACCESS_KEY) to a host of their choosing. SWITCHYARD_ROUTES, written by whoever sets
+ * the environment, may name any variable.
+ */
+export const LIVE_KEY_ENV_PREFIX = "SWITCHYARD_UPSTREAM_KEY_";
+
+/**
+ * One upstream document checked and resolved as SWITCHYARD_ROUTES would (its TLS files read off
+ * the event loop), with `api_key_env` limited to LIVE_KEY_ENV_PREFIX; throws RoutesConfigError.
+ */
+export async function upstreamSpec(name: string, doc: UpstreamDocument, defaults: UpstreamDefaults): Promise<Upstream> {
+  const table = await loadRoutes(JSON.stringify({ upstreams: { [name]: doc }, models: {} }), defaults.env ?? process.env, { ...defaults, keyEnvPrefix: LIVE_KEY_ENV_PREFIX });
   return table.upstreams.get(name)!;
 }
 
@@ -72,7 +83,7 @@ export class LiveConfig {
         do {
           this.again = false;
           const version = await this.records.version();
-          this.apply(await this.records.list());
+          await this.apply(await this.records.list());
           this.seenVersion = version;
         } while (this.again);
       } finally {
@@ -100,7 +111,7 @@ export class LiveConfig {
     this.timer = null;
   }
 
-  private apply(rows: LiveRow[]): void {
+  private async apply(rows: LiveRow[]): Promise<void> {
     const docs: LiveDocuments = { models: new Map(), upstreams: new Map(), routes: new Map(), updatedAt: new Map() };
     const live: LiveRoutes = { upstreams: new Map(), models: new Map() };
     const skip = (row: LiveRow, why: string) => this.warn("a live catalog entry is not valid any more and is skipped", { kind: row.kind, id: row.id, error: why.slice(0, 300) });
@@ -117,7 +128,7 @@ export class LiveConfig {
           const [entry] = parseCatalog({ models: [body] }, "live catalog");
           docs.models.set(row.id, entry!);
         } else if (row.kind === "upstream") {
-          live.upstreams.set(row.id, upstreamSpec(row.id, body as UpstreamDocument, this.defaults));
+          live.upstreams.set(row.id, await upstreamSpec(row.id, body as UpstreamDocument, this.defaults));
           docs.upstreams.set(row.id, body as UpstreamDocument);
         } else {
           const list = body as RouteDocument[];

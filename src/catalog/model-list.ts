@@ -1,12 +1,10 @@
 /**
  * The public model list (GET /v1/models): live models only, turbo-capable ones twice.
- * Nothing here reveals routes or upstream names.
+ * Nothing here reveals routes or upstream names. Built from the live entries, which the caller
+ * keeps per version of the list (catalog-view.ts), so a request does not walk the catalog.
  */
-import { ENDPOINT_OF_KIND, TURBO_SUFFIX, type Catalog, type ModelEntry } from "./catalog";
+import { ENDPOINT_OF_KIND, TURBO_SUFFIX, type ModelEntry } from "./model-entry";
 import { PRIORITY } from "../billing/money";
-
-/** Says whether a model can serve right now (a route exists, or its weights are loaded). */
-export type LivenessCheck = (entry: ModelEntry) => boolean;
 
 /**
  * A catalog price as shown: the exact decimal, without trailing zeros, times 1.5 for turbo.
@@ -39,15 +37,18 @@ export function modelObject(entry: ModelEntry, turbo: boolean) {
       currency: "USD",
       ...(p.input_per_million ? { input_per_million_tokens: scaled(p.input_per_million, turbo) } : {}),
       ...(p.output_per_million ? { output_per_million_tokens: scaled(p.output_per_million, turbo) } : {}),
+      // Present only where the catalog sets them; absent, a cached or written prompt token costs the input price.
+      ...(p.cached_input_per_million ? { cached_input_per_million_tokens: scaled(p.cached_input_per_million, turbo) } : {}),
+      ...(p.cache_write_per_million ? { cache_write_per_million_tokens: scaled(p.cache_write_per_million, turbo) } : {}),
       ...(p.characters_per_million ? { per_million_characters: scaled(p.characters_per_million, turbo) } : {}),
     },
   };
 }
 
-export function listModels(catalog: Catalog, isLive: LivenessCheck) {
+/** The OpenAI list of the live entries. */
+export function listModels(live: readonly ModelEntry[]) {
   const data = [];
-  for (const entry of catalog.all()) {
-    if (!isLive(entry)) continue;
+  for (const entry of live) {
     data.push(modelObject(entry, false));
     if (entry.turbo) data.push(modelObject(entry, true));
   }
@@ -69,25 +70,34 @@ export function anthropicModelObject(entry: ModelEntry, turbo: boolean) {
   };
 }
 
-/** Anthropic's cursor list: `limit` 1–1000 (20), `after_id` / `before_id`. */
-export function listAnthropicModels(catalog: Catalog, isLive: LivenessCheck, q: { limit?: number; afterId?: string; beforeId?: string } = {}) {
-  const all = [];
-  for (const entry of catalog.all()) {
-    if (entry.kind !== "chat" || !isLive(entry)) continue;
+export type AnthropicModel = ReturnType<typeof anthropicModelObject>;
+
+/** Every live chat model in Anthropic's shape, with each id's position (for the cursors). */
+export function anthropicModels(live: readonly ModelEntry[]): { all: AnthropicModel[]; position: Map<string, number> } {
+  const all: AnthropicModel[] = [];
+  for (const entry of live) {
+    if (entry.kind !== "chat") continue;
     all.push(anthropicModelObject(entry, false));
     if (entry.turbo) all.push(anthropicModelObject(entry, true));
   }
+  return { all, position: new Map(all.map((m, i) => [m.id, i])) };
+}
+
+/** Anthropic's cursor list: `limit` 1–1000 (20), `after_id` / `before_id`; work in `limit`, not in the list's length. */
+export function pageAnthropicModels(models: { all: AnthropicModel[]; position: Map<string, number> }, q: { limit?: number; afterId?: string; beforeId?: string } = {}) {
+  const { all, position } = models;
   let start = 0;
   let end = all.length;
-  if (q.afterId !== undefined) start = all.findIndex((m) => m.id === q.afterId) + 1;
-  if (q.beforeId !== undefined) end = Math.max(0, all.findIndex((m) => m.id === q.beforeId));
+  if (q.afterId !== undefined) start = (position.get(q.afterId) ?? -1) + 1;
+  if (q.beforeId !== undefined) end = Math.max(0, position.get(q.beforeId) ?? -1);
   const limit = q.limit ?? 20;
-  const window = all.slice(start, end);
-  const data = q.beforeId !== undefined && q.afterId === undefined ? window.slice(-limit) : window.slice(0, limit);
+  const from = Math.min(start, end);
+  const windowLength = Math.max(0, end - start);
+  const data = q.beforeId !== undefined && q.afterId === undefined ? all.slice(Math.max(from, end - limit), end) : all.slice(from, Math.min(end, from + limit));
   return {
     data,
     first_id: data[0]?.id ?? null,
     last_id: data[data.length - 1]?.id ?? null,
-    has_more: window.length > data.length,
+    has_more: windowLength > data.length,
   };
 }

@@ -5,22 +5,24 @@
  * remains is compared by edit distance, and only close ids are offered (none when nothing is).
  */
 import { TURBO_SUFFIX, type ModelKind } from "./catalog";
-import type { Services } from "../services";
+import { catalogView, type ModelList } from "./catalog-view";
 
 /** At most this many suggestions; ids longer than this many characters get none (bounded work). */
 const MAX_SUGGESTIONS = 3;
 const MAX_COMPARED_LENGTH = 128;
 
-/** The ids GET /v1/models lists (turbo variants included), optionally of one kind. */
-export function liveIds(s: Services, kind?: ModelKind): string[] {
-  const ids: string[] = [];
-  for (const entry of s.catalog.all()) {
-    if (kind !== undefined && entry.kind !== kind) continue;
-    if (!s.isLive(entry)) continue;
-    ids.push(entry.id);
-    if (entry.turbo) ids.push(entry.id + TURBO_SUFFIX);
-  }
-  return ids;
+/** The ids GET /v1/models lists (turbo variants included), optionally of one kind; kept per version of the list. */
+export function liveIds(s: ModelList, kind?: ModelKind): string[] {
+  const view = catalogView(s);
+  return view.memo(`live-ids:${kind ?? "any"}`, () => {
+    const ids: string[] = [];
+    for (const entry of view.entries().live) {
+      if (kind !== undefined && entry.kind !== kind) continue;
+      ids.push(entry.id);
+      if (entry.turbo) ids.push(entry.id + TURBO_SUFFIX);
+    }
+    return ids;
+  });
 }
 
 /** Levenshtein distance, stopping early once it exceeds `limit` (returns limit + 1 then). */
@@ -82,6 +84,6 @@ export function closestIds(requested: string, candidates: readonly string[]): st
 }
 
 /** The live ids (of `kind`, when known) to suggest for an unknown `requested` id. */
-export function suggestModels(s: Services, requested: string, kind?: ModelKind): string[] {
+export function suggestModels(s: ModelList, requested: string, kind?: ModelKind): string[] {
   return closestIds(requested, liveIds(s, kind));
 }

@@ -3,11 +3,16 @@
  * protocol translators): the call itself, its result, its public id, and its token estimates.
  * A leaf: it imports neither chat/pipeline.ts nor chat/stream.ts.
  */
-import type { Services } from "../services";
 import type { ResolvedModel } from "../catalog/catalog";
 import { promptExtras, type ChatRequest } from "./request";
 import type { ReportedUsage } from "./rewrite";
 import type { HoldSpec } from "../billing/hold";
+import type { TokenCounter } from "../tokens/token-counter";
+
+/** Token counting, in worker threads, the accounts taking turns (tokens/token-counter.ts). */
+export interface TokenCounting {
+  tokens: TokenCounter;
+}
 
 export interface ChatCall {
   requestId: string;
@@ -28,8 +33,10 @@ export interface ChatResult {
   /** Units actually charged. */
   charged: number;
   serviceTier: "default" | "priority";
-  /** Of inputTokens, served from the upstream's prompt cache (billed like any input token). */
+  /** Of inputTokens, read from the upstream's prompt cache (billed at the cached-input price, if the model has one). */
   cachedTokens?: number;
+  /** Of inputTokens, written to the upstream's prompt cache (billed at the cache-write price, if the model has one). */
+  cacheWriteTokens?: number;
   /** Of outputTokens, spent on reasoning (billed like any output token). */
   reasoningTokens?: number;
 }
@@ -55,7 +62,7 @@ export function knownInput(call: Pick<ChatCall, "request">): number | undefined 
  * waits in the account's lane; `admission` (a check before the request is admitted) makes it
  * refusable when the account has too much queued (see src/tokens/token-counter.ts).
  */
-export function estimateInput(s: Services, call: Pick<ChatCall, "request" | "resolved" | "signal" | "accountId">, admission = false): Promise<number> {
+export function estimateInput(s: TokenCounting, call: Pick<ChatCall, "request" | "resolved" | "signal" | "accountId">, admission = false): Promise<number> {
   let estimate = inputEstimates.get(call.request);
   if (!estimate) {
     const req = call.request;
@@ -69,7 +76,7 @@ export function estimateInput(s: Services, call: Pick<ChatCall, "request" | "res
 }
 
 /** Our own count of a request's usage, for an upstream that reported none: both counts at once. */
-export async function countUsage(s: Services, call: ChatCall, output: Promise<number>): Promise<ReportedUsage> {
+export async function countUsage(s: TokenCounting, call: ChatCall, output: Promise<number>): Promise<ReportedUsage> {
   const [inputTokens, outputTokens] = await Promise.all([estimateInput(s, { ...call, signal: new AbortController().signal }), output]);
   return { inputTokens, outputTokens };
 }

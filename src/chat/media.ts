@@ -216,8 +216,15 @@ export async function prepareMedia<M extends Message>(messages: M[], entry: Mode
 }
 
 /** The pipeline's entry step: prepares the call's media in place, before the hold. */
+/** What preparing a chat's media parts uses: the media settings, the fair decode queue and the remote fetcher. */
+export interface ChatMediaDeps {
+  config: MediaContext["config"];
+  imageDecoder: DecodeQueue;
+  mediaFetcher: RemoteMediaFetcher;
+}
+
 export async function prepareChatMedia(
-  s: { config: MediaContext["config"]; imageDecoder: DecodeQueue; mediaFetcher: RemoteMediaFetcher },
+  s: ChatMediaDeps,
   call: { accountId: string; signal: AbortSignal; resolved: { entry: ModelEntry }; request: { messages: Message[] } },
 ): Promise<void> {
   const ctx: MediaContext = { config: s.config, decoder: s.imageDecoder, fetcher: s.mediaFetcher, accountId: call.accountId, signal: call.signal };

@@ -1,54 +1,68 @@
 /**
- * One chat request end to end: check limits of the model, hold the most it can cost, dispatch to
- * an upstream, then settle the actual cost (or release the hold on any other path). Shared by
- * /v1/chat/completions, /v1/messages and /v1/responses, which only translate around it.
+ * One chat request end to end: check limits of the model, then one metered call (metering/): hold
+ * the most it can cost, dispatch to an upstream, charge the actual cost (or release the hold on
+ * any other path). Shared by /v1/chat/completions, /v1/messages and /v1/responses, which only
+ * translate around it.
  */
-import type { Services } from "../services";
-import { chatCost, priceNote } from "../billing/prices";
-import { formatUsd, usdNumber } from "../billing/money";
+import type { Config } from "../config";
+import type { Ledger } from "../billing/ledger";
+import { chatBudget, chatPricing, priceNote } from "../billing/prices";
+import { usdNumber } from "../billing/money";
 import { clientGone, upstreamError } from "../errors";
-import type { Hold } from "../billing/hold";
+import type { Quote } from "../billing/hold";
 import type { Consumption, StoredResponseRecord } from "../billing/ledger-store";
+import { meterWhole, openMetered, type CallSpec, type MeteredCall } from "../metering/metered-call";
 import { completionId, countUsage, estimateInput, type ChatCall, type ChatResult } from "./call";
 import { CountAborted } from "../tokens/token-counter";
-import { dispatchChat } from "../upstream/dispatch";
-import { abortWith, BodyTooLarge, readBoundedText } from "../upstream/timeouts";
+import { dispatchChat, type ChatDispatch } from "../upstream/dispatch";
+import { abortWith, BodyTooLarge, readBoundedText } from "../upstream/http1/client";
 import { contextWindowExceeded, tokenBudget, type ChatRequest, type TokenBudget } from "./request";
 import { isWellFormedCompletion } from "./upstream-shape";
 import { readUsage, rewriteChatObject, deliveredText } from "./rewrite";
-import { ChatStream } from "./stream";
+import { ChatStream, type ChatStreamDeps } from "./stream";
 import { timeEngine } from "../metrics/engine-time";
-import { prepareChatMedia } from "./media";
+import { prepareChatMedia, type ChatMediaDeps } from "./media";
 
 type ChatObject = Record<string, unknown>;
 
 /**
- * Holds the most the request can cost (the prompt's bound and the output cap, × n) before any
- * upstream is called: 402 when the available balance cannot cover it, 503 when the ledger cannot write.
+ * What a chat call uses: the ledger (its hold and charge), dispatch to the upstreams, the
+ * stream's relay, media preparation and the bound on a plain reply.
  */
-export async function reserveChat(s: Services, call: ChatCall, budget: TokenBudget): Promise<Hold> {
+export type ChatPipelineDeps = ChatDispatch & ChatStreamDeps & ChatMediaDeps & {
+  ledger: Ledger;
+  config: Pick<Config, "upstreamMaxResponseBytes">;
+};
+
+/**
+ * The metered call of a chat: it holds the most the request can cost (the prompt's bound and the
+ * output cap, × n) before any upstream is called — 402 when the available balance cannot cover
+ * it, 503 when the ledger cannot write.
+ */
+export function chatCallSpec(call: ChatCall, budget: TokenBudget): CallSpec {
   const { entry, multiplier } = call.resolved;
-  const hold = await s.ledger.reserve({
+  return {
     requestId: call.requestId,
     accountId: call.accountId,
     endpoint: call.endpoint,
     model: call.resolved.requestedId,
     key: call.key,
-    budget: { inputTokens: budget.inputBound, outputTokens: budget.maxOutput },
-    price: (u) => chatCost(entry, multiplier, { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 }),
+    serviceTier: call.resolved.tier,
+    budget: chatBudget(entry, budget.inputBound, budget.maxOutput),
+    price: chatPricing(entry, multiplier),
     priceNote: priceNote(entry, multiplier),
-  });
-  return hold;
+  };
 }
 
 /** What a chat's usage costs on its hold (clamped to it), as the protocols report it. */
-export function chatResult(hold: Hold, usage: Consumption, serviceTier: ChatResult["serviceTier"]): ChatResult {
-  const q = hold.quote(usage);
+export function chatResult(metered: { quote(usage: Consumption): Quote }, usage: Consumption, serviceTier: ChatResult["serviceTier"]): ChatResult {
+  const q = metered.quote(usage);
   const inputTokens = q.recorded.inputTokens ?? 0;
   const outputTokens = q.recorded.outputTokens ?? 0;
   const result: ChatResult = { inputTokens, outputTokens, charged: q.amount, serviceTier };
   // The details are parts of the totals: a clamped total clamps its part too.
   if (usage.cachedTokens !== undefined) result.cachedTokens = Math.min(usage.cachedTokens, inputTokens);
+  if (usage.cacheWriteTokens !== undefined) result.cacheWriteTokens = Math.min(usage.cacheWriteTokens, inputTokens - (result.cachedTokens ?? 0));
   if (usage.reasoningTokens !== undefined) result.reasoningTokens = Math.min(usage.reasoningTokens, outputTokens);
   return result;
 }
@@ -63,7 +77,7 @@ export function upstreamBody(req: ChatRequest, stream: boolean): Record<string, 
 }
 
 /** 400 context_length_exceeded when the prompt cannot fit (asked only when the cheap bound says it might not). */
-async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
+async function checkContextWindow(s: ChatPipelineDeps, call: ChatCall): Promise<void> {
   let count: number;
   try {
     count = await estimateInput(s, call, true);
@@ -80,7 +94,7 @@ async function checkContextWindow(s: Services, call: ChatCall): Promise<void> {
  * prompt might not fit) and media parts (only when some message has content parts). Nothing to
  * wait for in the usual case, and then no promise either.
  */
-function beforeHold(s: Services, call: ChatCall, budget: TokenBudget): Promise<void> | undefined {
+function beforeHold(s: ChatPipelineDeps, call: ChatCall, budget: TokenBudget): Promise<void> | undefined {
   const checkContext = budget.mayExceedContext;
   const images = hasContentParts(call.request.messages);
   if (!checkContext && !images) return undefined;
@@ -101,15 +115,14 @@ function hasContentParts(messages: { content?: unknown }[]): boolean {
  * the charge's own transaction.
  */
 export async function completeChat<T>(
-  s: Services,
+  s: ChatPipelineDeps,
   call: ChatCall,
   present: (chat: ChatObject, result: ChatResult) => { value: T; storedResponse?: StoredResponseRecord },
 ): Promise<{ value: T; result: ChatResult }> {
   const budget = tokenBudget(call.request, call.resolved.entry);
   const before = beforeHold(s, call, budget);
   if (before) await before;
-  const hold = await reserveChat(s, call, budget);
-  try {
+  const { value, settlement } = await meterWhole(s.ledger, chatCallSpec(call, budget), async (metered) => {
     const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, false), call.signal, call.requestId, call.accountId));
     let json: ChatObject;
     try {
@@ -120,45 +133,50 @@ export async function completeChat<T>(
       if (err instanceof BodyTooLarge) s.log.warn("upstream reply too large", { request_id: call.requestId, limit_bytes: s.config.upstreamMaxResponseBytes });
       throw upstreamError();
     }
-    // Checked before the charge: nothing after settle() may fail on the upstream's shape.
+    // Checked before the charge: nothing after it may fail on the upstream's shape.
     if (!isWellFormedCompletion(json)) throw upstreamError();
     // A complete body cannot be cut any more: usage beyond the hold is clamped to it (and logged).
     const usage: Consumption = readUsage(json) ?? (await countUsage(s, call, s.tokens.count((json.choices as { message?: ChatObject }[]).map((c) => deliveredText(c.message)), { account: call.accountId })));
-    const result = chatResult(hold, usage, call.resolved.tier);
+    const result = chatResult(metered, usage, call.resolved.tier);
     rewriteChatObject(json, { id: completionId(call.requestId), model: call.resolved.requestedId, serviceTier: call.resolved.tier });
     json.usage = usageObject(json.usage, result);
     const { value, storedResponse } = present(json, result);
-    const settlement = await hold.settle({ ...usage, serviceTier: call.resolved.tier, storedResponse });
-    return { value, result: { ...result, charged: settlement.charged } };
-  } finally {
-    await hold.release();
-  }
+    return { usage, storedResponse, value: { value, result } };
+  });
+  return { value: value.value, result: { ...value.result, charged: settlement.charged } };
 }
 
-/** Opens a relayed stream; resolves once an upstream accepted the request (errors before that throw). */
-export async function openChatStream(s: Services, call: ChatCall): Promise<ChatStream> {
+/**
+ * Opens a relayed stream: holds, then dispatches; resolves once an upstream accepted the request
+ * (errors before that throw, the hold released). The stream then owns the metered call: it is run
+ * by runMeteredStream, whose finally releases it.
+ */
+export async function openChatStream(s: ChatPipelineDeps, call: ChatCall): Promise<{ metered: MeteredCall; stream: ChatStream }> {
   const budget = tokenBudget(call.request, call.resolved.entry);
   const before = beforeHold(s, call, budget);
   if (before) await before;
-  const hold = await reserveChat(s, call, budget);
-  try {
+  const { call: metered, stream } = await openMetered(s.ledger, chatCallSpec(call, budget), async () => {
     // Aborted by the client going away or by the stream's own cancel/failure.
     const upstream = new AbortController();
     abortWith(call.signal, upstream);
     const { response } = await timeEngine(call.requestId, dispatchChat(s, call.resolved.entry.id, call.resolved.tier, upstreamBody(call.request, true), upstream.signal, call.requestId, call.accountId));
-    // From here on the stream owns the hold.
-    return new ChatStream(s, call, response, upstream, hold, budget);
-  } catch (err) {
-    await hold.release();
-    throw err;
-  }
+    return new ChatStream(s, call, response, upstream, budget);
+  });
+  return { metered, stream };
 }
 
 /** The usage object we return: the upstream's fields where present, our exact totals and cost. */
 export function usageObject(upstreamUsage: unknown, r: ChatResult) {
   const base = upstreamUsage && typeof upstreamUsage === "object" ? (upstreamUsage as ChatObject) : {};
   const details: ChatObject = {};
-  if (r.cachedTokens !== undefined) details.prompt_tokens_details = { ...(base.prompt_tokens_details as ChatObject | undefined), cached_tokens: r.cachedTokens };
+  if (r.cachedTokens !== undefined || r.cacheWriteTokens !== undefined) {
+    // OpenAI's field for reads; OpenRouter's for writes, where the upstream reported any.
+    details.prompt_tokens_details = {
+      ...(base.prompt_tokens_details as ChatObject | undefined),
+      ...(r.cachedTokens !== undefined ? { cached_tokens: r.cachedTokens } : {}),
+      ...(r.cacheWriteTokens !== undefined ? { cache_write_tokens: r.cacheWriteTokens } : {}),
+    };
+  }
   if (r.reasoningTokens !== undefined) details.completion_tokens_details = { ...(base.completion_tokens_details as ChatObject | undefined), reasoning_tokens: r.reasoningTokens };
   return {
     ...base,

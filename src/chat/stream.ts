@@ -1,6 +1,6 @@
 /**
- * Relays an upstream chat-completions SSE stream as rewritten chunk objects. The stream owns its
- * request's Hold; the relay (http/chat-relay.ts) decides, once the iteration is over, what to bill:
+ * Relays an upstream chat-completions SSE stream as rewritten chunk objects. The relay
+ * (chat/relay.ts, run by metering/metered-stream.ts) decides, once the iteration is over, what to bill:
  *   completed          → the upstream's usage (or our count when it sent none), clamped to the hold;
  *   at the output cap  → the upstream is stopped, the stream ends as `length`, billed as delivered;
  *   at its deadline    → the same (SWITCHYARD_STREAM_MAX_SECONDS: no stream runs longer);
@@ -9,9 +9,10 @@
  *                        (no data event) for the route's idle timeout;
  *   client went away   → input plus the output delivered so far, or nothing if none was.
  */
-import type { Services } from "../services";
+import type { Config } from "../config";
+import type { Log } from "../log";
+import type { MetricsRegistry } from "../metrics/registry";
 import type { Consumption } from "../billing/ledger-store";
-import type { Hold } from "../billing/hold";
 import { SseParser } from "../protocols/sse";
 import { StreamDeadline } from "./stream-deadline";
 import type { UpstreamReply } from "../upstream/client";
@@ -21,10 +22,17 @@ import type { TokenBudget } from "./request";
 import { OutputMeter, relayCap } from "../tokens/output-cap";
 import { secondsSinceArrival, timeEngine } from "../metrics/engine-time";
 import { requestMetrics } from "../metrics/request-metrics";
-import { completionId, countUsage, type ChatCall } from "./call";
+import { completionId, countUsage, type ChatCall, type TokenCounting } from "./call";
 import { TokenTally } from "../tokens/token-tally";
 
 type ChatObject = Record<string, unknown>;
+
+/** What relaying a chat stream uses: its bounds, the token counter, the log and time to first token. */
+export interface ChatStreamDeps extends TokenCounting {
+  config: Pick<Config, "sseMaxLineChars" | "sseMaxEventChars" | "streamMaxSeconds">;
+  log: Log;
+  metrics: MetricsRegistry;
+}
 
 /** The upstream broke the stream; nothing is billed and the client gets an error event. */
 export class StreamFailure extends Error {}
@@ -66,12 +74,10 @@ export class ChatStream {
   private readonly deadline: StreamDeadline;
 
   constructor(
-    private readonly s: Services,
+    private readonly s: ChatStreamDeps,
     private readonly call: ChatCall,
     private readonly response: UpstreamReply,
     private readonly upstream: AbortController,
-    /** Owned by this stream; the relay's finally releases it. */
-    readonly hold: Hold,
     budget: TokenBudget,
   ) {
     this.delivered = new TokenTally(s.tokens, call.accountId);
@@ -95,7 +101,7 @@ export class ChatStream {
   async *batches(): AsyncGenerator<RelayBatch> {
     const reader = this.response.body;
     const parser = new SseParser({ maxLineChars: this.s.config.sseMaxLineChars, maxEventChars: this.s.config.sseMaxEventChars });
-    // Only data events keep a stream alive: comments and partial lines do not (README "Limits, usage and metrics").
+    // Only data events keep a stream alive: comments and partial lines do not (docs/operate.md "Limits, usage and metrics").
     const idleMs = this.response.idleTimeoutMs;
     const st: ReadState = {
       lastData: Date.now(),
@@ -217,7 +223,7 @@ export class ChatStream {
   private recordFirstToken(): void {
     this.firstRelayed = true;
     const seconds = secondsSinceArrival(this.call.requestId);
-    if (seconds !== null) requestMetrics(this.s).timeToFirstToken.observe(seconds, { model: this.call.resolved.requestedId });
+    if (seconds !== null) requestMetrics(this.s.metrics).timeToFirstToken.observe(seconds, { model: this.call.resolved.requestedId });
   }
 
   /** The chunk that ends every open choice as `length` (the output cap, or the stream's deadline). */
@@ -254,7 +260,11 @@ export class ChatStream {
   /** Input (the upstream's count, else ours) and the output delivered but its last `dropLast` characters. */
   private async counted(dropLast: number): Promise<Consumption> {
     const output = this.delivered.total(dropLast);
-    if (this.usage) return { inputTokens: this.usage.inputTokens, outputTokens: await output };
+    if (this.usage) {
+      // The upstream's prompt, and what of it its cache read and wrote, with our count of the output.
+      const { inputTokens, cachedTokens, cacheWriteTokens } = this.usage;
+      return { inputTokens, cachedTokens, cacheWriteTokens, outputTokens: await output };
+    }
     return countUsage(this.s, this.call, output);
   }
 }

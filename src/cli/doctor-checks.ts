@@ -10,7 +10,7 @@ import { dirname } from "node:path";
 import type { Config } from "../config";
 import { createRouteRegistry, type Upstream } from "../upstream/registry";
 import { targetFor } from "../upstream/client";
-import { request1 } from "../upstream/http1";
+import { request1 } from "../upstream/http1/client";
 
 export type Check = { ok: boolean; [k: string]: unknown };
 
@@ -56,7 +56,7 @@ export function checkDirectory(path: string, mustWrite: boolean): Check {
 
 /**
  * GET <base_url>/models as the server would send it: the route's key, forward proxy and TLS
- * material, through the upstream client (upstream/http1.ts).
+ * material, through the upstream client (upstream/http1/).
  */
 async function probe(u: Upstream, timeoutMs: number): Promise<Check> {
   const url = `${u.baseUrl}/models`;
@@ -80,7 +80,7 @@ export async function checkUpstreams(config: Config, timeoutMs = UPSTREAM_PROBE_
   let upstreams: Upstream[];
   try {
     // The server's own view of the upstreams: SWITCHYARD_UPSTREAM_URL and SWITCHYARD_ROUTES, keys trimmed and checked.
-    upstreams = createRouteRegistry(config).upstreams();
+    upstreams = (await createRouteRegistry(config)).upstreams();
   } catch (e) {
     return [{ ok: false, name: "routes", error: (e as Error).message }];
   }

@@ -118,16 +118,11 @@ function checkProvider(config: Config): Check {
   }
 }
 
-export async function runDoctor(flags: Record<string, string | boolean>): Promise<number> {
-  for (const name of ["onnx", "image"] as const) {
-    if (flags[name] === true) {
-      process.stderr.write(`switchyard: --${name} needs a file path. Run 'switchyard --help'.\n`);
-      return 2;
-    }
-  }
-  const onnx = typeof flags.onnx === "string" ? flags.onnx : null;
-  const image = typeof flags.image === "string" ? flags.image : null;
-  const onnxruntime = await checkOrt(onnx, flags.run !== undefined);
+/** Its options as the command line gave them (commands.ts: --onnx FILE, --run, --image FILE). */
+export async function runDoctor(options: { onnx?: unknown; run?: unknown; image?: unknown }): Promise<number> {
+  const onnx = typeof options.onnx === "string" ? options.onnx : null;
+  const image = typeof options.image === "string" ? options.image : null;
+  const onnxruntime = await checkOrt(onnx, options.run === true);
   const sharp = await checkSharp(image);
   let config: Config | null = null;
   let configuration: Check = { ok: true };

@@ -9,8 +9,9 @@ import { createServices } from "../services";
 import { Admin } from "../accounts/admin";
 import { DomainError } from "../errors";
 import { SERVICE_NAME, VERSION } from "../version";
-import { parseArgs } from "./args";
-import { resolveCommand } from "./commands";
+import { parseCommandLine } from "./command-line";
+import { usageOf, type CommandSpec } from "./commands";
+import { adminCommand } from "./admin";
 import { print } from "./output";
 import { listTable } from "./lists";
 
@@ -36,6 +37,7 @@ Usage:
   switchyard catalog list [--json] | show <model-id>     every catalog entry, its source and prices
   switchyard catalog add <model-id> --kind chat --owned-by LAB --context-window N --input-price USD --output-price USD
                      [--max-output-tokens N] [--characters-price USD] [--turbo true] [--image true]
+                     [--cached-input-price USD] [--cache-write-price USD]   prompt tokens read from / written to the engine's cache
   switchyard catalog update <model-id> [same flags] [--enabled true|false]   prices apply to requests that start after
   switchyard catalog disable|enable|remove <model-id>   remove: drop the live entry (file/embedded one serves again)
   switchyard upstreams list | add <name> --base-url URL [--key-stdin | --key-env VAR] [--connect-ms N]
@@ -54,7 +56,7 @@ Usage:
   switchyard migrate                          bring the store's schema up to date (start-up does it too)
   switchyard healthcheck                      exit 0 when the server on HOST:PORT answers /healthz (for containers)
   switchyard version | --version | -v         version, commit, build date, Bun and ONNX Runtime versions
-  switchyard --help
+  switchyard --help | <command> --help         everything, or one command's options (others are refused)
 List commands print a table; --json prints JSON. Other commands print JSON.
 
 Environment (defaults in brackets):
@@ -85,27 +87,35 @@ function fail(message: string): number {
   return 2;
 }
 
+/** An option's value when it is text (the parser's values are typed by each option's kind). */
+const textOf = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+
+/** The help a command line asked for: the whole of it, or one command's usage line. */
+function helpText(spec: CommandSpec | null): string {
+  return spec === null ? HELP : `usage: ${usageOf(spec)}\nEvery command and the environment: switchyard --help`;
+}
+
 export async function runCli(argv: string[]): Promise<number> {
-  const { positional, flags } = parseArgs(argv);
-  if (flags.help || positional[0] === "help") {
-    process.stdout.write(HELP + "\n");
+  // The command line is checked before configuration is read or any store opened: an unknown
+  // command or option, or a missing argument, creates nothing (no ./data, no database).
+  const line = parseCommandLine(argv);
+  if (line.kind === "error") return fail(line.message);
+  if (line.kind === "help") {
+    process.stdout.write(helpText(line.spec) + "\n");
     return 0;
   }
-  if (flags.version || (positional.length === 1 && positional[0] === "version")) {
+  const parsed = line.command;
+  const { name: command, args, options } = parsed;
+  if (command === "version") {
     const { formatVersion, versionReport } = await import("./version");
     const report = versionReport();
-    process.stdout.write(flags.json ? JSON.stringify(report, null, 2) + "\n" : formatVersion(report));
+    process.stdout.write(options.json ? JSON.stringify(report, null, 2) + "\n" : formatVersion(report));
     return 0;
   }
-  // The command and its arguments are checked before configuration is read or any store opened:
-  // an unknown command or a missing argument creates nothing (no ./data, no database).
-  const resolved = resolveCommand(positional);
-  if (!resolved.ok) return fail(resolved.message);
-  const command = resolved.name;
   // Before loading configuration: the self-check must work even when the configuration is wrong.
-  if (command === "doctor") return (await import("./doctor")).runDoctor(flags);
-  // The demo builds its own configuration and ignores the environment's (README "Demo").
-  if (command === "demo") return (await import("../demo/run")).runDemo(flags);
+  if (command === "doctor") return (await import("./doctor")).runDoctor(options);
+  // The demo builds its own configuration and ignores the environment's (README "Try it").
+  if (command === "demo") return (await import("../demo/run")).runDemo({ port: textOf(options.port), dir: textOf(options.dir) });
   let config: Config;
   try {
     config = loadConfig();
@@ -135,10 +145,10 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   if (command === "migrate") return (await import("./migrate")).runMigrateCommand(config);
   if (command === "healthcheck") return (await import("./healthcheck")).runHealthcheck(config);
-  if (command.startsWith("runtime ")) return (await import("./runtime")).runRuntimeCommand(config, command.slice("runtime ".length), resolved.args, flags);
+  if (command.startsWith("runtime ")) return (await import("./runtime")).runRuntimeCommand(config, command.slice("runtime ".length), args, options as Record<string, string | boolean>);
   if (command.startsWith("models ")) {
     const { runModelsCommand } = await import("./models");
-    return runModelsCommand(config, command.slice("models ".length), resolved.args);
+    return runModelsCommand(config, command.slice("models ".length), args, options);
   }
   let services: Awaited<ReturnType<typeof createServices>>;
   try {
@@ -151,8 +161,8 @@ export async function runCli(argv: string[]): Promise<number> {
   const admin = new Admin(services);
   try {
     const live = /^(catalog|upstreams|routes) /.test(command);
-    const out = live ? await (await import("./catalog")).catalogCommand(services, command, resolved.args, flags) : await adminCommand(admin, command, resolved.args, flags);
-    const text = flags.json ? null : listTable(command, out);
+    const out = live ? await (await import("./catalog")).catalogCommand(services, parsed) : await adminCommand(admin, parsed);
+    const text = options.json ? null : listTable(command, out);
     if (text !== null) process.stdout.write(text);
     else print(out);
     return 0;
@@ -161,72 +171,5 @@ export async function runCli(argv: string[]): Promise<number> {
     throw e;
   } finally {
     await services.close();
-  }
-}
-
-function limitFlag(v: string | boolean | undefined): number | null | undefined {
-  if (v === undefined || v === true) return undefined;
-  if (v === "default") return null;
-  return /^-?\d+$/.test(v as string) ? Number(v) : (v as unknown as number);
-}
-
-/**
- * The key control flags as the admin API's fields (the same validation applies): "none", "never"
- * and "all" are null; a bare flag stays a boolean, which validation refuses naming the field.
- */
-function keyControlFlags(flags: Record<string, string | boolean>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  const nullable = (v: string | boolean, word: string) => (v === word ? null : v);
-  if (flags.limit !== undefined) out.limit = nullable(flags.limit, "none");
-  if (flags["limit-reset"] !== undefined) out.limit_reset = nullable(flags["limit-reset"], "never");
-  if (flags["expires-at"] !== undefined) out.expires_at = nullable(flags["expires-at"], "never");
-  if (flags.models !== undefined) {
-    const v = nullable(flags.models, "all");
-    out.models = typeof v === "string" ? v.split(",").map((m) => m.trim()).filter(Boolean) : v;
-  }
-  if (flags["rate-limit-rpm"] !== undefined) {
-    const v = nullable(flags["rate-limit-rpm"], "none");
-    out.rate_limit_rpm = typeof v === "string" && /^-?\d+$/.test(v) ? Number(v) : v;
-  }
-  return out;
-}
-
-function adminCommand(admin: Admin, command: string, args: string[], flags: Record<string, string | boolean>): unknown {
-  // resolveCommand has checked that every required argument is there.
-  const [first = "", second = ""] = args;
-  switch (command) {
-    case "ledger":
-      return admin.ledger(first);
-    case "accounts create":
-      return admin.createAccount({ name: first, ...(flags.credits !== undefined ? { credits: String(flags.credits) } : {}) });
-    case "accounts list":
-      return admin.listAccounts();
-    case "accounts show":
-      return admin.getAccount(first);
-    case "accounts update":
-      return admin.patchAccount(first, {
-        ...(flags.disabled !== undefined ? { disabled: flags.disabled === true || flags.disabled === "true" } : {}),
-        ...(flags["rate-limit-rpm"] !== undefined ? { rate_limit_rpm: limitFlag(flags["rate-limit-rpm"]) } : {}),
-        ...(flags["concurrency-limit"] !== undefined ? { concurrency_limit: limitFlag(flags["concurrency-limit"]) } : {}),
-      });
-    case "keys create":
-      return admin.createKey(first, { ...(typeof flags.name === "string" ? { name: flags.name } : {}), ...keyControlFlags(flags) });
-    case "keys update":
-      return admin.patchKey(first, { ...(typeof flags.name === "string" ? { name: flags.name } : {}), ...keyControlFlags(flags) });
-    case "keys list":
-      return admin.listKeys(first);
-    case "keys revoke":
-      return admin.revokeKey(first);
-    case "credits add":
-    case "credits deduct": {
-      const sub = command.slice("credits ".length);
-      if (second.startsWith("-")) throw new DomainError("invalid_request", "invalid_value", `<USD> must be positive; use 'credits ${sub === "add" ? "deduct" : "add"}' instead.`);
-      return admin.adjustCredits(first, {
-        amount: sub === "deduct" ? `-${second}` : second,
-        reason: typeof flags.reason === "string" ? flags.reason : `cli credits ${sub}`,
-      });
-    }
-    default:
-      throw new Error(`command '${command}' has no handler`);
   }
 }

@@ -60,25 +60,25 @@ function list(config: Config): number {
   return 0;
 }
 
-export async function runModelsCommand(config: Config, sub: string | undefined, rest: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
+export async function runModelsCommand(
+  config: Config,
+  sub: string | undefined,
+  ids: string[],
+  options: { provider?: unknown } = {},
+  env: Record<string, string | undefined> = process.env,
+): Promise<number> {
   const err = (line: string) => process.stderr.write(`switchyard: ${line}\n`);
   if (sub === "list") return list(config);
   if (sub !== "pull") {
     err(`usage: switchyard models pull [--provider cpu|cuda] [${MODEL_MANIFESTS.map((m) => m.modelId).join(" | ")} ...] | switchyard models list`);
     return 2;
   }
-  const at = rest.findIndex((a) => a === "--provider" || a.startsWith("--provider="));
-  let flag: string | undefined;
-  if (at >= 0) {
-    flag = rest[at]!.includes("=") ? rest[at]!.slice("--provider=".length) : (rest[at + 1] ?? "");
-    rest = rest.filter((_, i) => i !== at && !(i === at + 1 && !rest[at]!.includes("=")));
-  }
-  const provider = pullProvider(config, flag, env);
+  const provider = pullProvider(config, typeof options.provider === "string" ? options.provider : undefined, env);
   if (provider !== "cpu" && provider !== "cuda") {
     err(provider);
     return 2;
   }
-  const picked = pick(rest);
+  const picked = pick(ids);
   if (typeof picked === "string") {
     err(picked);
     return 2;

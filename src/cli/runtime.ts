@@ -20,6 +20,12 @@ import { StderrProgress } from "./progress";
 
 const USAGE = "usage: switchyard runtime list | switchyard runtime pull cuda [--all] [--index URL] | switchyard runtime install PATH";
 
+function oneLine(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException)?.code;
+  const text = String((e as Error)?.message ?? e).split("\n")[0]!.slice(0, 300);
+  return code && !text.includes(code) ? `${code}: ${text}` : text;
+}
+
 function systemDirs(env: Record<string, string | undefined>): string[] {
   return systemLibraryDirs(env, env.HOME || homedir());
 }
@@ -77,7 +83,10 @@ export async function runRuntimeCommand(config: Config, sub: string | undefined,
       err((e as Error).message);
       return 1;
     }
-    throw e;
+    // Anything else (a wheel that is not a zip, a folder that cannot be read, a full disk): one
+    // line saying what failed, never a stack trace.
+    err(`runtime ${sub}: ${oneLine(e)}`);
+    return 1;
   }
   return list(config, env);
 }

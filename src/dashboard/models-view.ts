@@ -3,11 +3,11 @@
  * /v1/models writes them), context window, whether it is live now, and for chat models each route
  * with its circuit breaker. Routes show the upstream's configured name, never its address.
  */
-import type { Services } from "../services";
 import { modelObject } from "../catalog/model-list";
-import { serviceState } from "./service-state";
+import type { ModelEntry } from "../catalog/catalog";
+import { serviceState, type ServiceStateSources } from "./service-state";
 
-export function modelsView(s: Services) {
+export function modelsView(s: ServiceStateSources & { isLive(entry: ModelEntry): boolean }) {
   const routes = serviceState(s).routes;
   return {
     data: s.catalog.all().map((e) => {

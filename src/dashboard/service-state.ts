@@ -3,9 +3,22 @@
  * breaker, the local models loaded, and what is in flight right now. Upstream addresses are not
  * shown (only the names the operator gave them in SWITCHYARD_ROUTES).
  */
-import type { Services } from "../services";
+import type { Catalog } from "../catalog/catalog";
+import type { RouteRegistry } from "../upstream/registry";
+import type { EngineRegistry } from "../engines/registry";
+import type { Limiter } from "../limits/limiter";
+import type { Ledger } from "../billing/ledger";
 
-export function serviceState(s: Services) {
+/** What the operator's service view reads: the catalog, the routes, the engines, the limiter and the ledger. */
+export interface ServiceStateSources {
+  catalog: Pick<Catalog, "all">;
+  routes: Pick<RouteRegistry, "snapshot" | "hasRoute">;
+  engines: Pick<EngineRegistry, "isLoaded">;
+  limits: Pick<Limiter, "totalInFlight">;
+  ledger: Pick<Ledger, "pendingHolds">;
+}
+
+export function serviceState(s: ServiceStateSources) {
   const entries = s.catalog.all();
   const chatIds = entries.filter((e) => e.kind === "chat").map((e) => e.id);
   const routes = s.routes.snapshot?.(chatIds) ?? [];

@@ -1,5 +1,5 @@
 /**
- * The demo's echo engine (`switchyard demo`, README "Demo"): a small OpenAI-compatible
+ * The demo's echo engine (`switchyard demo`, README "Try it"): a small OpenAI-compatible
  * chat-completions server on a free loopback port that answers with the last user message,
  * streaming or not, with usage (about four characters a token), and lists one model, `demo-echo`,
  * at GET /v1/models. It is no model and nothing else in the product uses it: it lets a first chat

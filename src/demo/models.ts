@@ -1,5 +1,5 @@
 /**
- * The demo's tiny models (README "Demo"): voice-82m and embedding-300m in their real layouts, but
+ * The demo's tiny models (README "Try it"): voice-82m and embedding-300m in their real layouts, but
  * tiny graphs with the real signatures (the speech is a tone, the vectors mean nothing; loading,
  * tokenizers, limits and billing are the real code paths). The files live in models/demo/
  * (written by `npm run demo:models`) and are imported as files, so `bun build --compile` embeds

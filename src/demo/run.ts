@@ -1,5 +1,5 @@
 /**
- * `switchyard demo` (README "Demo"): in one command, with no network, no engine and no weights,
+ * `switchyard demo` (README "Try it"): in one command, with no network, no engine and no weights,
  * a working Switchyard on loopback: the echo engine as its chat upstream (sold at a default
  * price), the tiny demo models for speech and embeddings, a data directory, and an account with
  * credits and a key. It prints the base URL, the key and three curl commands that work, then runs
@@ -20,9 +20,10 @@ export const DEMO_PRICE = "1,2";
 export const DEMO_CREDITS = "5";
 const DEFAULT_PORT = "8080";
 
+/** Its options as the command line gave them (`--port N`, `--dir DIR`; the parser refuses a bare one). */
 export interface DemoFlags {
-  dir?: string | boolean;
-  port?: string | boolean;
+  dir?: string;
+  port?: string;
 }
 
 function fail(message: string): number {
@@ -55,11 +56,10 @@ Press Ctrl-C to stop.
 
 /** Runs the demo until a signal; returns an exit status only when it cannot start. */
 export async function runDemo(flags: DemoFlags): Promise<number> {
-  if (flags.dir === true) return fail("--dir needs a folder");
-  const port = flags.port === undefined ? DEFAULT_PORT : String(flags.port);
+  const port = flags.port ?? DEFAULT_PORT;
   if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) return fail("--port must be a whole number from 0 to 65535 (0 picks a free port)");
-  const kept = typeof flags.dir === "string";
-  const dir = kept ? resolve(flags.dir as string) : mkdtempSync(join(tmpdir(), "switchyard-demo-"));
+  const kept = flags.dir !== undefined;
+  const dir = flags.dir !== undefined ? resolve(flags.dir) : mkdtempSync(join(tmpdir(), "switchyard-demo-"));
   let echo: EchoEngine | null = null;
   let server: RunningServer | null = null;
   const cleanUp = async () => {

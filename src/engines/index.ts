@@ -2,10 +2,10 @@
  * Starts every local engine whose files are present in SWITCHYARD_MODELS_DIR.
  * Missing files leave that model not live (absent from /v1/models, 503 on request).
  */
-import type { Services } from "../services";
+import type { LocalEngineDeps } from "./loader";
 import { startEmbeddingEngine } from "./embeddings/index";
 import { startSpeechEngine } from "./speech/index";
 
-export async function startLocalEngines(s: Services): Promise<void> {
+export async function startLocalEngines(s: LocalEngineDeps): Promise<void> {
   await Promise.all([startEmbeddingEngine(s), startSpeechEngine(s)]);
 }

@@ -5,7 +5,7 @@
  * load, which stays 503 model_unavailable with a Retry-After.
  */
 import { join } from "node:path";
-import type { Services } from "../services";
+import type { Config } from "../config";
 import { modelNotInstalled, modelUnavailable, type DomainError } from "../errors";
 import type { EngineLoader } from "./loader";
 import type { LocalEngine } from "./registry";
@@ -15,7 +15,7 @@ import { speechLoader } from "./speech";
 const LOADERS: readonly EngineLoader<LocalEngine>[] = [embeddingLoader, speechLoader];
 
 /** The error for a request naming `requestedId`, served by the local engine `engineId`, which is not loaded. */
-export function localModelUnavailable(s: Services, requestedId: string, engineId: string): DomainError {
+export function localModelUnavailable(s: { config: Pick<Config, "modelsDir"> }, requestedId: string, engineId: string): DomainError {
   const loader = LOADERS.find((l) => l.modelId === engineId);
   if (!loader) return modelUnavailable(requestedId);
   let missing: string[];

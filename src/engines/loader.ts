@@ -4,11 +4,28 @@
  * model live without a restart (docs/local-models.md). Each distinct problem is logged once, not every poll.
  */
 import { join } from "node:path";
-import type { Services } from "../services";
-import { activateCuda } from "../runtime/provider";
-import type { LocalEngine } from "./registry";
+import type { Config } from "../config";
+import type { Log } from "../log";
+import type { MetricsRegistry } from "../metrics/registry";
+import { activateCuda, type ProviderDecision } from "../runtime/provider";
+import type { EngineRegistry, LocalEngine } from "./registry";
 
 export const POLL_INTERVAL_MS = 5_000;
+
+/** What loading a local engine uses: its settings, metrics and log, and the execution provider. */
+export interface EngineLoadDeps {
+  config: Pick<Config, "engineQueueAccountPercent" | "optimisedGraph" | "embeddingTokenizerThreads">;
+  metrics: MetricsRegistry;
+  log: Log;
+  /** The execution provider of the local models, decided on first use. */
+  onnxProvider(): ProviderDecision;
+}
+
+/** What starting local engines uses: what loading uses, where their files are, and the registry they go live in. */
+export interface LocalEngineDeps extends EngineLoadDeps {
+  config: EngineLoadDeps["config"] & Pick<Config, "modelsDir">;
+  engines: EngineRegistry;
+}
 
 export interface EngineLoader<E extends LocalEngine> {
   modelId: string;
@@ -16,24 +33,24 @@ export interface EngineLoader<E extends LocalEngine> {
   label: string;
   /** Files the model needs that are not in `dir` (empty when it can load). */
   missingFiles(dir: string): string[];
-  load(dir: string, s: Services): Promise<E>;
+  load(dir: string, s: EngineLoadDeps): Promise<E>;
 }
 
 type Level = "info" | "warn" | "error";
 
 /** The provider a model loads on; for CUDA its libraries are made loadable first. */
-export function providerFor(s: Services): "cpu" | "cuda" {
+export function providerFor(s: Pick<EngineLoadDeps, "onnxProvider">): "cpu" | "cuda" {
   const decision = s.onnxProvider();
   if (decision.provider === "cuda") activateCuda(decision.libraries);
   return decision.provider;
 }
 
-function modelDir(s: Services, modelId: string): string {
+function modelDir(s: LocalEngineDeps, modelId: string): string {
   return join(s.config.modelsDir, modelId);
 }
 
 /** Tries once; resolves whether the engine is now registered. */
-async function tryLoad<E extends LocalEngine>(s: Services, l: EngineLoader<E>, report: (msg: string, f: Record<string, unknown>, level: Level) => void) {
+async function tryLoad<E extends LocalEngine>(s: LocalEngineDeps, l: EngineLoader<E>, report: (msg: string, f: Record<string, unknown>, level: Level) => void) {
   if (s.engines.isLoaded(l.modelId)) return true;
   const dir = modelDir(s, l.modelId);
   const missing = l.missingFiles(dir);
@@ -60,7 +77,7 @@ async function tryLoad<E extends LocalEngine>(s: Services, l: EngineLoader<E>, r
   return true;
 }
 
-export async function startWhenPresent<E extends LocalEngine>(s: Services, loader: EngineLoader<E>, pollMs = POLL_INTERVAL_MS): Promise<void> {
+export async function startWhenPresent<E extends LocalEngine>(s: LocalEngineDeps, loader: EngineLoader<E>, pollMs = POLL_INTERVAL_MS): Promise<void> {
   let last = "";
   const report = (msg: string, fields: Record<string, unknown>, level: Level) => {
     const key = msg + JSON.stringify(fields);

@@ -109,14 +109,27 @@ async function downloadOnce(o: Required<Pick<PullOptions, "fetch">> & PullOption
   }
   const length = Number(res.headers.get("content-length") ?? NaN);
   const total = Number.isFinite(length) ? offset + length : file.bytes;
+  // A file of known size is never read past it: a body that does not end cannot fill the disk.
+  const tooLong = () => new ChecksumError(`${file.path}: longer than its pinned size of ${file.bytes} bytes; the download was stopped and deleted`);
+  if (file.bytes !== null && total !== null && total > file.bytes) {
+    await res.body?.cancel();
+    rmSync(part, { force: true });
+    throw tooLong();
+  }
   o.progress?.start(file.path, total, offset);
   const fh = await open(part, offset > 0 ? "a" : "w");
+  let size = offset;
   try {
     if (!res.body) throw new DownloadError(`${file.path}: empty response`);
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      size += chunk.byteLength;
+      if (file.bytes !== null && size > file.bytes) throw tooLong();
       await fh.write(chunk);
       o.progress?.advance(chunk.byteLength);
     }
+  } catch (e) {
+    if (e instanceof ChecksumError) rmSync(part, { force: true });
+    throw e;
   } finally {
     await fh.close();
     o.progress?.done();
@@ -170,8 +183,8 @@ export async function pullModel(m: ModelManifest, opts: PullOptions): Promise<Pu
         outcome = await downloadOnce(o, file, url, part);
         break;
       } catch (e) {
-        // Offline at the first byte is final; a drop mid-file is retried, resuming.
-        if (e instanceof OfflineError && !existsSync(part)) throw e;
+        // Offline at the first byte is final, and so are bytes that are not the pinned ones; a drop mid-file is retried, resuming.
+        if ((e instanceof OfflineError && !existsSync(part)) || e instanceof ChecksumError) throw e;
         if (attempt >= o.attempts) throw e;
         log(`${file.path}: ${(e as Error).message}; retrying (${attempt}/${o.attempts - 1})`);
       }

@@ -17,6 +17,11 @@ export interface ChargeRow {
   amount: number;
   input_tokens: number;
   output_tokens: number;
+  /** Of input_tokens, read from and written to the upstream's prompt cache. */
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** Units the prompt cache took off the charge. */
+  cache_saved: number;
   characters: number;
   reason: string | null;
   created_at: number;
@@ -69,8 +74,13 @@ export function generationView(requestId: string, charge: ChargeRow | null, outc
     tokens_completion: charge?.output_tokens ?? 0,
     native_tokens_prompt: charge?.input_tokens ?? 0,
     native_tokens_completion: charge?.output_tokens ?? 0,
+    /** Of the prompt, tokens the upstream read from and wrote to its prompt cache. */
+    native_tokens_cached: charge?.cached_tokens ?? 0,
+    native_tokens_cache_write: charge?.cache_write_tokens ?? 0,
     characters: charge?.characters ?? 0,
     total_cost: cost,
+    /** What the prompt cache took off the cost (OpenRouter's name; negative when writes cost more than reads saved). */
+    cache_discount: usdNumber(charge?.cache_saved ?? 0),
     usage: cost,
     billed: charge !== null,
     /** Set when the charge was capped at the available balance. */

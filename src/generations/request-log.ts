@@ -40,6 +40,11 @@ export interface LogRow {
   input_tokens: number;
   output_tokens: number;
   characters: number;
+  /** Of input_tokens, read from and written to the upstream's prompt cache. */
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** Units the prompt cache took off the cost (negative when writes cost more than reads saved). */
+  cache_saved_units: number;
 }
 
 export interface RequestLogRecords {
@@ -135,17 +140,25 @@ export function logRowView(r: LogRow) {
     latency: r.duration_ms,
     tokens_prompt: r.input_tokens,
     tokens_completion: r.output_tokens,
+    tokens_cached: r.cached_tokens,
+    tokens_cache_write: r.cache_write_tokens,
     characters: r.characters,
     total_cost: usdNumber(r.cost_units),
+    cache_saved: usdNumber(r.cache_saved_units),
     billed: r.billed,
   };
 }
 
-export const CSV_HEADER = "request_id,created_at,account_id,key_id,model,endpoint,status,http_status,streamed,latency_ms,tokens_prompt,tokens_completion,characters,cost_usd\r\n";
+/** The columns of the first version stay where they were; the cache's come after them. */
+export const CSV_HEADER =
+  "request_id,created_at,account_id,key_id,model,endpoint,status,http_status,streamed,latency_ms,tokens_prompt,tokens_completion,characters,cost_usd,tokens_cached,tokens_cache_write,cache_saved_usd\r\n";
 
-/** One CSV field (RFC 4180 quoting; a leading =,+,-,@ is prefixed with ' so spreadsheets do not run it). */
+/**
+ * One CSV field (RFC 4180 quoting; a leading =,+,-,@ is prefixed with ' so spreadsheets do not run
+ * it). A plain number is no formula: a negative cache saving stays a number.
+ */
 function field(v: string): string {
-  const safe = /^[=+\-@]/.test(v) ? "'" + v : v;
+  const safe = /^[=+\-@]/.test(v) && !/^-\d+(\.\d+)?$/.test(v) ? "'" + v : v;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
@@ -154,7 +167,7 @@ export function csvLine(r: LogRow): string {
   const cells = [
     r.request_id, createdAt(r), r.account_id, r.key_id ?? "", r.model, r.endpoint, statusOfRow(r), String(r.http_status),
     r.streamed ? "true" : "false", String(r.duration_ms), String(r.input_tokens), String(r.output_tokens), String(r.characters),
-    formatUsd(r.cost_units),
+    formatUsd(r.cost_units), String(r.cached_tokens), String(r.cache_write_tokens), formatUsd(r.cache_saved_units),
   ];
   return cells.map(field).join(",") + "\r\n";
 }

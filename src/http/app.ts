@@ -1,49 +1,37 @@
 /**
- * The HTTP application: request ids, body parsing, the one error hook, and every route module.
- * Route modules register on the app they are given, so all share these hooks and `bearer`.
+ * The HTTP application: request ids, body parsing, the one error hook, the request lifecycle, and
+ * then every route module of routes/index.ts, which register themselves on the app they are given
+ * (so all share these hooks and `bearer`).
  */
-import { Elysia } from "elysia";
-import { bearer } from "@elysiajs/bearer";
-import type { Services } from "../services";
+import type { Config } from "../config";
+import type { Log } from "../log";
 import { DomainError, InternalError, clientGone, countTokensBytesExceeded } from "../errors";
 import { TakeTurns } from "../limits/turns";
-import { serverStopping } from "../limits/drain";
+import { serverStopping, type Drain } from "../limits/drain";
+import type { AccountBudget } from "../limits/account-budget";
+import type { RefusalPacer } from "../limits/refusal-pacer";
+import { installChargeMetrics, requestMetrics, type ChargeSources } from "../metrics/request-metrics";
 import { dialectForPath, errorBody, errorHeaders, publicError, statusOf } from "./errors";
 import { RouteDocs } from "./route-docs";
 import { readBodyCapped, tooLarge } from "./body";
-import { admitBeforeBody } from "./auth";
-import { installRequestLifecycle } from "./request-lifecycle";
+import { admitBeforeBody, type KeyAuthDeps } from "./auth";
+import { installRequestLifecycle, type RequestLifecycleDeps } from "./request-lifecycle";
 import { contextOf, newRequestId } from "./request-context";
-import { registerRootRoutes } from "./routes/root";
-import { registerReadinessRoutes } from "./routes/readiness";
-import { registerModelRoutes } from "./routes/models";
-import { registerAdminRoutes } from "./routes/admin";
-import { registerAdminCatalogRoutes } from "./routes/admin-catalog";
-import { registerChatRoutes } from "./routes/chat";
-import { registerSpeechRoutes } from "./routes/speech";
-import { registerEmbeddingsRoutes } from "./routes/embeddings";
-import { registerMessagesRoutes } from "./routes/messages";
-import { registerResponsesRoutes } from "./routes/responses";
-import { registerUsageRoutes } from "./routes/usage";
-import { registerMetricsRoutes } from "./routes/metrics";
-import { registerDocsRoutes } from "./routes/docs";
-import { registerSelfServiceRoutes } from "./routes/self-service";
-import { registerDashboardRoutes } from "./dashboard/routes";
+import { baseApp, type App } from "./route-module";
+import { ROUTE_MODULES, type RouteDeps } from "./routes/index";
 
 /**
- * Every handler's `bearer` comes from @elysiajs/bearer. The plugin also reads `?access_token=`
- * from the URL, but a request carrying a key in its query is refused before any key is looked at
- * (refuseKeyInQuery in auth.ts), so only the Authorization header's credential is ever used.
+ * What the app uses: its routes' services, and for its own hooks the body limit, the stop,
+ * admission before a body is read, count_tokens' bytes in flight, the pacing of repeated
+ * refusals, the request lifecycle and the metrics it defines.
  */
-export function baseApp() {
-  return new Elysia({ name: "switchyard" }).use(bearer());
-}
-export type App = ReturnType<typeof baseApp>;
-
-/** The request id the hooks assigned, as seen by handlers. */
-export function requestIdOf(set: { headers: Record<string, unknown> }): string {
-  return set.headers["x-request-id"] as string;
-}
+export type AppDeps = RouteDeps & KeyAuthDeps & RequestLifecycleDeps & ChargeSources & {
+  config: Pick<Config, "maxBodyBytes">;
+  drain: Drain;
+  countTokensBytes: AccountBudget;
+  refusalPacer: RefusalPacer;
+  log: Log;
+};
 
 function pathOf(url: string): string {
   const start = url.indexOf("/", url.indexOf("//") + 2);
@@ -57,7 +45,7 @@ const PROBES = new Set(["/healthz", "/readyz"]);
 /** Bodies above this (or of unknown length) take their account's turn to be read and parsed. */
 export const LARGE_BODY_BYTES = 1024 * 1024;
 
-export function createApp(s: Services): { app: App; docs: RouteDocs } {
+export function createApp(s: AppDeps): { app: App; docs: RouteDocs } {
   const docs = new RouteDocs();
   const maxBody = s.config.maxBodyBytes;
   const bodyTurns = new TakeTurns();
@@ -138,23 +126,12 @@ export function createApp(s: Services): { app: App; docs: RouteDocs } {
       return errorBody(err, dialectForPath(path));
     });
 
+  // The request metrics first, then those the ledger and limiter feed: /metrics lists them in that order.
+  requestMetrics(s.metrics);
+  installChargeMetrics(s);
   // Installed after the hooks above (the request id exists by then); the error hook calls it at request time.
   const endFailedRequest = installRequestLifecycle(app, s);
-  registerRootRoutes(app, s, docs);
-  registerReadinessRoutes(app, s, docs);
-  registerDocsRoutes(app, s, docs);
-  registerModelRoutes(app, s, docs);
-  registerAdminRoutes(app, s, docs);
-  registerAdminCatalogRoutes(app, s, docs);
-  registerChatRoutes(app, s, docs);
-  registerMessagesRoutes(app, s, docs);
-  registerResponsesRoutes(app, s, docs);
-  registerSpeechRoutes(app, s, docs);
-  registerEmbeddingsRoutes(app, s, docs);
-  registerUsageRoutes(app, s, docs);
-  registerSelfServiceRoutes(app, s, docs);
-  if (s.config.dashboard) registerDashboardRoutes(app, s, docs);
-  registerMetricsRoutes(app, s, docs);
+  for (const register of ROUTE_MODULES) register(app, s, docs);
   return { app, docs };
 }
 

@@ -4,11 +4,13 @@
  * key_expired; disabled → 403.
  */
 import { timingSafeEqual, createHash } from "node:crypto";
-import type { Services } from "../services";
+import type { Config } from "../config";
 import { DomainError } from "../errors";
-import { admitRequest, attachRateHeaders, storeRefused } from "./limits-hook";
+import { admitRequest, attachRateHeaders, storeRefused, type AdmissionDeps } from "./limits-hook";
 import type { AccountLimits } from "../limits/limiter";
-import type { KeyOwner } from "../accounts/api-keys";
+import type { AuthThrottle } from "../limits/auth-throttle";
+import type { ApiKeys, KeyOwner } from "../accounts/api-keys";
+import { expiredAt, keyExpired } from "../accounts/key-controls";
 import { contextOf } from "./request-context";
 import { clientAddress } from "./client-address";
 import type { Cidr } from "../net/ip";
@@ -18,8 +20,24 @@ export interface Caller {
   keyId: string;
   /** The account's limits, resolved from the cached key owner (no account read per request). */
   limits: AccountLimits;
-  /** The key's own controls (README, "Keys: limits, expiry, models"). */
+  /** The key's own controls (docs/operate.md, "Keys: limits, expiry, models"). */
   key: KeyOwner["key"];
+}
+
+/** What finding a key's caller uses: the key cache and the default limits of accounts, and the limiter for the rate headers. */
+export interface KeyIdentityDeps {
+  keys: Pick<ApiKeys, "authenticate">;
+  config: Pick<Config, "rateLimitRpm" | "concurrencyLimit">;
+  limits: AdmissionDeps["limits"];
+}
+
+/** What authenticating and admitting a model request uses. */
+export interface KeyAuthDeps extends KeyIdentityDeps, AdmissionDeps {}
+
+/** What checking the admin token uses: the token, and the throttle of wrong ones per source. */
+export interface AdminAuthDeps {
+  config: Pick<Config, "adminToken">;
+  authThrottle: AuthThrottle;
 }
 
 /**
@@ -73,7 +91,7 @@ export function missingKeyError(request: Request): DomainError {
  * default); a promise when the store must be asked (PostgreSQL: a key not cached, the shared
  * limits). A store that cannot answer makes it 503 service_unavailable, before any upstream call.
  */
-export function authenticate(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller | Promise<Caller> {
+export function authenticate(s: KeyAuthDeps, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Caller | Promise<Caller> {
   const ctx = contextOf(request);
   // Admitted already, before its body was read (admitBeforeBody): never twice.
   if (ctx?.caller) return ctx.caller;
@@ -82,7 +100,7 @@ export function authenticate(s: Services, request: Request, bearer: string | und
   return admitted(s, request, set, found);
 }
 
-function admitted(s: Services, request: Request, set: { headers: Record<string, unknown> }, caller: Caller): Caller | Promise<Caller> {
+function admitted(s: KeyAuthDeps, request: Request, set: { headers: Record<string, unknown> }, caller: Caller): Caller | Promise<Caller> {
   const remember = (): Caller => {
     const ctx = contextOf(request);
     if (ctx) ctx.caller = caller;
@@ -105,7 +123,7 @@ export const ADMITTED_BEFORE_BODY: ReadonlySet<string> = new Set([
  * Called by the app's body parser before it reads a body: 401/403/429 (and 503 when the store
  * cannot answer) come first, bodies unread. A promise when the store must be asked.
  */
-export function admitBeforeBody(s: Services, request: Request, path: string, set: { headers: Record<string, unknown> }): void | Promise<unknown> {
+export function admitBeforeBody(s: KeyAuthDeps, request: Request, path: string, set: { headers: Record<string, unknown> }): void | Promise<unknown> {
   if (request.method !== "POST" || !ADMITTED_BEFORE_BODY.has(path)) return;
   const admitted = authenticate(s, request, bearerOf(request), set);
   if (admitted instanceof Promise) return admitted;
@@ -129,7 +147,7 @@ export function bearerOf(request: Request): string | undefined {
 const CREDENTIAL_PARAMS = ["access_token", "api_key"] as const;
 
 /**
- * Keys and tokens are accepted only in headers (README "Exposure"): URLs end up in proxy and
+ * Keys and tokens are accepted only in headers (docs/configuration.md "Exposure"): URLs end up in proxy and
  * browser logs and histories. A request carrying one in its query string is refused with 401,
  * whatever its headers hold, so a client that leaks its key finds out on its first call. The
  * value is never echoed.
@@ -150,7 +168,7 @@ export function refuseKeyInQuery(request: Request): void {
  * Who is calling, for authenticated endpoints that do no model work (usage, count_tokens, stored
  * responses): the rate headers are reported, but no rate is consumed and no slot taken.
  */
-export async function identify(s: Services, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Promise<Caller> {
+export async function identify(s: KeyIdentityDeps, request: Request, bearer: string | undefined, set: { headers: Record<string, unknown> }): Promise<Caller> {
   const found = callerOf(s, request, bearer);
   const caller = found instanceof Promise ? await found : found;
   await attachRateHeaders(s, set, caller.accountId, caller.limits, caller.keyId, caller.key.rateLimitRpm);
@@ -162,7 +180,7 @@ export function holdKey(caller: Caller): { id: string; limitReset: Caller["key"]
   return { id: caller.keyId, limitReset: caller.key.limitReset };
 }
 
-function callerOf(s: Services, request: Request, bearer: string | undefined): Caller | Promise<Caller> {
+function callerOf(s: KeyIdentityDeps, request: Request, bearer: string | undefined): Caller | Promise<Caller> {
   refuseKeyInQuery(request);
   const key = presentedKey(request, bearer);
   if (!key) throw missingKeyError(request);
@@ -171,13 +189,11 @@ function callerOf(s: Services, request: Request, bearer: string | undefined): Ca
   return callerFrom(s, owner);
 }
 
-function callerFrom(s: Services, owner: KeyOwner | null): Caller {
+function callerFrom(s: KeyIdentityDeps, owner: KeyOwner | null): Caller {
   if (!owner) throw new DomainError("authentication", "invalid_api_key", "Incorrect API key provided. Keys are shown once at creation; create a new one if it is lost.");
   if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
-  const expiresAt = owner.key.expiresAt;
-  if (expiresAt !== null && expiresAt * 1000 <= Date.now()) {
-    throw new DomainError("authentication", "key_expired", `This API key expired at ${new Date(expiresAt * 1000).toISOString()}. Ask for a new key.`);
-  }
+  const expired = expiredAt(owner.key);
+  if (expired !== null) throw keyExpired(expired);
   return {
     accountId: owner.accountId,
     keyId: owner.keyId,
@@ -197,7 +213,7 @@ const digest = (v: string) => createHash("sha256").update(v).digest();
  * burst of 5, one more guess every 12 s, and while a source is throttled its attempts are refused
  * (429 with Retry-After) before the token is even compared.
  */
-export function authenticateAdmin(s: Services, request: Request, bearer: string | undefined, source: string): void {
+export function authenticateAdmin(s: AdminAuthDeps, request: Request, bearer: string | undefined, source: string): void {
   if (!s.config.adminToken) throw new DomainError("not_found", "not_found", "The admin API is off: set SWITCHYARD_ADMIN_TOKEN to enable it.");
   refuseKeyInQuery(request);
   const token = bearer || bearerOf(request);

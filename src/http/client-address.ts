@@ -1,5 +1,5 @@
 /**
- * The client's address behind trusted proxies (README "Exposure", SWITCHYARD_TRUSTED_PROXIES):
+ * The client's address behind trusted proxies (docs/configuration.md "Exposure", SWITCHYARD_TRUSTED_PROXIES):
  * the per-address throttles of wrong credentials and of dashboard sign-ins key on it.
  *
  * The connection's peer is the client unless the peer is a trusted proxy. Then X-Forwarded-For is

@@ -1,11 +1,11 @@
 /**
- * Admission of an authenticated request against its account's limits (README, "Limits, usage and metrics"). Called from
+ * Admission of an authenticated request against its account's limits (docs/operate.md, "Limits, usage and metrics"). Called from
  * authenticate(), so every model endpoint shares one counter per account. The slot it takes is
  * attached to the request context and released by the request lifecycle when the response —
  * stream included — has finished, or failed, on any path.
  */
-import type { Services } from "../services";
-import type { AccountLimits, Admission, KeyAdmission, RateStatus } from "../limits/limiter";
+import type { AccountLimits, Admission, KeyAdmission, Limiter, RateStatus } from "../limits/limiter";
+import type { MetricsRegistry } from "../metrics/registry";
 import { rateHeaders, retryAfterSeconds, tighter } from "../limits/limiter";
 import { DomainError, serviceUnavailable } from "../errors";
 import { StoreUnavailable } from "../billing/ledger-store";
@@ -13,13 +13,19 @@ import { contextOf } from "./request-context";
 
 type HeaderBag = { headers: Record<string, unknown> };
 
+/** What admission uses: the limiter, and the counter of refusals. */
+export interface AdmissionDeps {
+  limits: Limiter;
+  metrics: MetricsRegistry;
+}
+
 /**
  * Takes a slot and one unit of rate, or throws 429 naming the limit; sets the rate headers either way.
  * `limits` come from the caller's cached key owner, so admission reads nothing. Synchronous with
  * the in-memory limiter; a promise with the shared one (PostgreSQL), 503 when it cannot answer.
  */
 export function admitRequest(
-  s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, keyId?: string, keyRpm: number | null = null,
+  s: AdmissionDeps, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, keyId?: string, keyRpm: number | null = null,
 ): void | Promise<void> {
   const ctx = contextOf(request);
   if (ctx) ctx.authenticatedAccount = accountId;
@@ -33,7 +39,7 @@ export function admitRequest(
 }
 
 /** The key's rate status once admitted; 429 naming the key's limit (and its headers) when not. */
-function keyAdmitted(s: Services, set: HeaderBag, k: KeyAdmission): RateStatus {
+function keyAdmitted(s: AdmissionDeps, set: HeaderBag, k: KeyAdmission): RateStatus {
   if (k.ok) return k.rate;
   const headers = rateHeaders(k.rate);
   Object.assign(set.headers, headers);
@@ -42,13 +48,13 @@ function keyAdmitted(s: Services, set: HeaderBag, k: KeyAdmission): RateStatus {
   throw new DomainError("rate_limited", "rate_limit_exceeded", `Rate limit reached: ${k.rate.limit} requests per minute for this key. Retry after ${retryAfter} s.`, null, Number(retryAfter), headers);
 }
 
-function admitAccount(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, keyRate: RateStatus | null): void | Promise<void> {
+function admitAccount(s: AdmissionDeps, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, keyRate: RateStatus | null): void | Promise<void> {
   const admission = s.limits.admit(accountId, limits);
   if (admission instanceof Promise) return admission.then((a) => admit(s, request, set, accountId, limits, a, keyRate), storeRefused);
   admit(s, request, set, accountId, limits, admission, keyRate);
 }
 
-function admit(s: Services, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, admission: Admission, keyRate: RateStatus | null): void {
+function admit(s: AdmissionDeps, request: Request, set: HeaderBag, accountId: string, limits: AccountLimits, admission: Admission, keyRate: RateStatus | null): void {
   // The headers report the tighter of the key's and the account's rate.
   const headers = rateHeaders(keyRate ? tighter(keyRate, admission.rate) : admission.rate);
   Object.assign(set.headers, headers);
@@ -71,7 +77,7 @@ function admit(s: Services, request: Request, set: HeaderBag, accountId: string,
 }
 
 /** For authenticated endpoints that do no model work (usage): report the rate without consuming it. */
-export async function attachRateHeaders(s: Services, set: HeaderBag, accountId: string, limits: AccountLimits, keyId?: string, keyRpm: number | null = null): Promise<void> {
+export async function attachRateHeaders(s: Pick<AdmissionDeps, "limits">, set: HeaderBag, accountId: string, limits: AccountLimits, keyId?: string, keyRpm: number | null = null): Promise<void> {
   const peeked = s.limits.peek(accountId, limits);
   let rate = peeked instanceof Promise ? await peeked.catch(storeRefused) : peeked;
   if (keyId !== undefined && keyRpm !== null) {

@@ -49,6 +49,14 @@ export function newRequestId(now = Date.now()): string {
   return id;
 }
 
+/**
+ * The request id the app's first hook assigned (as the x-request-id response header), as handlers
+ * see it. Here, not in app.ts, so that the routes app.ts registers need nothing of it but its type.
+ */
+export function requestIdOf(set: { headers: Record<string, unknown> }): string {
+  return set.headers["x-request-id"] as string;
+}
+
 const byRequest = new WeakMap<Request, RequestContext>();
 
 export function beginRequest(request: Request, requestId: string): RequestContext {

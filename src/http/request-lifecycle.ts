@@ -12,13 +12,16 @@
  * There is no after-response hook on purpose: Elysia runs one through setImmediate and an async
  * closure per request, and it would learn nothing that the two hooks here do not already know.
  */
-import type { App } from "./app";
-import type { Services } from "../services";
+import type { App } from "./route-module";
+import type { Log } from "../log";
+import type { Drain } from "../limits/drain";
+import type { MetricsRegistry } from "../metrics/registry";
+import type { RequestOutcomes } from "../generations/outcomes";
 import { beginRequest, contextOf, endRequest, type RequestContext } from "./request-context";
 import { requestMetrics, type RequestMetrics } from "../metrics/request-metrics";
-import { resolveId } from "../catalog/resolve";
+import { resolveId, type ModelIds } from "../catalog/resolve";
 import type { Cell, HistogramSeries } from "../metrics/registry";
-import { watchProducerEnd, type StreamEnd } from "./streaming";
+import { watchProducerEnd, type StreamEnd } from "../metering/producer-stream";
 import type { RequestEnd } from "../generations/outcomes";
 import { ElysiaCustomStatusResponse } from "elysia";
 
@@ -28,6 +31,17 @@ export interface HookContext {
   route?: string;
   body?: unknown;
   responseValue?: unknown;
+}
+
+/**
+ * What the lifecycle uses: requests in flight (graceful stop), the request metrics, the outcome
+ * records, the log, and the model ids requests are reported under.
+ */
+export interface RequestLifecycleDeps extends ModelIds {
+  drain: Drain;
+  metrics: MetricsRegistry;
+  outcomes: RequestOutcomes;
+  log: Log;
 }
 
 /** The series one request records into, looked up once per endpoint, model and status. */
@@ -43,8 +57,8 @@ interface SeriesLabels {
  * the request and logs it. A request whose response is already streaming is the stream's to end;
  * only its slot is made sure of.
  */
-export function installRequestLifecycle(app: App, s: Services): (hc: HookContext, status: number) => void {
-  const metrics: RequestMetrics = requestMetrics(s);
+export function installRequestLifecycle(app: App, s: RequestLifecycleDeps): (hc: HookContext, status: number) => void {
+  const metrics: RequestMetrics = requestMetrics(s.metrics);
   const seriesCache = new Map<string, SeriesLabels>();
   const seriesFor = (endpoint: string, model: string, status: number): SeriesLabels => {
     const k = `${endpoint} ${model} ${status}`;
@@ -205,7 +219,7 @@ async function* wrapIterable<T>(source: AsyncIterable<T>, done: (outcome: "compl
 }
 
 /** The model a request is reported under: its id, an alias's target, or "unknown" (bounded labels). */
-function modelLabel(s: Services, body: unknown): string {
+function modelLabel(s: ModelIds, body: unknown): string {
   const id = (body as { model?: unknown } | null | undefined)?.model;
   if (typeof id !== "string") return "none";
   return resolveId(s, id)?.requestedId ?? "unknown";

@@ -2,7 +2,7 @@
  * Throttling of wrong credentials per source address: the admin token on /admin/* and the key or
  * token presented at dashboard sign-in. Guessing is slowed without locking out anyone else: the
  * source is the client's own address, also behind proxies listed in SWITCHYARD_TRUSTED_PROXIES
- * (README "Exposure"; http/client-address.ts).
+ * (docs/configuration.md "Exposure"; http/client-address.ts).
  *
  * Each source has a bucket of `burst` failures that refills one failure every `refillMs` (a token
  * bucket kept as one "theoretical time", like the request limiter). A wrong credential spends one;

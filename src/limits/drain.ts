@@ -1,5 +1,5 @@
 /**
- * Graceful stop (README, "Stopping and readiness"): once stopping, new requests are refused with
+ * Graceful stop (docs/operate.md, "Stopping and readiness"): once stopping, new requests are refused with
  * 503 (the listener stays open, so probes and load balancers see it), the requests in flight are
  * counted down, and when the grace period runs out the streams still open are cut: each ends with
  * its protocol's error event and is not billed (docs/money.md: a stream ending in an error is

@@ -1,5 +1,5 @@
 /**
- * Per-account request limits (README, "Limits, usage and metrics"): one in-flight counter and one request-rate meter per
+ * Per-account request limits (docs/operate.md, "Limits, usage and metrics"): one in-flight counter and one request-rate meter per
  * account, shared by every model endpoint. In memory when one process serves an account (the
  * SQLite store); in PostgreSQL, behind the same interface, when several instances share it.
  *
@@ -50,7 +50,7 @@ export interface Limiter {
   /** Requests of this process holding a slot, all accounts together (a metrics gauge). */
   totalInFlight(): number;
   /**
-   * A key's own rate (README, "Keys: limits, expiry, models"): one unit of the key's bucket, the
+   * A key's own rate (docs/operate.md, "Keys: limits, expiry, models"): one unit of the key's bucket, the
    * same GCRA as an account's, rate only (concurrency stays the account's).
    */
   admitKey(keyId: string, rpm: number): KeyAdmission | Promise<KeyAdmission>;

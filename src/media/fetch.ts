@@ -7,7 +7,7 @@
  * MediaRefused whose message is safe to show the client: it never names a resolved address.
  */
 import { lookup as dnsLookup } from "node:dns/promises";
-import { request1, type Target } from "../upstream/http1";
+import { request1, type Target } from "../upstream/http1/client";
 import { mayConnect, parseIp, type Cidr } from "./address";
 
 export class MediaRefused extends Error {}

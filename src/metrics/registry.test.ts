@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { MetricsRegistry } from "./registry";
+import { LabelCap } from "./label-cap";
 
 describe("MetricsRegistry", () => {
   test("labels given in any order count in one series, rendered with sorted names", () => {
@@ -53,5 +54,40 @@ describe("MetricsRegistry", () => {
     expect(text).toContain('\nb_state{model="m",route="m#0"} 2\n');
     expect(text).toContain('b_state{model="m",route="x\\"y"} 1');
     expect(text).toContain("# TYPE none counter\n");
+  });
+
+  test("a capped label: kept values always, the first others up to the cap, the rest as one \"other\" series", () => {
+    const m = new MetricsRegistry(new LabelCap(3, (id) => id.startsWith("catalog-")));
+    const c = m.counter("r_total", "help");
+    const h = m.histogram("t_seconds", "help", [1]);
+    for (let i = 0; i < 1000; i++) {
+      c.inc({ endpoint: "/v1/chat/completions", model: `discovered-${i}` });
+      h.observe(0.5, { model: `discovered-${i}` });
+    }
+    c.inc({ endpoint: "/v1/chat/completions", model: "catalog-a" });
+    const lines = m.render().split("\n").filter((l) => l.startsWith("r_total"));
+    expect(lines).toEqual([
+      'r_total{endpoint="/v1/chat/completions",model="discovered-0"} 1',
+      'r_total{endpoint="/v1/chat/completions",model="discovered-1"} 1',
+      'r_total{endpoint="/v1/chat/completions",model="discovered-2"} 1',
+      'r_total{endpoint="/v1/chat/completions",model="other"} 997',
+      'r_total{endpoint="/v1/chat/completions",model="catalog-a"} 1',
+    ]);
+    expect(h.count({ model: "other" })).toBe(997);
+    // Series without the label are not touched.
+    c.inc({ endpoint: "/x" });
+    expect(c.get({ endpoint: "/x" })).toBe(1);
+  });
+
+  test("a route label names its model: capped with it", () => {
+    const m = new MetricsRegistry(new LabelCap(1));
+    const c = m.counter("a_total", "help");
+    c.inc({ route: "first#0", outcome: "ok" });
+    c.inc({ route: "first#1", outcome: "ok" });
+    c.inc({ route: "second#0", outcome: "ok" });
+    c.inc({ route: "third#0", outcome: "ok" });
+    expect(m.render().split("\n").filter((l) => l.startsWith("a_total"))).toEqual([
+      'a_total{outcome="ok",route="first#0"} 1', 'a_total{outcome="ok",route="first#1"} 1', 'a_total{outcome="ok",route="other"} 2',
+    ]);
   });
 });

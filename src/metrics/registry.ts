@@ -3,6 +3,8 @@
  * text exposition format at GET /metrics. Recording is one small string, a map lookup and an add
  * (the exposition key is built once per label set): cheap enough for every request and batch.
  */
+import { LabelCap } from "./label-cap";
+
 type Labels = Record<string, string | number>;
 
 const NEEDS_ESCAPE = /[\\"\n]/;
@@ -38,19 +40,28 @@ function rawKey(labels: Labels): string {
 class SeriesMap<S> {
   private readonly byRaw = new Map<string, S>();
   readonly byKey = new Map<string, S>();
-  constructor(private readonly create: () => S) {}
+  constructor(private readonly create: () => S, private readonly cap: LabelCap | null = null) {}
 
-  /** The series for these labels, created on first use. */
+  /**
+   * The series for these labels, created on first use. A capped label's value past the cap is
+   * recorded under "other", and that label set is not remembered (so nothing grows with it).
+   */
   at(labels: Labels): S {
     const raw = rawKey(labels);
     let s = this.byRaw.get(raw);
     if (s === undefined) {
-      const k = key(labels);
+      const capped = this.capped(labels);
+      const k = key(capped);
       s = this.byKey.get(k);
       if (s === undefined) this.byKey.set(k, (s = this.create()));
-      this.byRaw.set(raw, s);
+      if (capped === labels) this.byRaw.set(raw, s);
     }
     return s;
+  }
+
+  /** The labels as recorded: a model past the cap (label-cap.ts) replaced by "other". */
+  private capped(labels: Labels): Labels {
+    return this.cap === null ? labels : this.cap.capped(labels);
   }
 
   /** The series for these labels if it was ever recorded. */
@@ -70,9 +81,10 @@ export interface Cell {
 const newCell = (): Cell => ({ value: 0 });
 
 export class Counter extends Metric {
-  private readonly series = new SeriesMap(newCell);
-  constructor(name: string, help: string) {
+  private readonly series: SeriesMap<Cell>;
+  constructor(name: string, help: string, cap: LabelCap | null = null) {
     super(name, help, "counter");
+    this.series = new SeriesMap(newCell, cap);
   }
   inc(labels: Labels = {}, by = 1): void {
     this.series.at(labels).value += by;
@@ -97,9 +109,10 @@ export class Counter extends Metric {
 }
 
 export class Gauge extends Metric {
-  private readonly series = new SeriesMap(newCell);
-  constructor(name: string, help: string, private readonly collect?: () => number) {
+  private readonly series: SeriesMap<Cell>;
+  constructor(name: string, help: string, private readonly collect?: () => number, cap: LabelCap | null = null) {
     super(name, help, "gauge");
+    this.series = new SeriesMap(newCell, cap);
   }
   set(value: number, labels: Labels = {}): void {
     this.series.at(labels).value = value;
@@ -147,9 +160,9 @@ export interface HistogramSeries {
 
 export class Histogram extends Metric {
   private readonly series: SeriesMap<HistogramSeries>;
-  constructor(name: string, help: string, readonly bounds: number[]) {
+  constructor(name: string, help: string, readonly bounds: number[], cap: LabelCap | null = null) {
     super(name, help, "histogram");
-    this.series = new SeriesMap(() => ({ perBucket: new Array<number>(bounds.length).fill(0), sum: 0, count: 0 }));
+    this.series = new SeriesMap(() => ({ perBucket: new Array<number>(bounds.length).fill(0), sum: 0, count: 0 }), cap);
   }
   observe(value: number, labels: Labels = {}): void {
     this.observeIn(this.series.at(labels), value);
@@ -208,6 +221,9 @@ export class Histogram extends Metric {
 export class MetricsRegistry {
   private readonly metrics = new Map<string, Metric>();
 
+  /** `labelCap`: caps the distinct models that label series (`model`, `route`) across every metric. */
+  constructor(readonly labelCap: LabelCap | null = null) {}
+
   /** The metric of that name, made by `make` the first time it is asked for. */
   private add<M extends Metric>(name: string, make: () => M): M {
     const existing = this.metrics.get(name);
@@ -218,17 +234,17 @@ export class MetricsRegistry {
   }
 
   counter(name: string, help: string): Counter {
-    return this.add(name, () => new Counter(name, help));
+    return this.add(name, () => new Counter(name, help, this.labelCap));
   }
   gauge(name: string, help: string, collect?: () => number): Gauge {
-    return this.add(name, () => new Gauge(name, help, collect));
+    return this.add(name, () => new Gauge(name, help, collect, this.labelCap));
   }
   /** A metric read at render time: `collect` returns every series with its value. */
   collected(name: string, help: string, type: "counter" | "gauge", collect: () => Sample[]): Collected {
     return this.add(name, () => new Collected(name, help, type, collect));
   }
   histogram(name: string, help: string, bounds: number[]): Histogram {
-    return this.add(name, () => new Histogram(name, help, bounds));
+    return this.add(name, () => new Histogram(name, help, bounds, this.labelCap));
   }
 
   render(): string {

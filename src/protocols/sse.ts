@@ -6,7 +6,7 @@
  * as the pieces it arrived in, never rescanned), a line longer than `maxLineChars` and an event
  * whose fields pass `maxEventChars` stop the parser (`error`), so an upstream that never sends a
  * newline, or data lines without the blank line that ends an event, costs bounded memory and
- * time (README "Limits, usage and metrics").
+ * time (docs/operate.md "Limits, usage and metrics").
  */
 
 export interface SseEvent {

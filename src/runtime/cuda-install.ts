@@ -5,7 +5,7 @@
  * copied in by hand (air-gapped boxes). Either way only the shared libraries ONNX Runtime's CUDA
  * provider needs are kept, in <runtime folder>/lib, and a wheel is deleted once unpacked.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from "node:fs";
 import { basename, join } from "node:path";
 import { ChecksumError, DownloadError, OfflineError, pullModel, sha256File, type ProgressSink } from "../engines/model-download";
 import { CUDA_LIBRARIES, CUDA_WHEELS, type Arch, type CudaLibrary, type PinnedWheel } from "./cuda-manifest";
@@ -40,20 +40,56 @@ function wheelsFor(o: InstallOptions): PinnedWheel[] {
   return (o.wheels ?? CUDA_WHEELS).filter((w) => w.arch === o.arch && needed.has(w.package) && !o.skipPackages?.has(w.package));
 }
 
-/** Where the index says a pinned wheel file is (resolved against its JSON document's address). */
+/** The index's address, checked: an http(s) URL (a mirror on the local network may be plain http). */
+function indexBase(indexUrl: string): URL {
+  let url: URL;
+  try {
+    url = new URL(indexUrl);
+  } catch {
+    throw new DownloadError(`the package index ${JSON.stringify(indexUrl.slice(0, 200))} must be an http:// or https:// URL (SWITCHYARD_PYPI_URL or --index)`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw new DownloadError(`the package index must be an http:// or https:// URL (SWITCHYARD_PYPI_URL or --index), not ${url.protocol}`);
+  return url;
+}
+
+/**
+ * Where the index says a pinned wheel file is (resolved against its JSON document's address).
+ * Only an https:// link, or one on the index's own origin, is followed: the pins make any bytes
+ * safe to install, but a link must not make the command read a local file (file://) or reach a
+ * plain-http host the operator never named.
+ */
 async function wheelUrl(f: typeof fetch, indexUrl: string, wheel: PinnedWheel): Promise<string> {
-  const doc = `${indexUrl.replace(/\/+$/, "")}/pypi/${wheel.package}/json`;
+  const base = indexBase(indexUrl);
+  const doc = `${base.href.replace(/\/+$/, "")}/pypi/${wheel.package}/json`;
   let res: Response;
   try {
     res = await f(doc);
   } catch (e) {
     throw new OfflineError(`cannot reach the package index ${new URL(doc).host} (${(e as Error).message}). Offline? Copy the wheels in by hand and run: switchyard runtime install PATH`);
   }
-  if (!res.ok) throw new DownloadError(`${wheel.package}: the package index answered HTTP ${res.status}`);
-  const body = (await res.json()) as { releases?: Record<string, { filename: string; url: string }[]> };
-  const file = body.releases?.[wheel.version]?.find((r) => r.filename === wheel.filename);
-  if (!file) throw new DownloadError(`${wheel.package} ${wheel.version}: the package index has no ${wheel.filename}`);
-  return new URL(file.url, doc).href;
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new DownloadError(`${wheel.package}: the package index answered HTTP ${res.status}`);
+  }
+  let body: { releases?: Record<string, { filename: string; url: string }[]> };
+  try {
+    body = (await res.json()) as typeof body;
+  } catch {
+    throw new DownloadError(`${wheel.package}: the package index did not answer JSON (is ${base.host} a mirror of PyPI's JSON API?)`);
+  }
+  const files = body?.releases?.[wheel.version];
+  const file = Array.isArray(files) ? files.find((r) => r?.filename === wheel.filename) : undefined;
+  if (!file || typeof file.url !== "string") throw new DownloadError(`${wheel.package} ${wheel.version}: the package index has no ${wheel.filename}`);
+  let link: URL;
+  try {
+    link = new URL(file.url, doc);
+  } catch {
+    throw new DownloadError(`${wheel.package}: the package index links to an address that is not a URL`);
+  }
+  if (link.protocol !== "https:" && link.origin !== base.origin) {
+    throw new DownloadError(`${wheel.package}: the package index links to ${link.protocol}//${link.host}; only https:// links, or links on the index's own origin, are followed`);
+  }
+  return link.href;
 }
 
 /** Unpacks the pinned libraries a wheel carries into the runtime folder's lib/. */
@@ -101,12 +137,37 @@ export async function pullCudaRuntime(o: PullWheelsOptions): Promise<string[]> {
   return installed.flatMap((i) => i.libraries);
 }
 
+/** What a path that is not a regular file or a directory is, in words (`viaLink`: reached through a symbolic link). */
+function special(st: Stats, viaLink: boolean): string {
+  const what = st.isDirectory() ? "a directory" : st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : st.isCharacterDevice() || st.isBlockDevice() ? "a device" : "not a regular file";
+  return `${what}${viaLink ? " (through a symbolic link)" : ""}`;
+}
+
+function refused(path: string, what: string): InstallError {
+  return new InstallError(`${path}: is ${what}, not a regular file; runtime install takes wheels and libraries only`);
+}
+
+/**
+ * Every regular file under `dir` (symbolic links to regular files included). A FIFO, a socket, a
+ * device or a symbolic link to a directory is refused: reading one could wait for ever, and a
+ * linked directory could loop.
+ */
 function walk(dir: string): string[] {
   const out: string[] = [];
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
     if (e.isDirectory()) out.push(...walk(p));
-    else out.push(p);
+    else if (e.isFile()) out.push(p);
+    else if (e.isSymbolicLink()) {
+      let st: Stats;
+      try {
+        st = statSync(p);
+      } catch {
+        throw new InstallError(`${p}: is a symbolic link to nothing; runtime install takes wheels and libraries only`);
+      }
+      if (!st.isFile()) throw refused(p, special(st, true));
+      out.push(p);
+    } else throw refused(p, special(lstatSync(p), false));
   }
   return out;
 }
@@ -119,7 +180,9 @@ function walk(dir: string): string[] {
 export async function installCudaRuntime(source: string, o: InstallOptions): Promise<{ verified: string[]; unverified: string[] }> {
   const log = o.log ?? (() => {});
   if (!existsSync(source)) throw new InstallError(`${source}: no such file or folder`);
-  const paths = statSync(source).isDirectory() ? walk(source) : [source];
+  const top = statSync(source);
+  if (!top.isDirectory() && !top.isFile()) throw refused(source, special(top, lstatSync(source).isSymbolicLink()));
+  const paths = top.isDirectory() ? walk(source) : [source];
   const pinned = new Map(wheelsFor(o).map((w) => [w.filename, w]));
   const libraries = new Set((o.libraries ?? CUDA_LIBRARIES).map((l) => l.name));
   const verified: string[] = [];

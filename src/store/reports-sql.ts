@@ -19,7 +19,7 @@ export function chargedBySql(group: "model" | "account", limited: boolean, p: Pa
 }
 
 export const LOG_COLUMNS = `o.request_id, o.account_id, o.key_id, o.endpoint, o.model, o.http_status, o.outcome, o.streamed, o.duration_ms,
-  l.amount, l.input_tokens, l.output_tokens, l.characters`;
+  l.amount, l.input_tokens, l.output_tokens, l.cached_tokens, l.cache_write_tokens, l.cache_saved, l.characters`;
 
 /** The request log's query and its parameters, in order. */
 export function requestLogSql(f: RequestLogFilter, p: Param): { sql: string; params: (string | number)[] } {

@@ -13,7 +13,8 @@ export interface UsageDialect {
 }
 
 /** Charge columns a report or a lookup returns, in this order. */
-export const CHARGE_COLUMNS = "request_id, endpoint, model, service_tier, amount, input_tokens, output_tokens, characters, reason, created_at";
+export const CHARGE_COLUMNS =
+  "request_id, endpoint, model, service_tier, amount, input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved, characters, reason, created_at";
 
 /**
  * Parameters: account id, from (inclusive) and to (exclusive), in unix seconds. Only fixed column
@@ -25,7 +26,8 @@ export function usageSumsSql(groupBy: Grouping[], dialect: UsageDialect): string
   const group = groupBy.length ? `GROUP BY ${groupBy.join(", ")} ORDER BY ${groupBy.join(", ")}` : "";
   const [account, from, to] = [1, 2, 3].map(dialect.param);
   return `SELECT ${cols} COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0) AS input_tokens,
-      COALESCE(SUM(output_tokens), 0) AS output_tokens, COALESCE(SUM(characters), 0) AS characters,
+      COALESCE(SUM(output_tokens), 0) AS output_tokens, COALESCE(SUM(cached_tokens), 0) AS cached_input_tokens,
+      COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens, COALESCE(SUM(characters), 0) AS characters,
       COALESCE(-SUM(amount), 0) AS cost_units
     FROM ledger_entries
     WHERE account_id = ${account} AND kind = 'charge' AND created_at >= ${from} AND created_at < ${to}

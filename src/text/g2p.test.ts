@@ -64,6 +64,18 @@ describe("grapheme to phoneme", () => {
   });
 });
 
+describe("words named like an object's own properties", () => {
+  // Looked up in plain objects (the dictionary, the reduced forms), these once came out as the
+  // source text of Object's methods ("function Object() { [native code] }") read as phonemes.
+  test.each(["constructor", "toString", "__proto__", "hasOwnProperty", "valueOf"])("%s is spelled out, not a function's source", (word) => {
+    for (const dialect of ["us", "gb"] as const) {
+      const ph = phonemize(`the ${word} is here`, dialect);
+      expect(ph).not.toMatch(/function|native|object|\[|\{/i);
+      expect(wordToPhonemes(word, dialect)).not.toMatch(/function|native|object|\[|\{/i);
+    }
+  });
+});
+
 describe("function words", () => {
   test.each([
     ["the apple", "us", "ði ˈæpᵊl"],

@@ -22,8 +22,11 @@ const PUNCTUATION = new Set([";", ":", ",", ".", "!", "?", "—", "…", '"', "(
 
 const dict = dictionary as Record<string, string>;
 
+/** A table's own entry, never one of Object.prototype's ("constructor", "__proto__"). */
+const own = <T>(table: Record<string, T>, key: string): T | undefined => (Object.hasOwn(table, key) ? table[key] : undefined);
+
 function lookup(word: string): string[] | null {
-  const e = dict[word];
+  const e = own(dict, word);
   return e ? e.split(" ") : null;
 }
 
@@ -88,8 +91,8 @@ const STARTS_WITH_VOWEL = /^[ˈˌ]?[aeiouæɑɐɒɔəɛɜɪʊʌAIOWYQᵻ]/;
 
 function functionWord(lower: string, phonemes: string, nextPhonemes: string | null, dialect: Dialect): string {
   if (lower === "the") return nextPhonemes && STARTS_WITH_VOWEL.test(nextPhonemes) ? (dialect === "gb" ? "ðiː" : "ði") : "ðə";
-  const reduced = REDUCED[lower];
-  if (reduced) return dialect === "gb" ? (GB_REDUCED[lower] ?? reduced) : reduced;
+  const reduced = own(REDUCED, lower);
+  if (reduced) return dialect === "gb" ? (own(GB_REDUCED, lower) ?? reduced) : reduced;
   return UNSTRESSED.has(lower) ? phonemes.replace(/[ˈˌ]/g, "") : phonemes;
 }
 

@@ -5,8 +5,8 @@
 import { afterAll, expect, test } from "bun:test";
 import { TokenCounter } from "./token-counter";
 import { KEEP_CHARS, TokenTally } from "./token-tally";
-import { STREAM_HIGH_WATER_BYTES } from "../http/streaming";
-import { MAX_READ_BYTES } from "../upstream/timeouts";
+import { STREAM_HIGH_WATER_BYTES } from "../metering/producer-stream";
+import { MAX_READ_BYTES } from "../upstream/http1/idle-reader";
 import { countTextTokens } from "./tokens";
 
 const counter = new TokenCounter();

@@ -18,13 +18,13 @@
  */
 import type { TokenCounter } from "./token-counter";
 import { isLetterAt } from "./tokens";
-import { freeNow } from "../limits/young-garbage";
+import { freeNow } from "../runtime/memory";
 
 /**
  * More text than a relay can have read but not handed to its client when it ends: its queue
  * (below the 16 KiB high-water mark when it last wrote), the write that took it over the mark,
  * and the batch read after the client was cut off, which is never written — each of the last
- * two one upstream read of at most 8 KiB (http/streaming.ts, upstream/timeouts.ts). Text is at
+ * two one upstream read of at most 8 KiB (metering/producer-stream.ts, upstream/http1/idle-reader.ts). Text is at
  * most as many UTF-16 units as its UTF-8 bytes, so 32 Ki characters; the rest is margin. A
  * window smaller than that bound (48 Ki when it was 64 Ki) let the text dropped from a cut-off
  * stream's bill reach into what had already been counted, and the client paid for a few hundred

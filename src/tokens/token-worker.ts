@@ -8,7 +8,7 @@
  */
 import { countTexts, countTextsSteps } from "./tokens";
 import { FairQueue } from "./queue";
-import { YoungGarbage } from "../limits/young-garbage";
+import { collectFullAndTrim, GcPacer } from "../runtime/memory";
 import { DutyCycle } from "./duty-cycle";
 
 export type TokenJob =
@@ -33,10 +33,10 @@ const BACKGROUND_BURST_MS = 250;
 const STEP_CHARS = 4 * 1024;
 /**
  * Characters counted between collections of this thread's young garbage: each counted part is a
- * copy of the text and leaves the tokenizer's work behind (see limits/young-garbage.ts).
+ * copy of the text and leaves the tokenizer's work behind (see runtime/memory.ts, GcPacer).
  */
 const COUNT_EDEN_CHARS = 64 * 1024;
-const countGarbage = new YoungGarbage(COUNT_EDEN_CHARS);
+const countGarbage = new GcPacer(COUNT_EDEN_CHARS);
 /**
  * Characters counted between full collections of this thread's heap. A long job is counted over
  * many turns, so the young collections above promote its text to the old generation, and the
@@ -45,7 +45,7 @@ const countGarbage = new YoungGarbage(COUNT_EDEN_CHARS);
  * characters takes several hundred), on this thread, never the serving thread.
  */
 const COUNT_FULL_GC_CHARS = 4 * 1024 * 1024;
-const countedParts = new YoungGarbage(COUNT_FULL_GC_CHARS, () => Bun.gc(true));
+const countedParts = new GcPacer(COUNT_FULL_GC_CHARS, collectFullAndTrim);
 
 interface Queued {
   id: number;

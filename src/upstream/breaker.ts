@@ -24,6 +24,16 @@ export interface FailureCause {
 
 const ROUTE_FAULT: FailureCause = { answer: false, account: null };
 
+export interface BreakerPolicy {
+  failures: number;
+  cooldownMs: number;
+  /**
+   * Counts every change of what a breaker shows (its state, its failures), across the breakers
+   * sharing this policy: a view of them all (/readyz) is rebuilt only when it moved.
+   */
+  changes?: { count: number };
+}
+
 export class RouteHealth {
   /** The failures since the last success (or since the breaker last opened)... */
   private run = 0;
@@ -36,11 +46,21 @@ export class RouteHealth {
   private openedAt: number | null = null;
   private probing = false;
 
-  constructor(private readonly policy: { failures: number; cooldownMs: number }) {}
+  constructor(private readonly policy: BreakerPolicy) {}
 
   state(now = Date.now()): BreakerState {
     if (this.openedAt === null) return "closed";
     return now - this.openedAt >= this.policy.cooldownMs ? "half-open" : "open";
+  }
+
+  /** When an open breaker turns half-open by itself (no event marks it); null when it is not open. */
+  openUntil(now = Date.now()): number | null {
+    return this.state(now) === "open" ? this.openedAt! + this.policy.cooldownMs : null;
+  }
+
+  /** Closed, with no failure to remember and no probe out: a new one would be the same. */
+  pristine(): boolean {
+    return this.openedAt === null && this.consecutive === 0 && this.run === 0 && !this.probing;
   }
 
   /** Failures since the last success (the operator view shows it beside the state). */
@@ -64,6 +84,7 @@ export class RouteHealth {
   }
 
   success(): void {
+    if (this.consecutive !== 0 || this.openedAt !== null) this.changed();
     this.consecutive = 0;
     this.forget();
     this.openedAt = null;
@@ -76,6 +97,7 @@ export class RouteHealth {
    * failed probe re-opens it on the same terms.
    */
   failure(now = Date.now(), cause: FailureCause = ROUTE_FAULT): void {
+    this.changed();
     this.consecutive++;
     this.run++;
     if (!cause.answer) this.routeFaults++;
@@ -94,6 +116,10 @@ export class RouteHealth {
   /** A request that ended without telling anything about the route's health (client left). */
   neutral(): void {
     this.probing = false;
+  }
+
+  private changed(): void {
+    if (this.policy.changes) this.policy.changes.count++;
   }
 
   private forget(): void {

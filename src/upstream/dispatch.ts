@@ -7,12 +7,23 @@
  * account's failures alone never open it). Failures are mapped to the contract's error shapes; upstream names,
  * hosts and error text go only to logs as route labels and kinds.
  */
-import type { Services } from "../services";
+import type { Config } from "../config";
+import type { Log } from "../log";
 import type { ServiceTier } from "../catalog/catalog";
 import { DomainError, modelUnavailable, upstreamError, upstreamTimeout } from "../errors";
 import { postChatCompletions, UpstreamFailure, type UpstreamReply } from "./client";
-import type { Route } from "./registry";
-import type { Cell, Counter } from "../metrics/registry";
+import type { Route, RouteRegistry } from "./registry";
+import type { ConnectionPool } from "./http1/pool";
+import type { Cell, Counter, MetricsRegistry } from "../metrics/registry";
+
+/** What dispatching a chat uses: the routes' plans, the keep-alive pool, the attempt counter and the log. */
+export interface ChatDispatch {
+  routes: Pick<RouteRegistry, "plan">;
+  upstreamPool: ConnectionPool;
+  metrics: MetricsRegistry;
+  config: Pick<Config, "upstreamPoolScope">;
+  log: Log;
+}
 
 /** Thrown when the client disconnected while we were still waiting for an upstream. */
 export class ClientGone extends Error {}
@@ -32,7 +43,7 @@ export function bodyForRoute(body: Record<string, unknown>, route: Route, hinted
 }
 
 export async function dispatchChat(
-  s: Services,
+  s: ChatDispatch,
   publicId: string,
   tier: ServiceTier,
   body: Record<string, unknown>,

@@ -13,15 +13,9 @@
  *   `.` or `*.` is allowed), IP addresses, CIDR blocks, any of them with `:port`, or `*` for all.
  */
 import { inCidr, parseCidr, parseIp, type Cidr } from "../net/ip";
+import type { ProxySpec } from "./http1/target";
 
-export interface ProxySpec {
-  hostname: string;
-  port: number;
-  /** `Basic …` when the proxy URL carried credentials. A secret: never logged. */
-  authorization: string | null;
-  /** For the pool's key: the proxy's address, without credentials. */
-  origin: string;
-}
+export type { ProxySpec };
 
 export class ProxyConfigError extends Error {
   constructor(readonly variable: string, rule: string) {

@@ -1,23 +1,24 @@
 /**
  * Where each public chat model can be served: named upstreams and per-model routes, from
- * SWITCHYARD_ROUTES (a file, re-read when it changes, or inline JSON) and SWITCHYARD_UPSTREAM_URL
+ * SWITCHYARD_ROUTES (a file, re-read in the background when it changes, or inline JSON) and SWITCHYARD_UPSTREAM_URL
  * (the one-line default: every chat model the routes do not name goes there under its public
  * id). Upstreams and routes written through the admin API or the CLI lie over the file's (a model
- * with written routes ignores its file routes: README, "Managing models, prices and routes live").
+ * with written routes ignores its file routes: docs/operate.md, "Managing models, prices and routes live").
  * Each route carries its circuit breaker, kept across reloads while the route is unchanged.
  * A route is served only while its upstream's GET /v1/models lists its model (model-lists.ts),
  * unless it is pinned or the upstream never answered a list (README, "Serve your own model").
  * Nothing from here is ever shown to a client.
  */
-import { ConfigDocument } from "../config-document";
+import { ConfigDocument, unreadable } from "../config-document";
 import { ConfigError, type Config } from "../config";
-import { RouteHealth, type BreakerState } from "./breaker";
+import { RouteHealth, type BreakerPolicy, type BreakerState } from "./breaker";
 import { planRoutes } from "./select";
 import { UpstreamModelLists } from "./model-lists";
 import type { OfferedModel } from "../catalog/discovered";
+import { isModelId } from "../catalog/catalog-bounds";
 import { proxyFor, type ProxySettings } from "./proxy";
 import {
-  DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, parseRoutes, RoutesConfigError,
+  DEFAULT_BREAKER, DEFAULT_PRIORITY_HINT, DEFAULT_TIMEOUTS, loadRoutes, RoutesConfigError,
   type RouteSpec, type RoutesTable, type UpstreamSpec,
 } from "./routes-config";
 
@@ -53,6 +54,10 @@ export interface RouteRegistry {
   unlisted?(publicId: string): boolean;
   /** Every served route of these models with its breaker state, for the operator (never for clients). */
   snapshot?(publicIds: string[]): RouteStatus[];
+  /** A model's served routes (shared objects: read their health, change nothing). */
+  servedRoutes?(publicId: string): Route[];
+  /** Moves whenever any route's breaker shows something else (state or failures); time alone turns an open one half-open (RouteHealth.openUntil). */
+  healthVersion?(): number;
   /** One served route of a model by its label (as snapshot() names it), for the operator's route test. */
   routeNamed?(publicId: string, label: string): Route | null;
   /** Every configured upstream (the default one included), for the model-list refresh. */
@@ -102,11 +107,12 @@ const CANNOT_READ = "cannot read the routes file";
 export class ConfiguredRouteRegistry implements RouteRegistry {
   private table: RoutesTable | null = null;
   private readonly defaultUpstream: Upstream | null;
-  private readonly policy = { ...DEFAULT_BREAKER };
+  private readonly policy: BreakerPolicy = { ...DEFAULT_BREAKER, changes: { count: 0 } };
   private readonly health = new Map<string, RouteHealth>();
   private readonly routeCache = new Map<string, Route[]>();
   private readonly document: ConfigDocument | null;
   private tableVersion = 0;
+  private listsSeen = 0;
   private live: LiveRoutes = { upstreams: new Map(), models: new Map() };
   private get keepAlive(): boolean {
     return this.source.upstreamKeepAlive ?? true;
@@ -127,7 +133,19 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
         }
       : null;
     this.document = source.routes === null ? null : new ConfigDocument(source.routes);
-    if (this.document) this.apply(this.document.load((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive, proxies: this.source.proxies }), () => new RoutesConfigError(CANNOT_READ)));
+  }
+
+  /**
+   * Reads SWITCHYARD_ROUTES (a file and the TLS files it names, off the event loop); throws
+   * RoutesConfigError when it is invalid. Called once, before the registry serves.
+   */
+  async load(): Promise<this> {
+    if (this.document) this.apply(await this.document.load((text) => this.parse(text), (why) => new RoutesConfigError(`${CANNOT_READ} (${why})`)));
+    return this;
+  }
+
+  private parse(text: string): Promise<RoutesTable> {
+    return loadRoutes(text, this.env, { keepAlive: this.keepAlive, proxies: this.source.proxies });
   }
 
   private apply(table: RoutesTable): void {
@@ -135,21 +153,21 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     this.tableVersion++;
     this.policy.failures = table.breaker.failures;
     this.policy.cooldownMs = table.breaker.cooldownMs;
+    this.policy.changes!.count++;
     this.routeCache.clear();
   }
 
-  /** Re-reads the file when it changed; a broken edit keeps the last good routes serving. */
+  /** Checks the file for a change, in the background; a broken edit keeps the last good routes serving. */
   private refresh(): void {
-    if (this.document === null) return;
-    const next = this.document.reload((text) => parseRoutes(text, this.env, { keepAlive: this.keepAlive, proxies: this.source.proxies }), (err) => {
-      const why = err instanceof RoutesConfigError ? err.message : CANNOT_READ;
+    this.document?.reloadInBackground((text) => this.parse(text), (next) => this.apply(next), (err) => {
+      const why = err instanceof RoutesConfigError ? err.message : `${CANNOT_READ} (${unreadable(err)})`;
       this.onReloadError(`SWITCHYARD_ROUTES: reload failed, keeping the previous routes: ${why}`);
     });
-    if (next) this.apply(next);
   }
 
   private routesOf(publicId: string): Route[] {
     this.refresh();
+    if (this.lists.version !== this.listsSeen) this.forgetUnlisted();
     const cached = this.routeCache.get(publicId);
     if (cached) return cached;
     const specs = this.live.models.get(publicId) ?? this.table?.models.get(publicId);
@@ -168,6 +186,17 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     return routes;
   }
 
+  /**
+   * The upstreams' lists moved: routes of models an upstream stopped listing would otherwise be
+   * kept forever (a list that keeps changing would grow these maps without end). Routes are
+   * rebuilt as they are asked for; only breakers with something to remember are kept.
+   */
+  private forgetUnlisted(): void {
+    this.listsSeen = this.lists.version;
+    this.routeCache.clear();
+    for (const [key, health] of this.health) if (health.pristine()) this.health.delete(key);
+  }
+
   private route(publicId: string, index: number, upstream: Upstream, model: string, weight: number, priority: boolean, pinned: boolean): Route {
     const key = JSON.stringify([publicId, upstream.name, upstream.baseUrl, model]);
     let health = this.health.get(key);
@@ -175,16 +204,24 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     return { upstream, model, weight, priority, pinned, health, label: `${publicId}#${index}` };
   }
 
-  /** Pinned, or its upstream lists the model, or its upstream never answered a list. */
+  /** Pinned, or its upstream lists the model, or its upstream never answered a whole list. */
   private served(route: Route): boolean {
     if (route.pinned) return true;
     const list = this.lists.of(route.upstream);
-    return list === null || list.has(route.model);
+    return list === null || !list.complete || list.models.has(route.model);
   }
 
   private servedRoutesOf(publicId: string): Route[] {
     const routes = this.routesOf(publicId);
     return routes.every((r) => this.served(r)) ? routes : routes.filter((r) => this.served(r));
+  }
+
+  servedRoutes(publicId: string): Route[] {
+    return this.servedRoutesOf(publicId);
+  }
+
+  healthVersion(): number {
+    return this.policy.changes!.count;
   }
 
   plan(publicId: string, tier: "default" | "priority"): PlannedRoute[] {
@@ -246,12 +283,13 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     for (const id of named.keys()) {
       const route = this.servedRoutesOf(id)[0];
       if (!route) continue;
-      const listed = this.lists.of(route.upstream)?.get(route.model);
+      const listed = this.lists.of(route.upstream)?.models.get(route.model);
       out.push({ id, ownedBy: listed?.ownedBy ?? null, created: listed?.created ?? null, maxModelLen: listed?.maxModelLen ?? null });
     }
     if (this.defaultUpstream) {
-      for (const m of this.lists.of(this.defaultUpstream)?.values() ?? []) {
-        if (!named.has(m.id)) out.push({ id: m.id, ownedBy: m.ownedBy, created: m.created, maxModelLen: m.maxModelLen });
+      // The default upstream's own ids become public ones: only those within the id rule.
+      for (const m of this.lists.of(this.defaultUpstream)?.models.values() ?? []) {
+        if (!named.has(m.id) && isModelId(m.id)) out.push({ id: m.id, ownedBy: m.ownedBy, created: m.created, maxModelLen: m.maxModelLen });
       }
     }
     return out;
@@ -273,13 +311,13 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 }
 
 /** The registry start-up builds; an invalid SWITCHYARD_ROUTES stops start-up naming the variable. */
-export function createRouteRegistry(
+export async function createRouteRegistry(
   config: Pick<Config, "upstreamUrl" | "upstreamKey" | "routes" | "upstreamKeepAlive" | "proxies">,
   onReloadError: (message: string) => void = () => {},
   lists?: UpstreamModelLists,
-): ConfiguredRouteRegistry {
+): Promise<ConfiguredRouteRegistry> {
   try {
-    return new ConfiguredRouteRegistry(config, onReloadError, process.env, lists);
+    return await new ConfiguredRouteRegistry(config, onReloadError, process.env, lists).load();
   } catch (err) {
     if (err instanceof RoutesConfigError) throw new ConfigError("SWITCHYARD_ROUTES", err.message);
     throw err;

@@ -6,7 +6,7 @@
  * the operator's own; its key never appears, and an error body is summarised, not relayed.
  */
 import { postChatCompletions, UpstreamFailure } from "./client";
-import { readAllText } from "./timeouts";
+import { readAllText } from "./http1/body";
 import type { Route } from "./registry";
 
 export interface RouteTestResult {

@@ -38,6 +38,13 @@ describe("parseRoutes", () => {
     ["base url with a query", { upstreams: { a: { base_url: "http://x/v1?key=1" } }, models: {} }, /must not carry a query string/],
     ["zero timeout", { upstreams: { a: { base_url: "http://x/v1", timeouts: { idle_ms: 0 } } }, models: {} }, /idle_ms/],
     ["key variable not set", { upstreams: { a: { base_url: "http://x/v1", api_key_env: "NOPE_NOT_SET" } }, models: {} }, /NOPE_NOT_SET is not set/],
+    // The environment's own prototype is no variable: never a key made of "function Object() {…}".
+    ["key variable named like an object's own method", { upstreams: { a: { base_url: "http://x/v1", api_key_env: "constructor" } }, models: {} }, /constructor is not set/],
+    ["key variable named toString", { upstreams: { a: { base_url: "http://x/v1", api_key_env: "toString" } }, models: {} }, /toString is not set/],
+    ["a public id outside the id rule", { upstreams: { a: good.upstreams.a }, models: { "bad id <b>": [{ upstream: "a" }] } }, /\/models\/bad id <b>: is not a model id/],
+    ["an upstream name outside its rule", { upstreams: { "x y": { base_url: "http://x/v1" } }, models: {} }, /\/upstreams\/x y: is not an upstream name/],
+    ["an upstream-side model name with a control character", { upstreams: { a: good.upstreams.a }, models: { x: [{ upstream: "a", model: "m\r\nX: 1" }] } }, /\/models\/x\/0\/model/],
+    ["an upstream-side model name over 256 characters", { upstreams: { a: good.upstreams.a }, models: { x: [{ upstream: "a", model: "m".repeat(257) }] } }, /\/models\/x\/0\/model/],
   ];
   test.each(bad)("%s → RoutesConfigError naming the place", (_name, doc, message) => {
     const text = typeof doc === "string" ? doc : JSON.stringify(doc);
@@ -85,4 +92,14 @@ describe("parseRoutes", () => {
     expect([defaultOff.upstreams.get("on")!.keepAlive, defaultOff.upstreams.get("off")!.keepAlive, defaultOff.upstreams.get("unset")!.keepAlive]).toEqual([true, false, false]);
     expect(() => parseRoutes(JSON.stringify({ upstreams: { a: { base_url: "http://x/v1", keep_alive: "no" } }, models: {} }), {})).toThrow(/keep_alive/);
   });
+});
+
+test("a live upstream's api_key_env must start with the given prefix; the file's may name any variable", () => {
+  const doc = (v: string) => JSON.stringify({ upstreams: { a: { base_url: "http://x/v1", api_key_env: v } }, models: {} });
+  const env = { AWS_SECRET_ACCESS_KEY: "aws", SWITCHYARD_UPSTREAM_KEY_A: "sk-a" };
+  const live = { keepAlive: true, keyEnvPrefix: "SWITCHYARD_UPSTREAM_KEY_" };
+  expect(() => parseRoutes(doc("AWS_SECRET_ACCESS_KEY"), env, live)).toThrow("/upstreams/a/api_key_env: must name a variable starting with SWITCHYARD_UPSTREAM_KEY_");
+  expect(() => parseRoutes(doc("AWS_SECRET_ACCESS_KEY"), env, live)).not.toThrow(/aws$/);
+  expect(parseRoutes(doc("SWITCHYARD_UPSTREAM_KEY_A"), env, live).upstreams.get("a")!.apiKey).toBe("sk-a");
+  expect(parseRoutes(doc("AWS_SECRET_ACCESS_KEY"), env).upstreams.get("a")!.apiKey).toBe("aws");
 });

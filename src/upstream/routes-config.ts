@@ -1,6 +1,7 @@
 /**
  * The SWITCHYARD_ROUTES document: named upstreams and per-model routes, checked with TypeBox.
- * Pure: text in, a validated table out, or a RoutesConfigError whose message names the JSON path
+ * parseRoutes is pure: text (and the TLS files it names, read beforehand by loadRoutes, off the
+ * event loop) in, a validated table out, or a RoutesConfigError whose message names the JSON path
  * and the rule (never a key, never the file's contents).
  *
  * {
@@ -24,14 +25,19 @@
  * SWITCHYARD_UPSTREAM_KEEP_ALIVE (on). A model listed with [] is
  * offline even when SWITCHYARD_UPSTREAM_URL is set; models not listed go to that default.
  */
-import { readFileSync } from "node:fs";
 import { Type, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./header-value";
-import type { TlsOptions } from "./http1";
+import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./http1/header-value";
+import type { TlsOptions } from "./http1/target";
 import { proxyFor, type ProxySettings, type ProxySpec } from "./proxy";
+import { ConfigFileError, readConfigFile } from "../config-file";
+import { MODEL_ID_MAX, MODEL_ID_PATTERN } from "../catalog/catalog-bounds";
 
 const Ms = (max: number) => Type.Integer({ minimum: 1, maximum: max });
+
+/** A route's upstream-side model name: 1 to 256 characters, no control characters (as model lists are read). */
+export const UPSTREAM_MODEL_MAX = 256;
+export const UPSTREAM_MODEL_PATTERN = "^[^\\x00-\\x1f\\x7f]+$";
 
 const UpstreamSchema = Type.Object(
   {
@@ -64,7 +70,7 @@ const RouteSchema = Type.Object(
   {
     upstream: Type.String({ minLength: 1 }),
     /** The model name the upstream knows; defaults to the public id. */
-    model: Type.Optional(Type.String({ minLength: 1 })),
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: UPSTREAM_MODEL_MAX, pattern: UPSTREAM_MODEL_PATTERN })),
     weight: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000 })),
     priority: Type.Optional(Type.Boolean()),
     /** Serve this route even when its upstream's GET /v1/models does not list the model. */
@@ -75,8 +81,10 @@ const RouteSchema = Type.Object(
 
 export const RoutesSchema = Type.Object(
   {
-    upstreams: Type.Record(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$" }), UpstreamSchema),
-    models: Type.Record(Type.String({ minLength: 1 }), Type.Array(RouteSchema)),
+    // additionalProperties: a record's key pattern alone admits any other key.
+    upstreams: Type.Record(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,63}$" }), UpstreamSchema, { additionalProperties: false }),
+    /** Keyed by public id: the catalog's id rule, so a route never makes an id no catalog could hold. */
+    models: Type.Record(Type.String({ pattern: MODEL_ID_PATTERN, maxLength: MODEL_ID_MAX }), Type.Array(RouteSchema), { additionalProperties: false }),
     circuit_breaker: Type.Optional(
       Type.Object(
         { failures: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })), cooldown_ms: Type.Optional(Ms(3_600_000)) },
@@ -115,23 +123,23 @@ export interface UpstreamSpec {
 const NO_PROXIES: ProxySettings = { http: null, https: null, noProxy: [] };
 
 type TlsFiles = NonNullable<Static<typeof UpstreamSchema>["tls"]>;
+const TLS_FIELDS = [["ca_file", "ca"], ["cert_file", "cert"], ["key_file", "key"]] as const;
 
-/** Reads an upstream's PEM files; an error names the field and the rule, never the file's contents. */
-function readTls(name: string, files: TlsFiles | undefined, baseUrl: string): TlsOptions | null {
-  if (files === undefined) return null;
+/** The TLS files' texts by path, or why each cannot be read (loadRoutes fills it). */
+export type TlsFileTexts = ReadonlyMap<string, string | ConfigFileError>;
+
+/** Takes an upstream's PEM files from `files`; an error names the field and the rule, never the file's contents. */
+function readTls(name: string, tlsFiles: TlsFiles | undefined, baseUrl: string, files: TlsFileTexts): TlsOptions | null {
+  if (tlsFiles === undefined) return null;
   const at = `/upstreams/${name}/tls`;
   if (!baseUrl.startsWith("https://")) throw new RoutesConfigError(`${at}: applies to https:// upstreams only`);
-  if ((files.cert_file === undefined) !== (files.key_file === undefined)) throw new RoutesConfigError(`${at}: cert_file and key_file go together`);
+  if ((tlsFiles.cert_file === undefined) !== (tlsFiles.key_file === undefined)) throw new RoutesConfigError(`${at}: cert_file and key_file go together`);
   const tls: TlsOptions = {};
-  for (const [field, slot] of [["ca_file", "ca"], ["cert_file", "cert"], ["key_file", "key"]] as const) {
-    const path = files[field];
+  for (const [field, slot] of TLS_FIELDS) {
+    const path = tlsFiles[field];
     if (path === undefined) continue;
-    let pem: string;
-    try {
-      pem = readFileSync(path, "utf8");
-    } catch {
-      throw new RoutesConfigError(`${at}/${field}: cannot read the file`);
-    }
+    const pem = files.get(path);
+    if (pem === undefined || pem instanceof ConfigFileError) throw new RoutesConfigError(`${at}/${field}: cannot read the file${pem ? ` (${pem.message})` : ""}`);
     if (!pem.includes("-----BEGIN ")) throw new RoutesConfigError(`${at}/${field}: must be a PEM file`);
     tls[slot] = pem;
   }
@@ -160,11 +168,19 @@ function headerKey(raw: string, where: string): string {
   return key;
 }
 
-export function parseRoutes(
-  text: string,
-  env: Record<string, string | undefined> = process.env,
-  defaults: { keepAlive: boolean; proxies?: ProxySettings } = { keepAlive: true },
-): RoutesTable {
+export interface RoutesDefaults {
+  keepAlive: boolean;
+  proxies?: ProxySettings;
+  /**
+   * When set, `api_key_env` may only name variables starting with it (upstreams written live:
+   * docs/operate.md, "Managing models, prices and routes live"), so an admin cannot have the server send
+   * any of its environment to a host of their choosing.
+   */
+  keyEnvPrefix?: string;
+}
+
+/** The routes document, checked (what parseRoutes throws for a bad one). */
+function checkedJson(text: string): RoutesJson {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -173,13 +189,47 @@ export function parseRoutes(
   }
   if (!Value.Check(RoutesSchema, json)) {
     const first = [...Value.Errors(RoutesSchema, json)][0];
-    throw new RoutesConfigError(`${first?.path || "/"}: ${first?.message ?? "is not a valid routes document"}`);
+    const at = first?.path || "/";
+    // A key outside its record's pattern reads as an unexpected property: say what a key must be.
+    if (/^\/models\/[^/]*$/.test(at) && /unexpected/i.test(first?.message ?? "")) throw new RoutesConfigError(`${at}: is not a model id: letters, digits and . - _ : / @ +, starting with a letter or digit, at most ${MODEL_ID_MAX} characters`);
+    if (/^\/upstreams\/[^/]*$/.test(at) && /unexpected/i.test(first?.message ?? "")) throw new RoutesConfigError(`${at}: is not an upstream name: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+    throw new RoutesConfigError(`${at}: ${first?.message ?? "is not a valid routes document"}`);
   }
+  return json;
+}
+
+/** Reads the TLS files the document names (off the event loop, regular files only), then parses it. */
+export async function loadRoutes(text: string, env: Record<string, string | undefined> = process.env, defaults: RoutesDefaults = { keepAlive: true }): Promise<RoutesTable> {
+  const json = checkedJson(text);
+  const paths = new Set<string>();
+  for (const u of Object.values(json.upstreams)) for (const [field] of TLS_FIELDS) if (u.tls?.[field] !== undefined) paths.add(u.tls[field]!);
+  const files = new Map<string, string | ConfigFileError>();
+  await Promise.all([...paths].map(async (path) => {
+    try {
+      files.set(path, await readConfigFile(path));
+    } catch (e) {
+      files.set(path, e instanceof ConfigFileError ? e : new ConfigFileError("cannot read it"));
+    }
+  }));
+  return parseRoutes(text, env, defaults, files);
+}
+
+export function parseRoutes(
+  text: string,
+  env: Record<string, string | undefined> = process.env,
+  defaults: RoutesDefaults = { keepAlive: true },
+  files: TlsFileTexts = new Map(),
+): RoutesTable {
+  const json = checkedJson(text);
   const upstreams = new Map<string, UpstreamSpec>();
   for (const [name, u] of Object.entries(json.upstreams)) {
     let apiKey = u.api_key === undefined ? null : headerKey(u.api_key, `/upstreams/${name}/api_key`);
     if (u.api_key_env !== undefined) {
-      const v = env[u.api_key_env];
+      if (defaults.keyEnvPrefix !== undefined && (!u.api_key_env.startsWith(defaults.keyEnvPrefix) || u.api_key_env === defaults.keyEnvPrefix)) {
+        throw new RoutesConfigError(`/upstreams/${name}/api_key_env: must name a variable starting with ${defaults.keyEnvPrefix} (an upstream written live reads only those), e.g. ${defaults.keyEnvPrefix}${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`);
+      }
+      // The variable itself, never a member every object has ("constructor", "toString").
+      const v = Object.hasOwn(env, u.api_key_env) ? env[u.api_key_env] : undefined;
       if (v === undefined || v === "") throw new RoutesConfigError(`/upstreams/${name}/api_key_env: environment variable ${u.api_key_env} is not set`);
       apiKey = headerKey(v, `/upstreams/${name}/api_key_env: environment variable ${u.api_key_env}`);
     }
@@ -208,7 +258,7 @@ export function parseRoutes(
       priorityHint: u.priority_hint === undefined ? DEFAULT_PRIORITY_HINT : u.priority_hint,
       keepAlive: u.keep_alive ?? defaults.keepAlive,
       proxy: proxyFor(defaults.proxies ?? NO_PROXIES, baseUrl),
-      tls: readTls(name, u.tls, baseUrl),
+      tls: readTls(name, u.tls, baseUrl, files),
     });
   }
   const models = new Map<string, RouteSpec[]>();

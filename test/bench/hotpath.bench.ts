@@ -38,6 +38,7 @@ import { benchAccount, ROOT, startGatewayProcess, startScriptProcess, type Proc 
 import { cpuSeconds, fmt, median, percentile, runLoad, threadCpuSeconds, type LoadResult } from "./lib/load";
 import { ledgerFacts } from "./lib/ledger-facts";
 import { printStageTable } from "./lib/profile-stages";
+import { nginxBinary, startNginxProxy } from "./lib/nginx-proxy";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -105,6 +106,9 @@ async function track<P extends Proc>(p: Promise<P>): Promise<P> {
 
 const upstream = await track(startScriptProcess(join(import.meta.dir, "lib/fast-upstream.ts"), { BENCH_STREAM_CHUNKS: String(STREAM_CHUNKS) }));
 const bare = PROFILE ? null : await track(startScriptProcess(join(import.meta.dir, "lib/bare-proxy.ts"), { BARE_PROXY_UPSTREAM: upstream.url }));
+/** nginx as a second reference proxy, where one is installed (BENCH_NGINX=off leaves it out). */
+const NGINX = PROFILE || process.env.BENCH_NGINX === "off" ? null : nginxBinary();
+const nginx = NGINX ? await track(startNginxProxy(NGINX, upstream.url)) : null;
 const GATEWAY_ENV = {
   SWITCHYARD_UPSTREAM_URL: `${upstream.url}/v1`,
   SWITCHYARD_ROUTES: JSON.stringify({
@@ -140,6 +144,8 @@ interface Target {
   headers: Record<string, string>;
   /** The model a client names on this path. */
   model(m: Mode): string;
+  /** Replies pass through untouched (the upstream's own model name). */
+  passthrough?: boolean;
 }
 
 const body = (model: string, stream: boolean) =>
@@ -159,7 +165,8 @@ async function switchyardTarget(name: string, g: Proc & { dataDir: string }): Pr
 
 try {
   const targets: Target[] = [
-    { name: "direct", proc: null, url: (m) => `${upstream.url}${m.prefix}/v1/chat/completions`, headers: {}, model: () => "glm-4.6" },
+    { name: "direct", proc: null, url: (m) => `${upstream.url}${m.prefix}/v1/chat/completions`, headers: {}, model: () => "glm-4.6", passthrough: true },
+    ...(nginx ? [{ name: "nginx", proc: nginx, url: (m: Mode) => `${nginx.url}${m.prefix}/v1/chat/completions`, headers: {}, model: () => "glm-4.6", passthrough: true }] : []),
     ...(bare ? [{ name: "bare Bun.serve proxy", proc: bare, url: (m: Mode) => `${bare.url}${m.prefix}/v1/chat/completions`, headers: {}, model: () => "glm-4.6" }] : []),
     ...(baseline ? [await switchyardTarget("Switchyard baseline", baseline)] : []),
     await switchyardTarget("Switchyard", gateway),
@@ -272,8 +279,8 @@ try {
     console.log("");
     console.log(`Warm-up until the JIT threads were quiet: ${[...warmed].map(([name, n]) => `${name} ${n}`).join(", ")} requests per mode.`);
     console.log("");
-    console.log("| mode | path | CPU µs/req (proxy process) | req/s | × bare CPU | × direct req/s | upstream µs/req | client µs/req |");
-    console.log("|---|---|---:|---:|---:|---:|---:|---:|");
+    console.log("| mode | path | CPU µs/req (proxy process) | req/s | × bare CPU | × nginx CPU | × direct req/s | upstream µs/req | client µs/req |");
+    console.log("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     const med = (xs: (number | null)[]) => (xs.some((x) => x === null) ? null : median(xs as number[]));
     const stat = (m: Mode, name: string) => {
       const ss = samples.get(`${m.key}|${name}`) ?? [];
@@ -283,10 +290,11 @@ try {
     for (const m of selected) {
       const d = stat(m, "direct");
       const b = stat(m, "bare Bun.serve proxy");
+      const ng = stat(m, "nginx");
       for (const t of targets) {
         const x = stat(m, t.name);
-        const xBare = x.cpu !== null && b.cpu !== null ? fmt(x.cpu / b.cpu, 2) : "-";
-        console.log(`| ${m.label} | ${t.name} | ${us(x.cpu)} | ${fmt(x.rps, 0)} | ${xBare} | ${fmt(x.rps / d.rps, 2)} | ${us(x.up)} | ${us(x.client)} |`);
+        const ratio = (ref: { cpu: number | null }) => (x.cpu !== null && ref.cpu !== null ? fmt(x.cpu / ref.cpu, 2) : "-");
+        console.log(`| ${m.label} | ${t.name} | ${us(x.cpu)} | ${fmt(x.rps, 0)} | ${ratio(b)} | ${ratio(ng)} | ${fmt(x.rps / d.rps, 2)} | ${us(x.up)} | ${us(x.client)} |`);
       }
     }
     if (baseline) {
@@ -321,9 +329,15 @@ try {
         }
       }
     }
-    const cpuOf = (key: Mode["key"]) => {
+    const cpuOf = (key: Mode["key"], path = "Switchyard") => {
       const m = selected.find((x) => x.key === key);
-      return m ? stat(m, "Switchyard").cpu : null;
+      return m ? stat(m, path).cpu : null;
+    };
+    /** Switchyard's CPU per request over the reference proxy's (nginx where installed, else the bare proxy). */
+    const reference = nginx ? "nginx" : "bare Bun.serve proxy";
+    const overReference = (key: Mode["key"]) => {
+      const [sy, ref] = [cpuOf(key), cpuOf(key, reference)];
+      return sy === null || ref === null ? null : sy / ref;
     };
     const addedP50 = (i: number) => pct(LATENCY_MODES[i]!, "Switchyard", 50) - pct(LATENCY_MODES[i]!, "direct", 50);
     console.log("");
@@ -341,6 +355,9 @@ try {
       }
     }
     console.log("");
+    console.log(
+      `targets (issue 30, CPU per request over ${reference}'s): plain ≤ 3.5x: ${verdict(overReference("plain"), 3.5)}; streamed ≤ 2x: ${verdict(overReference("streamed"), 2)}`,
+    );
     console.log(
       `targets (issue 15): plain ≤ 60 µs: ${verdict(cpuOf("plain"), 60)}; streamed ≤ 120 µs: ${verdict(cpuOf("streamed"), 120)}; ` +
         `added p50 plain ≤ 1 ms: ${verdict(addedP50(0), 1)}; streamed ≤ 2 ms: ${verdict(addedP50(1), 2)}`,
@@ -425,7 +442,7 @@ async function checkReplies(t: Target): Promise<void> {
     if (t.gateway) t.gateway.requests++;
     const text = await res.text();
     if (!res.ok) throw new Error(`${t.name} (${m.label}): ${res.status} ${text.slice(0, 300)}`);
-    const model = t.name === "direct" ? "upstream-model" : t.model(m);
+    const model = t.passthrough ? "upstream-model" : t.model(m);
     if (!m.stream) {
       if (!text.includes(`"model":"${model}"`) || !text.includes('"choices"')) throw new Error(`${t.name}: unexpected reply ${text.slice(0, 300)}`);
       continue;

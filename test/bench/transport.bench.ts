@@ -5,14 +5,14 @@
  * and the relay's RSS growth with 40 clients that stop reading 14 MB streams of long words (no
  * output cap ends them), settled and at its peak over 10 s.
  *
- *   npx bun test/bench/transport.bench.ts                      # our HTTP/1.1 client (src/upstream/http1.ts)
+ *   npx bun test/bench/transport.bench.ts                      # our HTTP/1.1 client (src/upstream/http1/)
  *   UNDICI_PATH=/tmp/u/node_modules/undici npx bun test/bench/transport.bench.ts   # and the undici package beside it
  *
  * undici is not a dependency (docs/upstream-client.md says why); to compare, `npm install undici`
  * in a scratch folder and name its folder: in Bun a bare `import "undici"` gets Bun's stand-in,
  * so the real package is imported by its path.
  */
-import { request1, targetOf } from "../../src/upstream/http1";
+import { request1, targetOf } from "../../src/upstream/http1/client";
 
 const [mode, ...args] = process.argv.slice(2);
 const STREAM_BYTES = 14 * 1024 * 1024;

@@ -102,7 +102,7 @@ for (const mode of ["generateText", "streamText"] as const) {
     expect(toolRuns).toEqual(["Paris"]);
     expect(reasoning).toContain("I need the weather tool for Paris.");
     expect(reasoning).toContain("The tool answered; summarise.");
-    expect(units).toBe(served.reduce((n, s) => n + expectedChatCost(MODEL, s.promptTokens!, s.completionTokens!), 0));
+    expect(units).toBe(served.reduce((n, s) => n + expectedChatCost(MODEL, s.promptTokens!, s.completionTokens!, false, { cached: s.cachedTokens }), 0));
 
     // The second step referred to stored items instead of repeating them, and they resolved.
     const turns = proxy.captured.slice(from).filter((c) => c.path === "/v1/responses");

@@ -92,8 +92,8 @@ test("claude -p runs a Bash tool round trip and the ledger charges exactly the u
   const toolMessage = final!.messages.find((m: { role: string }) => m.role === "tool");
   expect(JSON.stringify(toolMessage.content)).toContain("round-trip-ok");
 
-  // Billed as the alias's target, exactly what each upstream usage said (cached tokens at the input price).
-  const expected = served.reduce((n, s) => n + expectedChatCost(MODEL, s.promptTokens!, s.completionTokens!), 0);
+  // Billed as the alias's target, exactly what each upstream usage said (cached tokens at the model's cached price).
+  const expected = served.reduce((n, s) => n + expectedChatCost(MODEL, s.promptTokens!, s.completionTokens!, false, { cached: s.cachedTokens }), 0);
   expect(charged).toBe(expected);
   const models = h.db.query("SELECT DISTINCT model FROM ledger_entries WHERE account_id = ? AND kind = 'charge'").all(acct.id) as { model: string }[];
   expect(models).toEqual([{ model: MODEL }]);

@@ -97,7 +97,7 @@ test("codex exec runs an exec_command round trip with the default tools and the 
   const final = upstream.requests.find((b) => b.messages.some((m: { role: string }) => m.role === "tool"));
   expect(JSON.stringify(final!.messages.find((m: { role: string }) => m.role === "tool").content)).toContain("round-trip-ok");
 
-  const expected = served.reduce((n, s) => n + expectedChatCost(MODEL, s.promptTokens!, s.completionTokens!), 0);
+  const expected = served.reduce((n, s) => n + expectedChatCost(MODEL, s.promptTokens!, s.completionTokens!, false, { cached: s.cachedTokens }), 0);
   expect(charged).toBe(expected);
 
   // Codex's default request: a namespace tool and the hosted web_search tool. The namespace's

@@ -164,11 +164,11 @@ describe("models pull", () => {
     const orig = process.stderr.write.bind(process.stderr);
     (process.stderr as any).write = (s: string) => (writes.push(String(s)), true);
     try {
-      expect(await runModelsCommand(config, "pull", ["embedding-300m"], { HF_ENDPOINT: base, HF_TOKEN: "secret-token-value" })).toBe(0);
+      expect(await runModelsCommand(config, "pull", ["embedding-300m"], {}, { HF_ENDPOINT: base, HF_TOKEN: "secret-token-value" })).toBe(0);
       expect(existsSync(join(modelsDir, "embedding-300m", "onnx", "model.onnx"))).toBe(true);
-      expect(await runModelsCommand(config, "pull", ["no-such-model"], {})).toBe(2);
+      expect(await runModelsCommand(config, "pull", ["no-such-model"], {}, {})).toBe(2);
       rmSync(join(modelsDir, "embedding-300m"), { recursive: true });
-      expect(await runModelsCommand(config, "pull", [], { HF_ENDPOINT: "http://127.0.0.1:1" })).toBe(1);
+      expect(await runModelsCommand(config, "pull", [], {}, { HF_ENDPOINT: "http://127.0.0.1:1" })).toBe(1);
     } finally {
       (process.stderr as any).write = orig;
     }
@@ -190,7 +190,7 @@ describe("models pull by provider", () => {
     const orig = process.stderr.write.bind(process.stderr);
     (process.stderr as any).write = () => true;
     try {
-      expect(await runModelsCommand(config, "pull", ["--provider", provider, "voice-82m"], { HF_ENDPOINT: base })).toBe(0);
+      expect(await runModelsCommand(config, "pull", ["voice-82m"], { provider }, { HF_ENDPOINT: base })).toBe(0);
     } finally {
       (process.stderr as any).write = orig;
     }
@@ -210,7 +210,7 @@ describe("models pull by provider", () => {
     const orig = process.stderr.write.bind(process.stderr);
     (process.stderr as any).write = (s: string) => (writes.push(String(s)), true);
     try {
-      expect(await runModelsCommand(config, "pull", ["--provider=gpu"], {})).toBe(2);
+      expect(await runModelsCommand(config, "pull", [], { provider: "gpu" }, {})).toBe(2);
     } finally {
       (process.stderr as any).write = orig;
     }

@@ -27,6 +27,8 @@ export interface Behaviour {
   extra?: Record<string, unknown>;
   /** Report this usage instead of the true counts (an upstream that over-reports). */
   reportUsage?: { prompt: number; completion: number };
+  /** Report this many of the prompt tokens as read from the prompt cache (prompt_tokens_details.cached_tokens). */
+  cachedTokens?: number;
   /**
    * Stream `words` over and over and never finish (an upstream that ignores max_tokens); chunks are
    * produced as the reader pulls them, so a reader that stops stops it.
@@ -121,6 +123,7 @@ export function startFakeUpstream(initial: Behaviour = {}, options: FakeOptions 
       const usage = b.reportUsage
         ? { prompt_tokens: b.reportUsage.prompt, completion_tokens: b.reportUsage.completion, total_tokens: b.reportUsage.prompt + b.reportUsage.completion }
         : { prompt_tokens: prompt, completion_tokens: words.length, total_tokens: prompt + words.length };
+      if (b.cachedTokens !== undefined) Object.assign(usage, { prompt_tokens_details: { cached_tokens: b.cachedTokens } });
       const base = { id: "chatcmpl-upstream-secret", created: 1_700_000_000, model: body.model, system_fingerprint: "fp_upstream_secret", ...b.extra };
       if (!body.stream) {
         const message = b.toolCall

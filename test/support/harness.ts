@@ -12,7 +12,7 @@ import type { ServiceOverrides } from "../../src/services";
 import type { Database } from "bun:sqlite";
 import type { SqliteDataStore } from "../../src/store/sqlite/open";
 import type { TestStore } from "./stores";
-import { pgProbe, sqliteProbe, type StoreProbe } from "./store-probe";
+import { liveProbe, pgProbe, sqliteProbe, type StoreProbe } from "./store-probe";
 import { testDatabase } from "./postgres";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -60,7 +60,8 @@ export async function startHarness(env: Record<string, string> = {}, overrides: 
     if (server.services.store.engine !== "sqlite") throw new Error("this harness runs on PostgreSQL: read the store through h.probe");
     return (server.services.store as SqliteDataStore).db;
   };
-  const probe = databaseUrl ? pgProbe(databaseUrl) : sqliteProbe(sqlite);
+  const journal = (server.services.store as { ledger?: { journal?: { drain(ms: number): Promise<boolean> } | null } }).ledger?.journal;
+  const probe = liveProbe(databaseUrl ? pgProbe(databaseUrl) : sqliteProbe(sqlite), server.services.ledger, journal ? () => journal.drain(10_000) : undefined);
   const base = server.url;
   const admin = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(base + path, {
@@ -87,7 +88,9 @@ export async function startHarness(env: Record<string, string> = {}, overrides: 
       return { id: a.body.id, key: k.body.key };
     },
     balanceUnits(accountId) {
-      return sqlite().query("SELECT balance, reserved FROM accounts WHERE id = ?").get(accountId) as { balance: number; reserved: number };
+      const row = sqlite().query("SELECT balance, reserved FROM accounts WHERE id = ?").get(accountId) as { balance: number; reserved: number };
+      // Holds live in the server's memory: reserved is what it holds now.
+      return { balance: row.balance, reserved: row.reserved + server.services.ledger.held(accountId) };
     },
     ledgerSum(accountId) {
       return (sqlite().query("SELECT COALESCE(SUM(amount),0) AS s FROM ledger_entries WHERE account_id = ?").get(accountId) as { s: number }).s;

@@ -26,7 +26,7 @@ export function ledgerState(h: Harness, accountId: string): LedgerState {
     reserved,
     entries: count("SELECT COUNT(*) AS n FROM ledger_entries WHERE account_id = ?"),
     charges: count("SELECT COUNT(*) AS n FROM ledger_entries WHERE account_id = ? AND kind = 'charge'"),
-    pendingHolds: count("SELECT COUNT(*) AS n FROM holds WHERE account_id = ? AND state = 'pending'"),
+    pendingHolds: count("SELECT COUNT(*) AS n FROM holds WHERE account_id = ? AND state = 'pending'") + h.server.services.ledger.book.openFor(accountId),
     sum: h.ledgerSum(accountId),
   };
 }
@@ -36,12 +36,19 @@ export async function storeState(h: Harness, accountId: string): Promise<LedgerS
   return { balance, reserved, ...counts, sum };
 }
 
-/** Waits until no hold of the account is pending (streams settle just after their last byte). */
-export async function settled(h: Harness, accountId: string, timeoutMs = 2_000): Promise<LedgerState> {
+/**
+ * Waits until no hold of the account is pending (streams settle just after their last byte), and —
+ * on PostgreSQL — until the charges the server journaled are shipped to the database.
+ */
+export async function settled(h: Harness, accountId: string, timeoutMs = 10_000): Promise<LedgerState> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const s = await storeState(h, accountId);
-    if ((s.pendingHolds === 0 && s.reserved === 0) || Date.now() > until) return s;
+    if ((s.pendingHolds === 0 && s.reserved === 0) || Date.now() > until) {
+      // The last hold went with its charge's journal commit: that charge may not be shipped yet.
+      if (!(await shipped(h, timeoutMs))) return s;
+      return storeState(h, accountId);
+    }
     await Bun.sleep(5);
   }
 }
@@ -61,4 +68,12 @@ export function ledgerOnDisk(dataDir: string, accountId: string) {
   } finally {
     db.close();
   }
+}
+
+/** On PostgreSQL: waits until the server's charge journal has shipped what it holds (a no-op on SQLite). */
+export async function shipped(h: Harness, timeoutMs = 10_000): Promise<boolean> {
+  const store = h.server.services.store as { engine: string; ledger: { journal?: { drain(ms: number): Promise<boolean> } | null } };
+  if (store.engine !== "postgres" || !store.ledger.journal) return false;
+  await store.ledger.journal.drain(timeoutMs);
+  return true;
 }

@@ -1,7 +1,8 @@
 /**
  * A local stand-in for PyPI's JSON API and file host, for `runtime pull` tests: it serves
  * /pypi/<package>/json listing the wheels it holds (relative URLs, as mirrors write them) and
- * the files themselves with HTTP Range. It can cut a file's first download short to test resuming.
+ * the files themselves with HTTP Range. It can cut a file's first download short to test resuming,
+ * serve a body that does not end (a hostile mirror), and list a file under any link.
  */
 export interface PackageIndex {
   url: string;
@@ -9,11 +10,20 @@ export interface PackageIndex {
   ranges: Map<string, (string | null)[]>;
   /** Cut the next download of this file after this many bytes. */
   cutAfter: Map<string, number>;
+  /** Files served as a body that does not end (it stops at ENDLESS_BOUND, so a client that never stops still finishes). */
+  endless: Set<string>;
+  /** Bytes of each endless body the client took. */
+  endlessSent: Map<string, number>;
+  /** The link the JSON document gives for a file, instead of its relative one. */
+  linkOf: Map<string, string>;
   stop(): void;
 }
 
+/** Where an "endless" body does end (64 MiB): far past any test wheel. */
+export const ENDLESS_BOUND = 64 * 1024 * 1024;
+
 export function startPackageIndex(wheels: { package: string; version: string; filename: string; bytes: Uint8Array }[]): PackageIndex {
-  const index: PackageIndex = { url: "", ranges: new Map(), cutAfter: new Map(), stop: () => server.stop(true) };
+  const index: PackageIndex = { url: "", ranges: new Map(), cutAfter: new Map(), endless: new Set(), endlessSent: new Map(), linkOf: new Map(), stop: () => server.stop(true) };
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -24,12 +34,27 @@ export function startPackageIndex(wheels: { package: string; version: string; fi
         const mine = wheels.filter((w) => w.package === doc[1]);
         if (mine.length === 0) return new Response("not found", { status: 404 });
         const releases: Record<string, { filename: string; url: string }[]> = {};
-        for (const w of mine) (releases[w.version] ??= []).push({ filename: w.filename, url: `../../files/${w.filename}` });
+        for (const w of mine) (releases[w.version] ??= []).push({ filename: w.filename, url: index.linkOf.get(w.filename) ?? `../../files/${w.filename}` });
         return Response.json({ info: { name: doc[1] }, releases });
       }
       const file = /^\/files\/(.+)$/.exec(path);
       const wheel = file ? wheels.find((w) => w.filename === file[1]) : undefined;
       if (!wheel) return new Response("not found", { status: 404 });
+      if (index.endless.has(wheel.filename)) {
+        // The pinned bytes, then more, in 64 KiB pieces, for as long as they are read.
+        const piece = new Uint8Array(64 * 1024).fill(7);
+        let sent = 0;
+        const stream = new ReadableStream({
+          pull(c) {
+            if (sent >= ENDLESS_BOUND) return c.close();
+            const chunk = sent < wheel.bytes.length ? wheel.bytes.subarray(sent, sent + piece.length) : piece;
+            sent += chunk.length;
+            index.endlessSent.set(wheel.filename, sent);
+            c.enqueue(chunk);
+          },
+        }, { highWaterMark: 0 });
+        return new Response(stream, { status: 200 });
+      }
       const range = req.headers.get("range");
       index.ranges.set(wheel.filename, [...(index.ranges.get(wheel.filename) ?? []), range]);
       const from = range ? Number(/bytes=(\d+)-/.exec(range)![1]) : 0;

@@ -11,6 +11,11 @@ import { InstanceRegistry, type RegistryOptions } from "../../src/store/postgres
 import { PostgresLedgerStore, type PostgresLedgerOptions } from "../../src/store/postgres/ledger-store";
 import { PostgresLimiter } from "../../src/store/postgres/limiter";
 import { testDatabase } from "./postgres";
+import { ChargeJournal } from "../../src/store/postgres/charge-journal";
+import { listenForRecalls } from "../../src/store/postgres/changes";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 export interface PgInstance {
   db: PgDatabase;
@@ -24,8 +29,11 @@ export interface PgFixture {
   url: string;
   /** The first instance. */
   a: PgInstance;
-  /** Another instance on the same database (registered, not started). */
-  instance(opts?: Partial<RegistryOptions> & { ledger?: Partial<PostgresLedgerOptions>; pool?: number }): Promise<PgInstance>;
+  /**
+   * Another instance on the same database (registered, not started). `leases`: with a charge
+   * journal in a temporary directory, as a serving instance has, so its holds come from leases.
+   */
+  instance(opts?: Partial<RegistryOptions> & { ledger?: Partial<PostgresLedgerOptions>; pool?: number; leases?: boolean; journalDir?: string; shipMs?: number }): Promise<PgInstance>;
   /** A new account with `credits` nano-USD, written through the ledger (one credit entry). */
   account(credits?: number): Promise<string>;
   /** The account's columns as numbers. */
@@ -44,14 +52,25 @@ export async function pgFixture(url?: string): Promise<PgFixture> {
     const db = new PgDatabase({ url: dbUrl, pool: opts.pool ?? 4 });
     const registry = new InstanceRegistry(db, { name: opts.name ?? `test-${randomBytes(3).toString("hex")}`, timeoutMs: opts.timeoutMs ?? 15_000, ...opts });
     await registry.register();
-    const ledger = new PostgresLedgerStore(db, registry, opts.ledger);
+    const journalDir = opts.journalDir ?? (opts.leases ? mkdtempSync(join(tmpdir(), "switchyard-journal-")) : null);
+    const ledger = new PostgresLedgerStore(db, registry, {
+      ...(journalDir ? { journal: (ship, shipped) => new ChargeJournal(journalDir, { ship, shipped, shipMs: opts.shipMs ?? 5 }) } : {}),
+      ...opts.ledger,
+    });
     const limiter = new PostgresLimiter(db, registry);
+    // A serving instance hears recalls (open.ts): another instance asks for what it leases.
+    const recalls = journalDir ? await listenForRecalls(db, (subject) => {
+      void ledger.recalled(subject);
+      void limiter.recalled(subject);
+    }) : null;
     const inst: PgInstance = {
       db, registry, ledger, limiter,
       async close() {
+        await recalls?.close().catch(() => {});
         registry.halt();
         await ledger.flush().catch(() => {});
         await limiter.flush().catch(() => {});
+        ledger.closeJournal();
         await db.close().catch(() => {});
       },
     };

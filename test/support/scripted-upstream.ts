@@ -25,6 +25,8 @@ export interface Script {
   cachedTokens?: number;
   /** usage.completion_tokens_details.reasoning_tokens */
   reasoningTokens?: number;
+  /** The usage object as sent, replacing the one built from the counts above (an engine's own shape). */
+  usage?: Record<string, unknown>;
 }
 
 export type ScriptSource = Script | ((body: Record<string, any>) => Script);
@@ -57,9 +59,10 @@ export function startScriptedUpstream(): ScriptedUpstream {
       const body = (await req.json()) as Record<string, any>;
       state.requests.push(body);
       const s = typeof script === "function" ? script(body) : script;
-      const usage: Record<string, unknown> = { prompt_tokens: s.promptTokens ?? 20, completion_tokens: s.completionTokens ?? 7, total_tokens: (s.promptTokens ?? 20) + (s.completionTokens ?? 7) };
-      if (s.cachedTokens !== undefined) usage.prompt_tokens_details = { cached_tokens: s.cachedTokens };
-      if (s.reasoningTokens !== undefined) usage.completion_tokens_details = { reasoning_tokens: s.reasoningTokens };
+      const counted: Record<string, unknown> = { prompt_tokens: s.promptTokens ?? 20, completion_tokens: s.completionTokens ?? 7, total_tokens: (s.promptTokens ?? 20) + (s.completionTokens ?? 7) };
+      if (s.cachedTokens !== undefined) counted.prompt_tokens_details = { cached_tokens: s.cachedTokens };
+      if (s.reasoningTokens !== undefined) counted.completion_tokens_details = { reasoning_tokens: s.reasoningTokens };
+      const usage = s.usage ?? counted;
       const finish = s.finishReason ?? (s.toolCalls?.length ? "tool_calls" : "stop");
       const base = { id: "chatcmpl-scripted", created: 1_700_000_000, model: body.model };
       const calls = (s.toolCalls ?? []).map((c, i) => ({ index: i, id: `call_${i}`, type: "function", function: c }));

@@ -5,6 +5,7 @@
  */
 import { SQL } from "bun";
 import type { Database } from "bun:sqlite";
+import type { Ledger } from "../../src/billing/ledger";
 
 export interface HoldRow {
   amount: number;
@@ -18,6 +19,11 @@ export interface ChargeRow {
   amount: number;
   input_tokens: number;
   output_tokens: number;
+  /** Of input_tokens, read from and written to the upstream's prompt cache. */
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** Units the prompt cache took off the charge. */
+  cache_saved: number;
   characters: number;
   reason: string | null;
   model: string | null;
@@ -48,7 +54,7 @@ export interface StoreProbe {
   close(): Promise<void>;
 }
 
-const CHARGE = "request_id, account_id, amount, input_tokens, output_tokens, characters, reason, model, endpoint";
+const CHARGE = "request_id, account_id, amount, input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved, characters, reason, model, endpoint";
 
 export function sqliteProbe(db: () => Database): StoreProbe {
   const one = <T>(sql: string, ...args: (string | number)[]) => db().query(sql).get(...args) as T;
@@ -105,7 +111,8 @@ const num = (v: unknown) => (v === null || v === undefined ? v : Number(v)) as n
 function chargeRow(r: Record<string, unknown>): ChargeRow {
   return {
     request_id: r.request_id as string, account_id: r.account_id as string, amount: num(r.amount), input_tokens: num(r.input_tokens),
-    output_tokens: num(r.output_tokens), characters: num(r.characters), reason: (r.reason as string | null) ?? null,
+    output_tokens: num(r.output_tokens), cached_tokens: num(r.cached_tokens), cache_write_tokens: num(r.cache_write_tokens), cache_saved: num(r.cache_saved),
+    characters: num(r.characters), reason: (r.reason as string | null) ?? null,
     model: (r.model as string | null) ?? null, endpoint: (r.endpoint as string | null) ?? null,
   };
 }
@@ -172,6 +179,46 @@ export function pgProbe(url: string): StoreProbe {
     },
     async close() {
       await sql.close();
+    },
+  };
+}
+
+function shippingFirst(store: StoreProbe, ship: () => Promise<unknown>): StoreProbe {
+  const out: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(store) as [string, (...args: unknown[]) => Promise<unknown>][]) {
+    out[name] = name === "close" ? f : async (...args: unknown[]) => (await ship(), f(...args));
+  }
+  return out as unknown as StoreProbe;
+}
+
+/**
+ * A probe that also sees what the server holds in memory (holds are not written any more,
+ * billing/hold-book.ts): `reserved` and pending holds include the ledger's open holds, and a
+ * hold's state is the ledger's for the holds it took (the store's for direct ones).
+ */
+export function liveProbe(store: StoreProbe, ledger: Ledger, ship?: () => Promise<unknown>): StoreProbe {
+  // On PostgreSQL the charges this server journaled reach the database first: a read sees them.
+  const base = ship ? shippingFirst(store, ship) : store;
+  const holds = new Map<string, HoldRow>();
+  ledger.onHold((e) => holds.set(e.requestId, { amount: e.amount, state: e.state, account_id: e.accountId }));
+  const pendingOf = (accountId: string) => [...holds.values()].filter((h) => h.account_id === accountId && h.state === "pending").length;
+  return {
+    ...base,
+    async balance(id) {
+      const b = await base.balance(id);
+      return { balance: b.balance, reserved: b.reserved + ledger.held(id) };
+    },
+    async counts(id) {
+      const c = await base.counts(id);
+      return { ...c, pendingHolds: Math.max(c.pendingHolds, pendingOf(id)) };
+    },
+    async hold(requestId) {
+      return holds.get(requestId) ?? (await base.hold(requestId));
+    },
+    async holdStates(id) {
+      const states: Record<string, number> = {};
+      for (const h of holds.values()) if (h.account_id === id) states[h.state] = (states[h.state] ?? 0) + 1;
+      return Object.keys(states).length > 0 ? states : base.holdStates(id);
     },
   };
 }

@@ -5,9 +5,9 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, type SessionInfo } from "./api";
-import { ErrorLine, Tabs, TopBar } from "./app";
+import { ErrorLine, GenerationRecord, Tabs, TopBar } from "./components";
 import { Chart } from "./chart";
-import { amounts, count, ms, usd, usdTick, when } from "./format";
+import { amounts, count, usd, usdTick, when } from "./format";
 import { KeysPanel } from "./keys-panel";
 import { Playground } from "./playground";
 import { ConnectPanel } from "./connect-panel";
@@ -26,13 +26,13 @@ export function AccountView(props: { session: SessionInfo; onSignOut: () => void
   }, []);
 
   return html`<div class="page">
-    <${TopBar} title="Account" subtitle=${data ? `${data.account.name} · ${data.account.id}` : ""} onSignOut=${props.onSignOut} />
+    <${TopBar} title="Account" subtitle=${data ? `${data.account.name} · ${data.account.id}${props.session.manages_keys === false ? " · limited key" : ""}` : ""} onSignOut=${props.onSignOut} />
     <${Tabs} tabs=${[["overview", "Overview"], ["keys", "Keys"], ["playground", "Playground"], ["connect", "Connect"]]} current=${tab} onPick=${setTab} />
     <${ErrorLine} error=${error} />
     ${data ? html`<${BalanceCards} money=${data.money} period=${data.period} />` : html`<p class="muted">Loading…</p>`}
     ${tab === "overview" && data ? html`<${Overview} data=${data} />` : null}
     ${tab === "keys" ? html`<${KeysPanel} list="/account/keys" create="/account/keys" revoke=${(id: string) => `/account/keys/${id}`} />` : null}
-    ${tab === "playground" ? html`<${Playground} onBilled=${load} />` : null}
+    ${tab === "playground" ? html`<${Playground} onBilled=${load} allowed=${props.session.allowed_models ?? null} />` : null}
     ${tab === "connect" ? html`<${ConnectPanel} />` : null}
   </div>`;
 }
@@ -88,8 +88,8 @@ function Overview(props: { data: any }) {
         <td>${r.model}</td><td class="num">${count(r.requests)}</td><td class="num">${count(r.input_tokens)}</td>
         <td class="num">${count(r.output_tokens)}</td><td class="num">${count(r.characters)}</td><td class="num">${usd(r.cost)}</td></tr>`)}
       </tbody></table></div>
-    <h2>Recent requests</h2>
-    ${d.recent.length === 0 ? html`<p class="muted">No billed requests yet. Try the playground.</p>` : null}
+    <h2>${d.recent_scope === "key" ? "Recent requests with this key" : "Recent requests"}</h2>
+    ${d.recent.length === 0 ? html`<p class="muted">No ${d.recent_scope === "key" ? "" : "billed "}requests yet. Try the playground.</p>` : null}
     <div class="scroll"><table id="recent">
       <thead><tr><th>Time (UTC)</th><th>Model</th><th>Amount</th><th>Status</th><th class="num">Cost</th><th>Request</th></tr></thead>
       <tbody>${d.recent.map((r: any) => html`<tr>
@@ -98,22 +98,5 @@ function Overview(props: { data: any }) {
         <td><a href=${"#" + r.id} class="mono" onClick=${(e: Event) => (e.preventDefault(), showRecord(r.id))}>${r.id.slice(0, 14)}…</a></td></tr>`)}
       </tbody></table></div>
     ${open ? html`<${GenerationRecord} record=${open} onClose=${() => setOpen(null)} />` : null}
-  </section>`;
-}
-
-/** One request's generation record (the same object GET /v1/generation returns). */
-export function GenerationRecord(props: { record: any; onClose?: () => void }) {
-  const r = props.record;
-  const rows: [string, string][] = [
-    ["Request id", r.id], ["Time (UTC)", when(r.created_at)], ["Model", r.model ?? "—"], ["Endpoint", r.endpoint ?? "—"],
-    ["Service tier", r.service_tier ?? "—"], ["Status", r.status ?? "not recorded"], ["Latency", ms(r.latency)],
-    ["Engine time", ms(r.generation_time)],
-    r.characters ? ["Characters", count(r.characters)] : ["Tokens in / out", `${count(r.tokens_prompt)} / ${count(r.tokens_completion)}`],
-    ["Cost", usd(r.total_cost)],
-  ];
-  return html`<section class="record" id="generation-record" aria-label="Generation record">
-    <h3>Generation record ${props.onClose ? html`<button class="link" onClick=${props.onClose}>close</button>` : null}</h3>
-    <dl>${rows.map(([k, v]) => html`<dt>${k}</dt><dd data-field=${k}>${v}</dd>`)}</dl>
-    ${r.note ? html`<p class="muted small">${r.note}</p>` : null}
   </section>`;
 }

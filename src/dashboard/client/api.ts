@@ -17,6 +17,14 @@ export interface SessionInfo {
   csrf_token: string;
   expires_at: string;
   account_id: string | null;
+  /** Account sessions: the key signed in with, and what it may do (docs/operate.md, "The dashboard"). */
+  key_id?: string;
+  /** Only a key without controls creates and revokes the account's keys. */
+  manages_keys?: boolean;
+  /** The key's controls by API name ("limit", "expires_at", "models", "rate_limit_rpm"). */
+  key_controls?: string[];
+  /** The model ids the key may call; null: every model. */
+  allowed_models?: string[] | null;
 }
 
 let csrfToken = "";

@@ -50,23 +50,3 @@ export function App() {
   const View = session.kind === "account" ? AccountView : OperatorView;
   return html`<${View} session=${session} onSignOut=${signOut} />`;
 }
-
-/** The bar across the top of both views. */
-export function TopBar(props: { title: string; subtitle?: string; onSignOut: () => void }) {
-  return html`<header class="topbar">
-    <div><strong>Switchyard</strong> <span class="muted">${props.title}</span>${props.subtitle ? html` <span class="muted small">${props.subtitle}</span>` : null}</div>
-    <button class="link" id="sign-out" onClick=${props.onSignOut}>Sign out</button>
-  </header>`;
-}
-
-/** Section tabs: buttons, so they work on a phone without a menu. */
-export function Tabs(props: { tabs: [string, string][]; current: string; onPick: (id: string) => void }) {
-  return html`<nav class="tabs">${props.tabs.map(
-    ([id, label]) => html`<button id=${"tab-" + id} class=${id === props.current ? "tab current" : "tab"} onClick=${() => props.onPick(id)}>${label}</button>`,
-  )}</nav>`;
-}
-
-/** An error line (role=alert) that a failed action fills in. */
-export function ErrorLine(props: { error: string }) {
-  return props.error ? html`<p class="error" role="alert">${props.error}</p>` : null;
-}

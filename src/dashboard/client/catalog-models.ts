@@ -8,7 +8,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { count } from "./format";
 import { checked, decimalText, Field, FormErrorLine, useFormError, value, whole, useShownOnOpen } from "./field-form";
 
@@ -42,19 +42,23 @@ export function CatalogModels(props: { version: number; onChanged: () => void })
   return html`<section aria-label="Catalog">
     <h2>Models and prices <button class="secondary" onClick=${props.onChanged}>Refresh</button>
       <button id="model-add" onClick=${() => (setDone(""), setEditing({}))}>Add a model</button></h2>
-    <p class="muted small">Prices in USD per million tokens (or characters, for speech). Changes apply at once to requests that start afterwards; every charge keeps the price its request started with.</p>
+    <p class="muted small">Prices in USD per million tokens (or characters, for speech). A prompt token the engine read from or wrote to its cache costs the cached-input or cache-write price where one is set, else the input price. Changes apply at once to requests that start afterwards; every charge keeps the price its request started with.</p>
     <${ErrorLine} error=${error} />
     ${done ? html`<p class="ok" role="status" id="catalog-done">${done}</p>` : null}
     ${editing ? html`<${ModelEditor} key=${editing.id ?? "new"} model=${editing} onSaved=${saved} onCancel=${() => setEditing(null)} />` : null}
     <div class="scroll"><table id="models">
       <thead><tr><th>Model</th><th>Type</th><th>State</th><th>Source</th><th>Enabled</th><th class="num">Context</th><th class="num">Max output</th>
-        <th class="num">Input</th><th class="num">Output</th><th class="num">Characters</th><th>Turbo</th><th>Change</th></tr></thead>
+        <th class="num">Input</th><th class="num" title="A prompt token read from the engine's cache; — : the input price">Cached input</th>
+        <th class="num" title="A prompt token written to the engine's cache; — : the input price">Cache write</th>
+        <th class="num">Output</th><th class="num">Characters</th><th>Turbo</th><th>Change</th></tr></thead>
       <tbody>${(models ?? []).map((m) => html`<tr data-model=${m.id} data-source=${m.source}>
         <td>${m.id}</td><td>${m.kind}</td>
         <td class=${m.live ? "ok" : "muted"}>${m.live ? "live" : "not served"}</td>
         <td>${m.source}</td><td class=${m.enabled ? "" : "error"}>${m.enabled ? "yes" : "disabled"}</td>
         <td class="num">${m.context_window ? count(m.context_window) : "—"}</td><td class="num">${m.max_output_tokens ? count(m.max_output_tokens) : "—"}</td>
-        <td class="num">${price(m.pricing.input_per_million)}</td><td class="num">${price(m.pricing.output_per_million)}</td>
+        <td class="num">${price(m.pricing.input_per_million)}</td>
+        <td class="num model-cached-price">${price(m.pricing.cached_input_per_million)}</td><td class="num model-cache-write-price">${price(m.pricing.cache_write_per_million)}</td>
+        <td class="num">${price(m.pricing.output_per_million)}</td>
         <td class="num">${price(m.pricing.characters_per_million)}</td><td>${m.turbo ? "yes" : "—"}</td>
         <td><div class="row-actions">
           <button class="secondary model-edit" onClick=${() => (setDone(""), setEditing(m))}>Edit</button>
@@ -79,7 +83,7 @@ function ModelEditor(props: { model: any; onSaved: (what: string) => void; onCan
     const f = e.target as HTMLFormElement;
     setError(null);
     const pricing: Record<string, string> = {};
-    for (const k of ["input_per_million", "output_per_million", "characters_per_million"]) {
+    for (const k of ["input_per_million", "output_per_million", "characters_per_million", "cached_input_per_million", "cache_write_per_million"]) {
       const v = value(f, `pricing.${k}`);
       if (v !== "") pricing[k] = v;
     }
@@ -117,6 +121,10 @@ function ModelEditor(props: { model: any; onSaved: (what: string) => void; onCan
       <${Field} name="max_output_tokens" label="Max output, tokens" error=${error}><input name="max_output_tokens" inputmode="numeric" defaultValue=${m.max_output_tokens ?? ""} /></${Field}>
       <${Field} name="pricing.input_per_million" label="Input, USD per 1M" error=${error}><input name="pricing.input_per_million" inputmode="decimal" placeholder="0.20" defaultValue=${decimalText(p.input_per_million)} /></${Field}>
       <${Field} name="pricing.output_per_million" label="Output, USD per 1M" error=${error}><input name="pricing.output_per_million" inputmode="decimal" placeholder="0.60" defaultValue=${decimalText(p.output_per_million)} /></${Field}>
+      ${adding || m.kind === "chat" ? html`<${Field} name="pricing.cached_input_per_million" label="Cached input, USD per 1M" error=${error}>
+        <input name="pricing.cached_input_per_million" inputmode="decimal" placeholder="input price" defaultValue=${decimalText(p.cached_input_per_million)} /></${Field}>
+      <${Field} name="pricing.cache_write_per_million" label="Cache write, USD per 1M" error=${error}>
+        <input name="pricing.cache_write_per_million" inputmode="decimal" placeholder="input price" defaultValue=${decimalText(p.cache_write_per_million)} /></${Field}>` : null}
       ${!adding && p.characters_per_million !== undefined ? html`<${Field} name="pricing.characters_per_million" label="Characters, USD per 1M" error=${error}>
         <input name="pricing.characters_per_million" inputmode="decimal" defaultValue=${decimalText(p.characters_per_million)} /></${Field}>` : null}
     </div>

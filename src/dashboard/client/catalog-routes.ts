@@ -7,7 +7,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { checked, Field, FormErrorLine, useFormError, value, useShownOnOpen } from "./field-form";
 
 interface RouteRow {

@@ -7,7 +7,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { checked, Field, FormErrorLine, useFormError, value, whole, useShownOnOpen } from "./field-form";
 
 const FIELDS = ["name", "base_url", "key", "timeouts", "keep_alive"];

@@ -6,7 +6,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, call } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { CodeView } from "./code-view";
 import type { ChatMessage } from "./snippets";
 import { SseParser } from "../../protocols/sse";

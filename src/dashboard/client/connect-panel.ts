@@ -6,7 +6,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { CodeView } from "./code-view";
 import { liveModels } from "./live-models";
 

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { usd } from "./format";
+import { amounts, usd } from "./format";
 import { guardIntl } from "./intl-guard";
 
 test.each([
@@ -36,4 +36,11 @@ test("a language tag Intl rejects falls back to en-US; bad options still throw",
   expect(fake.Intl.NumberFormat.supportedLocalesOf(["en-US"])).toEqual(["en-US"]);
   // The real Intl is untouched by a guard on another object.
   expect(Intl.NumberFormat).toBe(original.NumberFormat);
+});
+
+test("amounts: the prompt's cached and written tokens beside it, only where there are any", () => {
+  expect(amounts({ tokens_prompt: 10_000, tokens_completion: 100 })).toBe("10,000 in / 100 out");
+  expect(amounts({ tokens_prompt: 10_000, tokens_completion: 100, tokens_cached: 8_000, tokens_cache_write: 0 })).toBe("10,000 in (8,000 cached) / 100 out");
+  expect(amounts({ tokens_prompt: 10_000, tokens_completion: 100, tokens_cached: 6_000, tokens_cache_write: 2_000 })).toBe("10,000 in (6,000 cached, 2,000 written) / 100 out");
+  expect(amounts({ characters: 42 })).toBe("42 chars");
 });

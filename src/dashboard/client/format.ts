@@ -44,10 +44,11 @@ export function when(t: string | number | null | undefined): string {
   return d.toISOString().slice(0, 19).replace("T", " ");
 }
 
-/** Tokens in/out, or characters for speech. */
-export function amounts(r: { tokens_prompt?: number; tokens_completion?: number; characters?: number }): string {
+/** Tokens in/out with what of the input the prompt cache read and wrote, or characters for speech. */
+export function amounts(r: { tokens_prompt?: number; tokens_completion?: number; characters?: number; tokens_cached?: number; tokens_cache_write?: number }): string {
   if (r.characters) return `${count(r.characters)} chars`;
-  return `${count(r.tokens_prompt ?? 0)} in / ${count(r.tokens_completion ?? 0)} out`;
+  const cache = [r.tokens_cached ? `${count(r.tokens_cached)} cached` : "", r.tokens_cache_write ? `${count(r.tokens_cache_write)} written` : ""].filter(Boolean);
+  return `${count(r.tokens_prompt ?? 0)} in${cache.length ? ` (${cache.join(", ")})` : ""} / ${count(r.tokens_completion ?? 0)} out`;
 }
 
 /** A short axis label for a USD amount (the chart's title says USD): "0", "0.00002", "1.5". */

@@ -1,11 +1,13 @@
 /**
  * API keys of one account: the list (prefixes only), creating one (its key is shown once, here,
  * and never again) and revoking one. Used by the account view (its own keys) and the operator view.
+ * When the list answers `manage: false` (an account session whose key has controls: docs/operate.md, "The
+ * dashboard") it lists that key alone, read-only: no form or button that could only fail.
  */
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { usd, when } from "./format";
 
 /** A key's own controls in one cell: its spend limit (used of limit, reset), expiry, models, rate. */
@@ -20,11 +22,19 @@ function controls(k: any): string {
 
 export function KeysPanel(props: { list: string; create: string; revoke: (id: string) => string }) {
   const [keys, setKeys] = useState<any[] | null>(null);
+  const [manage, setManage] = useState(true);
   const [created, setCreated] = useState<any>(null);
   const [confirming, setConfirming] = useState("");
   const [error, setError] = useState("");
 
-  const load = () => api("GET", props.list).then((r) => setKeys(r.data), (e) => setError(e.message));
+  const load = () =>
+    api("GET", props.list).then(
+      (r) => {
+        setKeys(r.data);
+        setManage(r.manage !== false);
+      },
+      (e) => setError(e.message),
+    );
   useEffect(() => {
     setCreated(null);
     load();
@@ -57,10 +67,11 @@ export function KeysPanel(props: { list: string; create: string; revoke: (id: st
 
   return html`<section class="keys" aria-label="API keys">
     <h2>API keys</h2>
-    <form class="inline" onSubmit=${create}>
+    ${manage ? html`<form class="inline" onSubmit=${create}>
       <input name="key-name" id="key-name" placeholder="name (optional)" maxlength="200" />
       <button type="submit" id="create-key">Create key</button>
-    </form>
+    </form>` : html`<p class="notice" id="keys-read-only">This session signed in with a key that has its own limits, so it shows that key only.
+      Creating and revoking keys takes a key without a limit, expiry, model list or rate limit.</p>`}
     ${created ? html`<div class="notice" id="new-key-box">
       <p>New key <strong>${created.name ?? created.prefix}</strong>: copy it now, it is not shown again.</p>
       <code class="secret" id="new-key">${created.key}</code>
@@ -73,7 +84,7 @@ export function KeysPanel(props: { list: string; create: string; revoke: (id: st
       <tbody>${(keys ?? []).map((k) => html`<tr data-key-id=${k.id}>
         <td class="mono">${k.prefix}…</td><td>${k.name ?? ""}${k.current ? html` <span class="tag">this session</span>` : null}</td>
         <td>${when(k.created_at)}</td><td class=${k.revoked ? "muted" : "ok"}>${k.revoked ? "revoked" : "active"}</td><td class="key-controls">${controls(k)}</td>
-        <td>${k.revoked ? null : html`<button class=${confirming === k.id ? "danger" : "secondary"} data-revoke=${k.id} onClick=${() => revoke(k.id)}>${confirming === k.id ? "Confirm revoke" : "Revoke"}</button>`}</td>
+        <td>${k.revoked || !manage ? null : html`<button class=${confirming === k.id ? "danger" : "secondary"} data-revoke=${k.id} onClick=${() => revoke(k.id)}>${confirming === k.id ? "Confirm revoke" : "Revoke"}</button>`}</td>
       </tr>`)}</tbody>
     </table></div>
   </section>`;

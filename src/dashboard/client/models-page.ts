@@ -8,7 +8,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { ms } from "./format";
 import { CatalogModels } from "./catalog-models";
 import { RouteSettings } from "./catalog-routes";

@@ -2,7 +2,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { usd, when } from "./format";
 import { KeysPanel } from "./keys-panel";
 

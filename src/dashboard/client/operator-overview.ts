@@ -5,7 +5,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { count, usd, when } from "./format";
 
 const PERIODS: [number, string][] = [[1, "today"], [7, "last 7 days"], [30, "last 30 days"], [90, "last 90 days"]];

@@ -6,7 +6,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, type SessionInfo } from "./api";
-import { ErrorLine, Tabs, TopBar } from "./app";
+import { ErrorLine, Tabs, TopBar } from "./components";
 import { usd } from "./format";
 import { AccountDetail } from "./operator-account";
 import { ServicePanel } from "./service-panel";

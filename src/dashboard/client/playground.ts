@@ -6,8 +6,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, call } from "./api";
-import { ErrorLine, Tabs } from "./app";
-import { GenerationRecord } from "./account-view";
+import { ErrorLine, GenerationRecord, Tabs } from "./components";
 import { count, usd } from "./format";
 import { ChatPlayground } from "./chat-playground";
 import { liveModels, type LiveModels as Models } from "./live-models";
@@ -27,14 +26,21 @@ async function billedRecord(id: string): Promise<any> {
   return record;
 }
 
-export function Playground(props: { onBilled: () => void }) {
+/** The live models this session's key may call (`allowed`: ids from the session; null: all). */
+function allowedOnly(models: Models, allowed: string[] | null): Models {
+  if (allowed === null) return models;
+  const ok = (id: string) => allowed.includes(id);
+  return { chat: models.chat.filter(ok), speech: models.speech.filter(ok), embedding: models.embedding.filter(ok) };
+}
+
+export function Playground(props: { onBilled: () => void; allowed: string[] | null }) {
   const [tab, setTab] = useState("chat");
   const [models, setModels] = useState<Models | null>(null);
   const [record, setRecord] = useState<any>(null);
 
   useEffect(() => {
     // Public endpoint (no key): the live models only, in the server's order.
-    liveModels().then(setModels, () => setModels({ chat: [], speech: [], embedding: [] }));
+    liveModels().then((m) => setModels(allowedOnly(m, props.allowed)), () => setModels({ chat: [], speech: [], embedding: [] }));
   }, []);
 
   const done = async (id: string | null) => {
@@ -46,6 +52,7 @@ export function Playground(props: { onBilled: () => void }) {
   return html`<section class="playground" aria-label="Playground">
     <h2>Playground</h2>
     <p class="muted small">Requests here are real and billed to this account like any other.</p>
+    ${props.allowed ? html`<p class="muted small" id="playground-allowed">This key may use only: ${props.allowed.join(", ")}.</p>` : null}
     <${Tabs} tabs=${[["chat", "Chat"], ["speech", "Speech"], ["embeddings", "Embeddings"]]} current=${tab} onPick=${(t: string) => (setTab(t), setRecord(null))} />
     ${!models ? html`<p class="muted">Loading models…</p>` : null}
     ${models && tab === "chat" ? html`<${ChatPlayground} models=${models.chat} onDone=${done} />` : null}

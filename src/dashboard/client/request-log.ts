@@ -6,7 +6,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { amounts, ms, usd, when } from "./format";
 
 const FIELDS = ["account", "key", "model", "status", "from", "to"] as const;
@@ -63,11 +63,12 @@ export function RequestLog(props: { account?: string }) {
     </form>
     <${ErrorLine} error=${error} />
     <div class="scroll"><table id="request-log">
-      <thead><tr><th>Time (UTC)</th><th>Account</th><th>Key</th><th>Model</th><th>Endpoint</th><th>Status</th><th class="num">Latency</th><th>Amount</th><th class="num">Cost</th><th>Request</th></tr></thead>
+      <thead><tr><th>Time (UTC)</th><th>Account</th><th>Key</th><th>Model</th><th>Endpoint</th><th>Status</th><th class="num">Latency</th><th>Amount</th><th class="num">Cost</th><th class="num" title="What the engine's prompt cache took off the cost">Cache saved</th><th>Request</th></tr></thead>
       <tbody>${(page?.data ?? []).map((r: any) => html`<tr data-request-id=${r.id}>
         <td>${when(r.created_at)}</td><td class="mono small">${by("account", r.account_id)}</td><td class="mono small">${r.key_id ? by("key", r.key_id) : "—"}</td><td>${by("model", r.model)}</td>
         <td class="small">${r.endpoint}</td><td class=${r.status === "failed" ? "error" : ""}>${r.status} ${r.http_status}</td>
-        <td class="num">${ms(r.latency)}</td><td class="small">${amounts(r)}</td><td class="num">${usd(r.total_cost)}</td><td class="mono small">${r.id}</td></tr>`)}
+        <td class="num">${ms(r.latency)}</td><td class="small">${amounts(r)}</td><td class="num">${usd(r.total_cost)}</td>
+        <td class="num cache-saved">${r.tokens_cached || r.tokens_cache_write ? usd(r.cache_saved) : "—"}</td><td class="mono small">${r.id}</td></tr>`)}
       </tbody></table></div>
     ${page && page.data.length === 0 ? html`<p class="muted">No requests match.</p>` : null}
     <div class="pager">

@@ -2,7 +2,7 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api";
-import { ErrorLine } from "./app";
+import { ErrorLine } from "./components";
 import { Chart } from "./chart";
 import { count, ms } from "./format";
 

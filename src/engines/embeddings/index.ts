@@ -4,11 +4,10 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { Services } from "../../services";
 import { DEFAULT_BATCHING, EmbeddingEngine, EMBEDDING_MODEL_ID, REQUIRED_FILES } from "./engine";
 import { accountShare } from "../scheduler/index";
 import { EMBEDDING_SESSION_TUNING } from "./model";
-import { POLL_INTERVAL_MS, providerFor, startWhenPresent, type EngineLoader } from "../loader";
+import { POLL_INTERVAL_MS, providerFor, startWhenPresent, type EngineLoader, type LocalEngineDeps } from "../loader";
 
 export const embeddingLoader: EngineLoader<EmbeddingEngine> = {
   modelId: EMBEDDING_MODEL_ID,
@@ -22,6 +21,6 @@ export const embeddingLoader: EngineLoader<EmbeddingEngine> = {
     ),
 };
 
-export function startEmbeddingEngine(s: Services, pollMs = POLL_INTERVAL_MS): Promise<void> {
+export function startEmbeddingEngine(s: LocalEngineDeps, pollMs = POLL_INTERVAL_MS): Promise<void> {
   return startWhenPresent(s, embeddingLoader, pollMs);
 }

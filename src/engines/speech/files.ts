@@ -9,7 +9,7 @@
  * (onnx/model_quantized.onnx, 92 MB) is the fast one; on CUDA int8 kernels are missing and its
  * operators fall back to the CPU, so there the fp32 graph (onnx/model.onnx, 326 MB) is used, or
  * the fp16 one when only it is there. `pull` fetches the graph for the provider in use, and the
- * engine loads the first present of MODEL_FILES[provider] (README "Speech").
+ * engine loads the first present of MODEL_FILES[provider] (README "Running on a GPU").
  *
  * Checksums are not pinned: they could not be fetched where this list was written (no access to
  * Hugging Face), and an invented value would be worse than none; see models/README.md for

@@ -3,9 +3,8 @@
  * registers the engine, which makes voice-82m and voice-82m-turbo live; see ../loader.ts for
  * the polling.
  */
-import type { Services } from "../../services";
 import { SpeechEngine, SPEECH_MODEL_ID } from "./engine";
-import { POLL_INTERVAL_MS, providerFor, startWhenPresent, type EngineLoader } from "../loader";
+import { POLL_INTERVAL_MS, providerFor, startWhenPresent, type EngineLoader, type LocalEngineDeps } from "../loader";
 
 export const speechLoader: EngineLoader<SpeechEngine> = {
   modelId: SPEECH_MODEL_ID,
@@ -20,6 +19,6 @@ export const speechLoader: EngineLoader<SpeechEngine> = {
     }),
 };
 
-export function startSpeechEngine(s: Services, pollMs = POLL_INTERVAL_MS): Promise<void> {
+export function startSpeechEngine(s: LocalEngineDeps, pollMs = POLL_INTERVAL_MS): Promise<void> {
   return startWhenPresent(s, speechLoader, pollMs);
 }

@@ -87,6 +87,9 @@ describe("front end by language code", () => {
     [["jf_alpha"], "b", "gb"],
     [["af_heart"], "b", "gb"],
   ] as const)("%j with lang_code %j → %s", (ids, lang, dialect) => expect(frontEndFor(ids, lang)).toBe(dialect));
+  test.each(["constructor", "toString", "__proto__"])("lang_code %j (a name objects have of their own) is a 400 naming lang_code", (lang) => {
+    rejects(["af_heart"], lang, "lang_code", /must be one of/);
+  });
 
   test.each(["jf_alpha", "zf_xiaobei", "ef_dora", "ff_siwis", "hf_alpha", "if_sara", "pf_dora"])("%s without lang_code: 400 naming the languages spoken", (id) => {
     rejects([id], undefined, "voice", /speaks only American English \(a\) and British English \(b\).*lang_code/);

@@ -112,15 +112,15 @@ const spoken = () => Object.keys(FRONT_END_LANGUAGES).map((c) => `${LANGUAGE_NAM
  */
 export function frontEndFor(voiceIds: readonly string[], langCode?: string): Dialect {
   if (langCode !== undefined) {
-    const d = FRONT_END_LANGUAGES[langCode];
+    const d = Object.hasOwn(FRONT_END_LANGUAGES, langCode) ? FRONT_END_LANGUAGES[langCode] : undefined;
     if (!d) throw invalidField("lang_code", `must be one of ${Object.keys(FRONT_END_LANGUAGES).join(", ")}: the text front end speaks ${spoken()}`);
     return d;
   }
   const first = voiceIds[0] ?? "";
   const code = first[0] ?? "";
-  const d = FRONT_END_LANGUAGES[code];
+  const d = Object.hasOwn(FRONT_END_LANGUAGES, code) ? FRONT_END_LANGUAGES[code] : undefined;
   if (d) return d;
-  const language = LANGUAGE_NAMES[code] ? `${LANGUAGE_NAMES[code]} (${code})` : `an unknown language ('${code}')`;
+  const language = Object.hasOwn(LANGUAGE_NAMES, code) ? `${LANGUAGE_NAMES[code]} (${code})` : `an unknown language ('${code}')`;
   throw invalidField(
     "voice",
     `voice '${first}' is for ${language}, but the text front end speaks only ${spoken()}; use an ${Object.keys(FRONT_END_LANGUAGES).join("* or ")}* voice, or set lang_code to "a" or "b" to read English text with this voice`,

@@ -3,8 +3,8 @@
  * when set; otherwise what the browser reached the dashboard at (its Host, and https when the
  * request came over TLS or with X-Forwarded-Proto: https). Never a key.
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
+import type { Config } from "../../config";
 import { dashboardHeaders } from "../../dashboard/assets";
 import { cookieValue } from "../../dashboard/sessions";
 import { signedOut, isHttps, type DashboardGuard } from "./guard";
@@ -17,7 +17,7 @@ export function baseUrlFor(request: Request, publicUrl: string | null): { base_u
   return { base_url: `${isHttps(request) ? "https" : url.protocol.replace(":", "")}://${host}/v1`, source: "request" };
 }
 
-export function registerConnect(app: App, s: Services, guard: DashboardGuard): void {
+export function registerConnect(app: App, s: { config: Pick<Config, "publicUrl"> }, guard: DashboardGuard): void {
   app.get("/dashboard/api/connect", async ({ request, set }) => {
     dashboardHeaders(set);
     const session = guard.sessions.get(cookieValue(request.headers.get("cookie")));

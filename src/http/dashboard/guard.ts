@@ -9,11 +9,16 @@
  *     GET /dashboard/api/session, knows it).
  * The cookie alone is never enough: 127.0.0.1:8080 and 127.0.0.1:9999 are the same "site", so
  * SameSite=Strict does not stop a page on another port of the same host.
+ *
+ * An account session is as good as its key, checked on every request: it ends when the key is
+ * revoked or expires or the account is disabled, and only a key without controls may manage the
+ * account's keys (keyManager(); docs/operate.md, "Keys: limits, expiry, models").
  */
 import { timingSafeEqual } from "node:crypto";
-import type { Services } from "../../services";
 import { DomainError } from "../../errors";
 import { cookieValue, type DashboardSessions, type Session, type SessionKind } from "../../dashboard/sessions";
+import type { ApiKeys, KeyOwner } from "../../accounts/api-keys";
+import { controlsInWords, controlsOf, expiredAt, managesKeys } from "../../accounts/key-controls";
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
@@ -59,11 +64,62 @@ export function isHttps(request: Request): boolean {
   return request.url.startsWith("https:") || request.headers.get("x-forwarded-proto") === "https";
 }
 
+/** An account session checked on this request, with its key's owner as the store has it now. */
+export interface AccountAccess {
+  session: Session;
+  accountId: string;
+  keyId: string;
+  owner: KeyOwner;
+}
+
+/**
+ * Why an account session must end now, or null while it may go on: its key is revoked (or was
+ * never this account's), its account disabled, or the key expired. Checked on every use, against
+ * the key's owner as ApiKeys has it (a change made elsewhere reaches it within a second: docs/operate.md,
+ * "Accounts, keys and credits").
+ */
+export function sessionEndReason(owner: KeyOwner | null, accountId: string | null, nowMs: number): string | null {
+  if (!owner || owner.accountId !== accountId) return "The API key this session signed in with was revoked; the session has ended. Sign in with another key.";
+  if (owner.disabled) return "This account is disabled; the session has ended. Contact the operator of this service.";
+  const expired = expiredAt(owner.key, nowMs);
+  if (expired !== null) return `The API key this session signed in with expired at ${new Date(expired).toISOString()}; the session has ended. Sign in with another key.`;
+  return null;
+}
+
 export class DashboardGuard {
-  constructor(private readonly s: Services, readonly sessions: DashboardSessions) {}
+  constructor(private readonly s: { keys: Pick<ApiKeys, "authenticate"> }, readonly sessions: DashboardSessions) {}
 
   /** The caller's session, checked as described above; throws 401/403 otherwise. */
   async session(request: Request, kind: SessionKind): Promise<Session> {
+    const session = this.checked(request, kind);
+    if (session.kind === "account") await this.liveOwner(session);
+    return session;
+  }
+
+  /** An account session and its key's owner, checked as session() does. */
+  async account(request: Request): Promise<AccountAccess> {
+    const session = this.checked(request, "account");
+    const owner = await this.liveOwner(session);
+    return { session, accountId: owner.accountId, keyId: owner.keyId, owner };
+  }
+
+  /**
+   * An account session whose key may manage the account's keys: one without controls. Any other
+   * gets 403 key_management_not_allowed naming its controls, whatever it asks to change.
+   */
+  async keyManager(request: Request): Promise<AccountAccess> {
+    const access = await this.account(request);
+    if (!managesKeys(access.owner.key)) {
+      throw new DomainError(
+        "permission",
+        "key_management_not_allowed",
+        `This session signed in with a key that has ${controlsInWords(controlsOf(access.owner.key))}: it can use models within them and read usage, but only a key without a limit, expiry, model list or rate limit creates or revokes this account's keys. Sign in with such a key, or ask the operator of this service.`,
+      );
+    }
+    return access;
+  }
+
+  private checked(request: Request, kind: SessionKind): Session {
     const session = this.sessions.get(cookieValue(request.headers.get("cookie")));
     if (!session) throw signedOut();
     if (WRITES.has(request.method)) {
@@ -76,18 +132,17 @@ export class DashboardGuard {
     if (session.kind !== kind) {
       throw new DomainError("permission", "wrong_session", kind === "operator" ? "This needs the operator view: sign in with the admin token." : "This needs an account session: sign in with an API key.");
     }
-    if (session.kind === "account") await this.assertKeyStillValid(session);
     return session;
   }
 
-  /** An account session ends when its key is revoked or its account disabled, wherever that was done. */
-  private async assertKeyStillValid(session: Session): Promise<void> {
+  /** The session's key owner now; the session ends (and 401) when sessionEndReason says so. */
+  private async liveOwner(session: Session): Promise<KeyOwner> {
     const owner = session.apiKey ? await this.s.keys.authenticate(session.apiKey) : null;
-    if (!owner || owner.accountId !== session.accountId || owner.disabled) {
+    const reason = sessionEndReason(owner, session.accountId, Date.now());
+    if (reason !== null) {
       this.sessions.destroy(session.id);
-      throw new DomainError("authentication", "session_required", owner?.disabled
-        ? "This account is disabled; the session has ended. Contact the operator of this service."
-        : "The API key this session signed in with was revoked; the session has ended. Sign in with another key.");
+      throw new DomainError("authentication", "session_required", reason);
     }
+    return owner!;
   }
 }

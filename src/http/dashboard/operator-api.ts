@@ -3,24 +3,29 @@
  * token. Each write is the admin operation the admin API and the CLI run (accounts/admin.ts), so
  * the three can never disagree; service state and the metric history are read-only.
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
-import { Admin } from "../../accounts/admin";
+import type { App } from "../route-module";
+import { Admin, type AdminDeps } from "../../accounts/admin";
 import { dashboardHeaders } from "../../dashboard/assets";
 import type { DashboardGuard } from "./guard";
-import { serviceState } from "../../dashboard/service-state";
+import { serviceState, type ServiceStateSources } from "../../dashboard/service-state";
 import { MetricsHistory } from "../../dashboard/metrics-history";
 import { requestMetrics } from "../../metrics/request-metrics";
-import { LATENCY_BUCKETS } from "../../metrics/registry";
-import { spendByAccount } from "../../billing/revenue";
+import { LATENCY_BUCKETS, type MetricsRegistry } from "../../metrics/registry";
+import { spendByAccount, type RevenueRecords } from "../../billing/revenue";
 import { usdNumber } from "../../billing/money";
 
 const LEDGER_ROWS = 200;
 const SPEND_DAYS = 30;
 
-export function registerOperatorApi(app: App, s: Services, guard: DashboardGuard): void {
+/** What the operator's accounts and service pages use: administration, spend, the service's state and the request metrics. */
+export type OperatorApiDeps = AdminDeps & ServiceStateSources & {
+  store: { reports: RevenueRecords };
+  metrics: MetricsRegistry;
+};
+
+export function registerOperatorApi(app: App, s: OperatorApiDeps, guard: DashboardGuard): void {
   const admin = new Admin(s);
-  const history = metricsHistoryOf(s);
+  const history = metricsHistoryOf(s.metrics);
   // Sampling runs while the server does: started when it listens, stopped when it stops.
   app.onStart(() => history.start());
   app.onStop(() => history.stop());
@@ -63,8 +68,8 @@ export function registerOperatorApi(app: App, s: Services, guard: DashboardGuard
   });
 }
 
-function metricsHistoryOf(s: Services): MetricsHistory {
-  const m = requestMetrics(s);
+function metricsHistoryOf(metrics: MetricsRegistry): MetricsHistory {
+  const m = requestMetrics(metrics);
   // API traffic only: the dashboard's own polling and /metrics scrapes are not what operators watch.
   const api = (labels: string) => labels.startsWith('endpoint="/v1/');
   return new MetricsHistory(() => {

@@ -1,18 +1,17 @@
 /**
  * The operator models page's editing API (/dashboard/api/operator/catalog/*), for a session signed
- * in with the admin token: models, prices, upstreams and routes managed live (README, "Managing
+ * in with the admin token: models, prices, upstreams and routes managed live (docs/operate.md, "Managing
  * models, prices and routes live"; docs/live-config.md). Every write is the operation the admin API
  * and the CLI run (catalog/live-admin.ts), so the three never disagree. The dashboard sends prices
  * as decimal strings only, never floats; an upstream's key is write-only (views say `has_key`).
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
-import { LiveCatalogAdmin, pathId } from "../../catalog/live-admin";
+import type { App } from "../route-module";
+import { LiveCatalogAdmin, pathId, type LiveCatalogDeps } from "../../catalog/live-admin";
+import { PRICE_FIELDS } from "../../catalog/catalog-format";
 import { invalidField } from "../../errors";
 import { dashboardHeaders } from "../../dashboard/assets";
 import type { DashboardGuard } from "./guard";
 
-const PRICE_FIELDS = ["input_per_million", "output_per_million", "characters_per_million"];
 
 /** Prices from the page travel as decimal strings ("0.20"): a number is refused, naming the field. */
 function decimalStringPrices(body: unknown): unknown {
@@ -25,7 +24,7 @@ function decimalStringPrices(body: unknown): unknown {
   return body;
 }
 
-export function registerOperatorCatalog(app: App, s: Services, guard: DashboardGuard): void {
+export function registerOperatorCatalog(app: App, s: LiveCatalogDeps, guard: DashboardGuard): void {
   const admin = new LiveCatalogAdmin(s);
   const base = "/dashboard/api/operator/catalog";
   const operator = async (request: Request, set: { headers: Record<string, unknown>; status?: unknown }) => {

@@ -4,14 +4,18 @@
  * the route test, which sends one unbilled request to the route's upstream.
  */
 import { Type } from "@sinclair/typebox";
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import { invalidField, notFound } from "../../errors";
 import { validate } from "../../validate";
 import { dashboardHeaders } from "../../dashboard/assets";
 import { modelsView } from "../../dashboard/models-view";
-import { revenueOverview } from "../../billing/revenue";
-import { csvStream, logRowView, parseLogQuery } from "../../generations/request-log";
+import type { ServiceStateSources } from "../../dashboard/service-state";
+import type { ModelEntry } from "../../catalog/catalog";
+import type { Accounts } from "../../accounts/accounts";
+import type { RequestOutcomes } from "../../generations/outcomes";
+import type { RouteRegistry } from "../../upstream/registry";
+import { revenueOverview, type RevenueRecords } from "../../billing/revenue";
+import { csvStream, logRowView, parseLogQuery, type RequestLogRecords } from "../../generations/request-log";
 import { testRoute } from "../../upstream/route-test";
 import type { DashboardGuard } from "./guard";
 
@@ -19,7 +23,16 @@ const CSV_PAGE = 1000;
 const TOP_PERIODS = [1, 7, 30, 90];
 const RouteTestBody = Type.Object({ model: Type.String({ minLength: 1, maxLength: 256 }), route: Type.String({ minLength: 1, maxLength: 300 }) });
 
-export function registerOperatorReports(app: App, s: Services, guard: DashboardGuard): void {
+/** What the operator's reports read: revenue and the request log, account names, outcomes not yet written, and the models with their routes. */
+export interface OperatorReportsDeps extends ServiceStateSources {
+  store: { reports: RevenueRecords & RequestLogRecords };
+  accounts: Pick<Accounts, "get">;
+  outcomes: Pick<RequestOutcomes, "flush">;
+  routes: ServiceStateSources["routes"] & Pick<RouteRegistry, "routeNamed">;
+  isLive(entry: ModelEntry): boolean;
+}
+
+export function registerOperatorReports(app: App, s: OperatorReportsDeps, guard: DashboardGuard): void {
   const operator = async (request: Request, set: { headers: Record<string, unknown> }) => {
     dashboardHeaders(set);
     await guard.session(request, "operator");

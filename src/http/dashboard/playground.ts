@@ -6,8 +6,7 @@
  * back as the endpoint made it (streams stay streams), with the request's id in
  * x-generation-id so the page can show its generation record (and cost) from the ledger.
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import { invalidField, notFound } from "../../errors";
 import { dashboardHeaders } from "../../dashboard/assets";
 import type { DashboardGuard } from "./guard";
@@ -20,17 +19,24 @@ const ENDPOINTS = {
 
 type PlaygroundKind = keyof typeof ENDPOINTS;
 
-export function registerPlayground(app: App, _s: Services, guard: DashboardGuard): void {
+/**
+ * The endpoint of a playground kind from the URL, or null. An own-property check: `in` (or a
+ * plain index) also finds Object.prototype's members, so "constructor" would name a function.
+ */
+function endpointOf(kind: string): string | null {
+  return Object.hasOwn(ENDPOINTS, kind) ? ENDPOINTS[kind as PlaygroundKind] : null;
+}
+
+export function registerPlayground(app: App, guard: DashboardGuard): void {
   app.post("/dashboard/api/account/playground/:kind", async ({ request, set, params, body }) => {
     const session = await guard.session(request, "account");
     dashboardHeaders(set);
-    if (!(params.kind in ENDPOINTS)) {
-      throw notFound(`No playground '${params.kind}': use chat, speech or embeddings.`);
-    }
+    const endpoint = endpointOf(params.kind);
+    if (!endpoint) throw notFound(`No playground '${params.kind}': use chat, speech or embeddings.`);
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       throw invalidField("body", "must be a JSON object: the endpoint's own request");
     }
-    const inner = new Request(new URL(ENDPOINTS[params.kind as PlaygroundKind], request.url), {
+    const inner = new Request(new URL(endpoint, request.url), {
       method: "POST",
       headers: { authorization: `Bearer ${session.apiKey}`, "content-type": "application/json" },
       body: JSON.stringify(body),

@@ -6,19 +6,24 @@
  */
 import { Type } from "@sinclair/typebox";
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
 import { DomainError } from "../../errors";
+import type { Config } from "../../config";
 import { sourceAddress, tooManyFailures } from "../auth";
+import type { AuthThrottle } from "../../limits/auth-throttle";
+import type { ModelIds } from "../../catalog/resolve";
+import type { LiveCatalogDeps } from "../../catalog/live-admin";
 import { validate } from "../../validate";
 import { dashboardAssets, dashboardHeaders, pageHtml } from "../../dashboard/assets";
 import { assertSameOriginWrite, DashboardGuard, isHttps } from "./guard";
 import { clearedCookie, cookieValue, DashboardSessions, DEFAULT_SESSION_CAPS, sessionCookie, type Session } from "../../dashboard/sessions";
 import { SignInLimit } from "../../limits/sign-in-limit";
-import { registerAccountApi } from "./account-api";
-import { registerOperatorApi } from "./operator-api";
-import { registerOperatorReports } from "./operator-reports";
+import type { ApiKeys, KeyOwner } from "../../accounts/api-keys";
+import { allowedModelIds, controlsOf, expiredAt, keyExpired, managesKeys } from "../../accounts/key-controls";
+import { registerAccountApi, type AccountApiDeps } from "./account-api";
+import { registerOperatorApi, type OperatorApiDeps } from "./operator-api";
+import { registerOperatorReports, type OperatorReportsDeps } from "./operator-reports";
 import { registerOperatorCatalog } from "./operator-catalog";
 import { registerConnect } from "./connect";
 
@@ -35,7 +40,25 @@ function tooManySignIns(retryAfterMs: number, what: string): DomainError {
 
 const digest = (v: string) => createHash("sha256").update(v).digest();
 
-export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What signing in uses: its settings, the throttle of wrong secrets, the key cache, and the model ids a key's list names. */
+interface SignInDeps extends ModelIds {
+  config: Pick<
+    Config,
+    | "dashboardSessionSeconds" | "dashboardSessionsPerAccount" | "dashboardOperatorSessions"
+    | "dashboardKeySignInsPerMinute" | "dashboardAddressSignInsPerMinute" | "adminToken" | "trustedProxies"
+  >;
+  authThrottle: AuthThrottle;
+  keys: ApiKeys;
+}
+
+/** What the dashboard uses: sign-in, and the account and operator views' APIs. */
+export type DashboardDeps = SignInDeps & AccountApiDeps & OperatorApiDeps & OperatorReportsDeps & LiveCatalogDeps & {
+  config: Pick<Config, "dashboard" | "publicUrl">;
+};
+
+export function registerDashboardRoutes(app: App, s: DashboardDeps, docs: RouteDocs): void {
+  // Served only while SWITCHYARD_DASHBOARD is on (the default); off, /dashboard is unknown like any other path.
+  if (!s.config.dashboard) return;
   docs.add({ method: "GET", path: "/dashboard", summary: "The web dashboard: an account view (sign in with an API key) and an operator view (the admin token).", auth: "none", produces: "text/html" });
   const c = s.config;
   const sessions = new DashboardSessions(c.dashboardSessionSeconds * 1000, Date.now, {
@@ -69,11 +92,18 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
   app.get("/dashboard/assets/app.js", ({ request, set }) => asset(request, set, "js"));
   app.get("/dashboard/assets/app.css", ({ request, set }) => asset(request, set, "css"));
 
-  const view = (session: Session) => ({
+  /** The session as the page sees it; an account session also says what its key may do. */
+  const view = (session: Session, owner: KeyOwner | null) => ({
     kind: session.kind,
     csrf_token: session.csrfToken,
     expires_at: new Date(session.expiresAt).toISOString(),
     account_id: session.accountId,
+    ...(owner ? {
+      key_id: owner.keyId,
+      manages_keys: managesKeys(owner.key),
+      key_controls: controlsOf(owner.key),
+      allowed_models: allowedModelIds(s, owner.key.models),
+    } : {}),
   });
 
   // Signed out is an ordinary answer here (the page asks on every load), not an error.
@@ -82,7 +112,9 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     const session = sessions.get(cookieValue(request.headers.get("cookie")));
     if (!session) return { kind: null };
     try {
-      return view(await guard.session(request, session.kind));
+      if (session.kind === "operator") return view(await guard.session(request, "operator"), null);
+      const access = await guard.account(request);
+      return view(access.session, access.owner);
     } catch (e) {
       if (e instanceof DomainError && e.kind === "authentication") return { kind: null, reason: e.message };
       throw e;
@@ -99,6 +131,7 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
     const fromAddress = signIns.fromAddress(source);
     if (!fromAddress.ok) throw tooManySignIns(fromAddress.retryAfterMs, `from this address (${c.dashboardAddressSignInsPerMinute} per minute)`);
     let session: Session;
+    let signedInOwner: KeyOwner | null = null;
     if (b.kind === "account") {
       const key = b.secret.trim();
       const owner = await s.keys.authenticate(key);
@@ -107,9 +140,13 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
         throw new DomainError("authentication", "invalid_api_key", "That API key is not valid: it is unknown or was revoked. Keys start with sy- and are shown once, when created.", "secret");
       }
       if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
+      // Refused as on /v1 (not a wrong guess: the throttle is not charged).
+      const expired = expiredAt(owner.key);
+      if (expired !== null) throw keyExpired(expired, "secret");
       const withKey = signIns.withKey(owner.keyId);
       if (!withKey.ok) throw tooManySignIns(withKey.retryAfterMs, `with this key (${c.dashboardKeySignInsPerMinute} per minute)`);
       session = sessions.create({ kind: "account", accountId: owner.accountId, keyId: owner.keyId, apiKey: key });
+      signedInOwner = owner;
     } else {
       if (!s.config.adminToken) throw new DomainError("permission", "operator_view_off", "The operator view is off: this server has no SWITCHYARD_ADMIN_TOKEN.");
       if (!timingSafeEqual(digest(b.secret.trim()), digest(s.config.adminToken))) {
@@ -121,7 +158,7 @@ export function registerDashboardRoutes(app: App, s: Services, docs: RouteDocs):
       session = sessions.create({ kind: "operator", accountId: null, keyId: null, apiKey: null });
     }
     set.headers["set-cookie"] = sessionCookie(session.id, s.config.dashboardSessionSeconds, isHttps(request));
-    return view(session);
+    return view(session, signedInOwner);
   });
 
   app.delete("/dashboard/api/session", async ({ request, set }) => {

@@ -1,17 +1,20 @@
 /**
- * The admin API for models, prices, upstreams and routes managed live (README, "Managing models,
+ * The admin API for models, prices, upstreams and routes managed live (docs/operate.md, "Managing models,
  * prices and routes live"), behind SWITCHYARD_ADMIN_TOKEN. Model ids may hold slashes: the id is
  * the rest of the path (`/admin/models/Qwen/Qwen3-8B`, or percent-encoded).
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
-import { authenticateAdmin, sourceAddress } from "../auth";
-import { LiveCatalogAdmin, pathId } from "../../catalog/live-admin";
+import type { Config } from "../../config";
+import { authenticateAdmin, sourceAddress, type AdminAuthDeps } from "../auth";
+import { LiveCatalogAdmin, pathId, type LiveCatalogDeps } from "../../catalog/live-admin";
 import { testRoute } from "../../upstream/route-test";
 import { invalidField, notFound } from "../../errors";
 
-export function registerAdminCatalogRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What the live catalog's admin API uses: the live catalog, the admin token, and the trusted proxies. */
+export type AdminCatalogRouteDeps = LiveCatalogDeps & AdminAuthDeps & { config: Pick<Config, "trustedProxies"> };
+
+export function registerAdminCatalogRoutes(app: App, s: AdminCatalogRouteDeps, docs: RouteDocs): void {
   const admin = new LiveCatalogAdmin(s);
   const d = (method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE", path: string, summary: string) => docs.add({ method, path, summary, auth: "admin" });
   d("GET", "/admin/models", "Every catalog entry (embedded, file, admin, discovered), disabled ones included, with its source and whether it is live.");

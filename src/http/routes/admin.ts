@@ -1,11 +1,14 @@
-/** The admin API (README, "Accounts, keys and credits"), behind SWITCHYARD_ADMIN_TOKEN. */
-import type { App } from "../app";
-import type { Services } from "../../services";
+/** The admin API (docs/operate.md, "Accounts, keys and credits"), behind SWITCHYARD_ADMIN_TOKEN. */
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
-import { authenticateAdmin, sourceAddress } from "../auth";
-import { Admin, CreateAccountBody, CreateKeyBody, CreditsBody, PatchAccountBody, PatchKeyBody } from "../../accounts/admin";
+import type { Config } from "../../config";
+import { authenticateAdmin, sourceAddress, type AdminAuthDeps } from "../auth";
+import { Admin, type AdminDeps, CreateAccountBody, CreateKeyBody, CreditsBody, PatchAccountBody, PatchKeyBody } from "../../accounts/admin";
 
-export function registerAdminRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What the admin API uses: administration, the admin token, and the proxies trusted to name a client's address. */
+export type AdminRouteDeps = AdminDeps & AdminAuthDeps & { config: Pick<Config, "trustedProxies"> };
+
+export function registerAdminRoutes(app: App, s: AdminRouteDeps, docs: RouteDocs): void {
   const admin = new Admin(s);
   const d = (method: "GET" | "POST" | "PATCH" | "DELETE", path: string, summary: string, body?: any) =>
     docs.add({ method, path, summary, auth: "admin", body });

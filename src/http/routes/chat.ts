@@ -1,19 +1,21 @@
 /** POST /v1/chat/completions: validate, then the shared chat pipeline, plain or streamed. */
-import type { App } from "../app";
+import type { App } from "../route-module";
 import { assertModelAllowed } from "../../accounts/key-controls";
-import { requestIdOf } from "../app";
-import type { Services } from "../../services";
+import { requestIdOf } from "../request-context";
 import type { RouteDocs } from "../route-docs";
-import { authenticate, holdKey } from "../auth";
-import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
+import { authenticate, holdKey, type KeyAuthDeps } from "../auth";
+import { assertModelEndpoint, resolveModel, type ModelResolver } from "../../catalog/resolve";
 import { ChatCompletionRequest, parseChatRequest, wantsPriority } from "../../chat/request";
 import { usageObject } from "../../chat/pipeline";
 import { completionId, type ChatCall } from "../../chat/call";
 import { SSE_DONE, sseData } from "../../protocols/sse";
-import { completeForRoute, streamForRoute } from "../chat-relay";
+import { completeForRoute, streamForRoute, type ChatAnswerDeps } from "../chat-route";
 import { errorBody } from "../errors";
 
-export function registerChatRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What a chat protocol route uses: the caller's key and admission, the model's resolution, and the chat pipeline. */
+export type ChatProtocolDeps = KeyAuthDeps & ModelResolver & ChatAnswerDeps;
+
+export function registerChatRoutes(app: App, s: ChatProtocolDeps, docs: RouteDocs): void {
   docs.add({ method: "POST", path: "/v1/chat/completions", summary: "Chat completion (OpenAI protocol), plain or streamed.", auth: "key", body: ChatCompletionRequest, public: true });
 
   app.post("/v1/chat/completions", async ({ body, bearer, request, set, server }) => {

@@ -1,19 +1,22 @@
 /**
- * POST /v1/embeddings (docs/local-models.md): validate, tokenise (exact counts), reserve the exact cost,
- * queue every input on the embedding engine's micro-batching scheduler, settle, answer in the
- * OpenAI list shape. Nothing is billed when the request fails or the client goes away first.
+ * POST /v1/embeddings (docs/local-models.md): validate, tokenise (exact counts), then one metered
+ * call (metering/) of the exact cost: every input queued on the embedding engine's micro-batching
+ * scheduler, charged, answered in the OpenAI list shape. Nothing is billed when the request fails
+ * or the client goes away first.
  */
 import { Type } from "@sinclair/typebox";
 import { assertModelAllowed } from "../../accounts/key-controls";
-import type { App } from "../app";
-import { requestIdOf } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
+import { requestIdOf } from "../request-context";
 import type { RouteDocs } from "../route-docs";
-import { authenticate, holdKey } from "../auth";
-import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
+import { authenticate, holdKey, type KeyAuthDeps } from "../auth";
+import type { Ledger } from "../../billing/ledger";
+import type { EngineRegistry } from "../../engines/registry";
+import { assertModelEndpoint, resolveModel, type ModelResolver } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { embeddingCost, priceNote } from "../../billing/prices";
+import { meterWhole, type CallSpec } from "../../metering/metered-call";
 import { formatUsd } from "../../billing/money";
 import { localModelUnavailable } from "../../engines/installed";
 import { timeEngine } from "../../metrics/engine-time";
@@ -50,7 +53,13 @@ function mapEngineError(err: unknown, model: string): unknown {
   return err;
 }
 
-export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What POST /v1/embeddings uses: the caller's key and admission, the model's resolution, the engine and the ledger. */
+export type EmbeddingsRouteDeps = KeyAuthDeps & ModelResolver & {
+  engines: Pick<EngineRegistry, "get">;
+  ledger: Ledger;
+};
+
+export function registerEmbeddingsRoutes(app: App, s: EmbeddingsRouteDeps, docs: RouteDocs): void {
   docs.add({ method: "POST", path: "/v1/embeddings", summary: "Text embeddings (embedding-300m), micro-batched in-process.", auth: "key", body: EmbeddingsRequest, public: true });
 
   app.post("/v1/embeddings", async ({ body, bearer, request, set }) => {
@@ -73,17 +82,17 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
     const parsed = await parseEmbeddingInput(req.input, engine.encoder, MAX_SEQUENCE_TOKENS, inputType);
 
     const requestId = requestIdOf(set);
-    const hold = await s.ledger.reserve({
-      requestId, accountId: caller.accountId, endpoint: "/v1/embeddings", model: resolved.requestedId, key: holdKey(caller),
+    const dims = req.dimensions ?? engine.dimensions;
+    const format = req.encoding_format === "base64" ? "base64" : "float";
+    const spec: CallSpec = {
+      requestId, accountId: caller.accountId, endpoint: "/v1/embeddings", model: resolved.requestedId, key: holdKey(caller), serviceTier: resolved.tier,
       budget: { inputTokens: parsed.tokens },
       price: (u) => embeddingCost(resolved.entry, resolved.multiplier, u.inputTokens ?? 0),
       priceNote: priceNote(resolved.entry, resolved.multiplier),
-    });
-    const dims = req.dimensions ?? engine.dimensions;
-    const format = req.encoding_format === "base64" ? "base64" : "float";
-    try {
-      // Each vector comes back from the inference worker as the JSON text of its `embedding`
-      // value, so the event loop only splices strings (README "Embeddings").
+    };
+    const { value: vectors, settlement } = await meterWhole(s.ledger, spec, async () => {
+      // Each vector comes back from the engine as the JSON text of its `embedding` value
+      // (engine.ts embedEncoded), so the body is spliced from strings (docs/local-models.md "Embeddings").
       let vectors: string[];
       try {
         vectors = await timeEngine(requestId, engine.embedEncoded(parsed.sequences, { dims, format }, { priority: resolved.tier === "priority", signal: request.signal, account: caller.accountId }));
@@ -91,13 +100,11 @@ export function registerEmbeddingsRoutes(app: App, s: Services, docs: RouteDocs)
         throw mapEngineError(err, req.model);
       }
       if (request.signal.aborted) throw clientGone();
-      const settlement = await hold.settle({ inputTokens: parsed.tokens, serviceTier: resolved.tier });
-      const cost = formatUsd(settlement.charged);
-      set.headers["x-request-cost"] = cost;
-      set.headers["content-type"] = "application/json";
-      return embeddingsBody(vectors, resolved.requestedId, { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost });
-    } finally {
-      await hold.release();
-    }
+      return { usage: { inputTokens: parsed.tokens }, value: vectors };
+    });
+    const cost = formatUsd(settlement.charged);
+    set.headers["x-request-cost"] = cost;
+    set.headers["content-type"] = "application/json";
+    return embeddingsBody(vectors, resolved.requestedId, { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost });
   });
 }

@@ -4,12 +4,12 @@
  * billing, limits, turbo and model checks are exactly those of /v1/chat/completions.
  * `anthropic-version`, `anthropic-beta` and `?beta=true` are accepted and need nothing from us.
  */
-import type { App } from "../app";
+import type { App } from "../route-module";
 import { assertModelAllowed } from "../../accounts/key-controls";
-import { requestIdOf } from "../app";
-import type { Services } from "../../services";
+import { requestIdOf } from "../request-context";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, holdKey } from "../auth";
+import type { AccountBudget } from "../../limits/account-budget";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { knownInput, type ChatCall } from "../../chat/call";
@@ -18,7 +18,8 @@ import { promptTextBytes } from "../../tokens/tokens";
 import { CountAborted } from "../../tokens/token-counter";
 import { clientGone, countTokensBytesExceeded } from "../../errors";
 import { sseEvent, sseEvents } from "../../protocols/sse";
-import { completeForRoute, streamForRoute } from "../chat-relay";
+import { completeForRoute, streamForRoute } from "../chat-route";
+import type { ChatProtocolDeps } from "./chat";
 import { errorBody } from "../errors";
 import { newId } from "../../accounts/ids";
 import {
@@ -31,7 +32,10 @@ import { AnthropicStreamTranslator } from "../../protocols/anthropic/stream";
 
 const toolId = () => newId("toolu", 12);
 
-export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What the Messages routes use: a chat protocol route's services, and the bytes each account's count_tokens has in flight. */
+export type MessagesRouteDeps = ChatProtocolDeps & { countTokensBytes: AccountBudget };
+
+export function registerMessagesRoutes(app: App, s: MessagesRouteDeps, docs: RouteDocs): void {
   docs.add({ method: "POST", path: "/v1/messages", summary: "Anthropic Messages protocol on the chat models, plain or streamed.", auth: "key", body: MessagesRequest, public: true });
   docs.add({ method: "POST", path: "/v1/messages/count_tokens", summary: "Estimated input tokens of a Messages request; free, no model call.", auth: "key", body: CountTokensRequest });
 
@@ -88,7 +92,7 @@ export function registerMessagesRoutes(app: App, s: Services, docs: RouteDocs): 
 
     // message_start never waits for a count: it announces the count when a context check made
     // one already, else the prompt's upper bound (UTF-8 bytes); message_delta carries the exact
-    // count, which the Anthropic SDK takes over the first (see README, Messages).
+    // count, which the Anthropic SDK takes over the first (docs/protocols.md, "Anthropic Messages and OpenAI Responses").
     const inputBound = tokenBudget(chatRequest, resolved.entry).inputBound;
     const translator = new AnthropicStreamTranslator({ id, model: resolved.requestedId, inputTokens: inputBound, stopSequences, omitThinking, cacheAccounting, toolId });
     return streamForRoute(s, call, { request, server, set }, {

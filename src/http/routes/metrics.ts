@@ -4,18 +4,23 @@
  * convention); with SWITCHYARD_METRICS_TOKEN set it needs `Authorization: Bearer <token>`.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
 import { DomainError } from "../../errors";
+import type { Config } from "../../config";
 import { requestMetrics } from "../../metrics/request-metrics";
-import { registerServiceMetrics } from "../../metrics/service-metrics";
+import { registerServiceMetrics, type ServiceMetricSources } from "../../metrics/service-metrics";
 import { bearerOf, refuseKeyInQuery } from "../auth";
 
 const digest = (v: string) => createHash("sha256").update(v).digest();
 
+/** What GET /metrics uses: the registry, what the service metrics read, and the scrape token. */
+export interface MetricsRouteDeps extends ServiceMetricSources {
+  config: Pick<Config, "metricsToken">;
+}
+
 /** 401 unless the request carries the metrics token (compared in constant time). */
-function authorizeScrape(s: Services, request: Request, bearer: string | undefined): void {
+function authorizeScrape(s: MetricsRouteDeps, request: Request, bearer: string | undefined): void {
   const expected = s.config.metricsToken;
   if (expected === null) return;
   refuseKeyInQuery(request);
@@ -24,9 +29,9 @@ function authorizeScrape(s: Services, request: Request, bearer: string | undefin
   if (!timingSafeEqual(digest(token), digest(expected))) throw new DomainError("authentication", "invalid_api_key", "Incorrect metrics token.");
 }
 
-export function registerMetricsRoutes(app: App, s: Services, docs: RouteDocs): void {
+export function registerMetricsRoutes(app: App, s: MetricsRouteDeps, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/metrics", summary: "Prometheus metrics (text exposition format); needs the metrics token when SWITCHYARD_METRICS_TOKEN is set.", auth: "none" });
-  requestMetrics(s);
+  requestMetrics(s.metrics);
   registerServiceMetrics(s);
   app.get("/metrics", ({ request, bearer }) => {
     authorizeScrape(s, request, bearer);

@@ -4,17 +4,18 @@
  * billing, limits, turbo and model checks are those of /v1/chat/completions. With `store`
  * (default true) the turn is kept for GET/DELETE and for `previous_response_id`.
  */
-import type { App } from "../app";
+import type { App } from "../route-module";
 import { assertModelAllowed } from "../../accounts/key-controls";
-import { requestIdOf } from "../app";
-import type { Services } from "../../services";
+import { requestIdOf } from "../request-context";
 import type { RouteDocs } from "../route-docs";
 import { authenticate, holdKey, identify } from "../auth";
 import { DomainError, invalidField } from "../../errors";
 import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
 import { OUTPUT_CEILING } from "../../catalog/catalog";
 import { type ChatCall } from "../../chat/call";
-import { completeForRoute, streamForRoute } from "../chat-relay";
+import { completeForRoute, streamForRoute } from "../chat-route";
+import type { ChatProtocolDeps } from "./chat";
+import type { Config } from "../../config";
 import type { StoredResponseRecord } from "../../billing/ledger-store";
 import { newId } from "../../accounts/ids";
 import { ResponsesRequest, normalizeInput, parseResponsesRequest, toChatRequest, wantsPriorityTier } from "../../protocols/responses/request";
@@ -22,7 +23,7 @@ import { responsesTools } from "../../protocols/responses/tools";
 import { IGNORED_TOOLS_HEADER, ignoredToolsHeader } from "../../protocols/ignored-tools";
 import { toResponseObject, type ResponseShell } from "../../protocols/responses/response";
 import { ResponsesStreamTranslator, responsesFrames } from "../../protocols/responses/stream";
-import { storedSize } from "../../store/responses";
+import { storedSize, type ResponseStore } from "../../store/responses";
 import { usdFromJson } from "../../billing/money";
 
 type Json = Record<string, unknown>;
@@ -32,7 +33,13 @@ const itemId = (prefix: string) => newId(prefix, 12);
 const responseNotFound = (id: string, param: string | null = null) =>
   new DomainError("not_found", "not_found", `Response with id '${id}' not found.`, param);
 
-export function registerResponsesRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What the Responses routes use: a chat protocol route's services, and the stored turns with their quota. */
+export type ResponsesRouteDeps = ChatProtocolDeps & {
+  responses: ResponseStore;
+  config: Pick<Config, "responsesQuotaBytes">;
+};
+
+export function registerResponsesRoutes(app: App, s: ResponsesRouteDeps, docs: RouteDocs): void {
   const store = s.responses;
   docs.add({ method: "POST", path: "/v1/responses", summary: "OpenAI Responses protocol on the chat models, plain or streamed; stored by default.", auth: "key", body: ResponsesRequest, public: true });
   docs.add({ method: "GET", path: "/v1/responses/:id", summary: "A stored response of this account.", auth: "key" });

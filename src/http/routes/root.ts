@@ -1,10 +1,10 @@
 /** The root status document at / and /v1. */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
 import { SERVICE_NAME, VERSION } from "../../version";
 
-export function registerRootRoutes(app: App, _s: Services, docs: RouteDocs): void {
+/** Uses no service: the status document lists the route table. */
+export function registerRootRoutes(app: App, _deps: unknown, docs: RouteDocs): void {
   const status = () => ({
     status: "ok",
     service: SERVICE_NAME,

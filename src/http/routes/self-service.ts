@@ -5,19 +5,29 @@
  * sum of the caller's ledger entries; how the prepaid balance maps to OpenRouter's `limit`
  * fields is in docs/protocols.md ("Self-service endpoints").
  */
-import type { App } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
-import { identify } from "../auth";
+import { identify, type KeyIdentityDeps } from "../auth";
 import { DomainError, invalidField, missingField, notFound } from "../../errors";
 import { accountMoney } from "../../billing/account-spend";
-import { accountView } from "../../accounts/accounts";
-import type { ApiKeyListing } from "../../accounts/api-keys";
-import { keyControlsView, limitRemaining } from "../../accounts/key-controls";
+import { accountView, type Accounts, type LimitDefaults } from "../../accounts/accounts";
+import type { ApiKeyListing, ApiKeys } from "../../accounts/api-keys";
+import type { UsageRecords } from "../../billing/usage-report";
+import type { GenerationRecords } from "../../generations/records";
+import { keyControlsView, limitRemaining, spentThisPeriod } from "../../accounts/key-controls";
 import { periodStarts } from "../../billing/key-periods";
 import { usdNumber } from "../../billing/money";
 
-export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What the self-service endpoints read: the caller's key and account, their money, and generation records. */
+export interface SelfServiceDeps extends KeyIdentityDeps {
+  keys: ApiKeys;
+  accounts: Pick<Accounts, "mustGet">;
+  usage: UsageRecords;
+  generations: Pick<GenerationRecords, "get">;
+  config: KeyIdentityDeps["config"] & LimitDefaults;
+}
+
+export function registerSelfServiceRoutes(app: App, s: SelfServiceDeps, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/v1/key", summary: "The calling key and its money, shaped like OpenRouter's GET /api/v1/key: a key with a spend limit reports its limit, what is left of it and its usage; otherwise limit = credits added, limit_remaining = available balance.", auth: "key", public: true });
   docs.add({ method: "GET", path: "/v1/credits", summary: "Credits added and spent, all time, shaped like OpenRouter's GET /api/v1/credits.", auth: "key", public: true });
   docs.add({ method: "GET", path: "/v1/generation", summary: "One of your requests by id (query id=req_…): model, endpoint, time, latency, tokens or characters, tier, cost, status.", auth: "key", public: true });
@@ -30,7 +40,7 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
     const row = await s.accounts.mustGet(caller.accountId);
     const account = accountView(row, s.config);
     const rpm = caller.key.rateLimitRpm === null ? account.rate_limit_rpm : Math.min(caller.key.rateLimitRpm, account.rate_limit_rpm);
-    // A key with its own spend limit reports the key's figures (README, "Keys: limits, expiry,
+    // A key with its own spend limit reports the key's figures (docs/operate.md, "Keys: limits, expiry,
     // models"); otherwise the account's money, as before.
     const own = key && key.spend_limit !== null ? await keyFigures(s, key, row.balance - row.reserved) : null;
     return {
@@ -79,24 +89,31 @@ export function registerSelfServiceRoutes(app: App, s: Services, docs: RouteDocs
   });
 }
 
-/** A limited key's own figures in USD: its limit, what is left (never more than the account has), its usage. */
-async function keyFigures(s: Services, key: ApiKeyListing, accountAvailableUnits: number) {
+/**
+ * A limited key's own figures in USD: its limit, what is left (never more than the account has),
+ * its usage. The usage of the period its limit resets on is what the limit counts (its stored
+ * period's spend); the other periods sum its charges by when they count (counted_at), the same
+ * attribution — so usage never shows more than the limit allowed.
+ */
+async function keyFigures(s: Pick<SelfServiceDeps, "keys">, key: ApiKeyListing, accountAvailableUnits: number) {
   const now = Date.now();
   const view = keyControlsView(key, now);
   const usage = await s.keys.usageSince(key.id, periodStarts(now));
+  const own = spentThisPeriod(key, now);
+  const reset = key.limit_reset;
   return {
     limit: view.limit,
     limit_remaining: usdNumber(Math.min(limitRemaining(key, now) ?? 0, accountAvailableUnits)),
     limit_reset: view.limit_reset,
     usage: view.usage,
-    usage_daily: usdNumber(usage.day),
-    usage_weekly: usdNumber(usage.week),
-    usage_monthly: usdNumber(usage.month),
+    usage_daily: usdNumber(reset === "daily" ? own : usage.day),
+    usage_weekly: usdNumber(reset === "weekly" ? own : usage.week),
+    usage_monthly: usdNumber(reset === "monthly" ? own : usage.month),
   };
 }
 
-async function mustMoney(s: Services, accountId: string) {
-  const money = await accountMoney(s.store.usage, accountId);
+async function mustMoney(s: Pick<SelfServiceDeps, "usage">, accountId: string) {
+  const money = await accountMoney(s.usage, accountId);
   if (!money) throw notFound("The account of this key no longer exists.");
   return money;
 }

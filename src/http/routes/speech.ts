@@ -3,27 +3,32 @@
  *
  * Order of work: authenticate, validate (400 naming the field), resolve the model (404 /
  * wrong_endpoint / 503), plan the chunks, reserve the full price (402), synthesise the first
- * chunk, then stream. The charge is per input code point: the whole input when the stream
- * completes, the characters whose audio was sent when the client leaves early, nothing when
- * synthesis fails or the client leaves before any audio. Streams cannot carry x-request-cost
- * (headers go out before the end); the exact charge is in GET /v1/usage and the ledger.
+ * chunk, then stream: one metered call (metering/), charged per input code point — the whole input
+ * when the stream completes, the characters whose audio the client took when it leaves early,
+ * nothing when synthesis fails or the client leaves before any audio. Streams cannot carry
+ * x-request-cost (headers go out before the end); the exact charge is in GET /v1/usage and the ledger.
  */
 import { Type } from "@sinclair/typebox";
 import { assertModelAllowed } from "../../accounts/key-controls";
-import type { App } from "../app";
-import { requestIdOf } from "../app";
-import type { Services } from "../../services";
+import type { App } from "../route-module";
+import { requestIdOf } from "../request-context";
 import type { RouteDocs } from "../route-docs";
-import { authenticate, holdKey } from "../auth";
-import { assertModelEndpoint, resolveModel } from "../../catalog/resolve";
+import { authenticate, holdKey, type KeyAuthDeps } from "../auth";
+import type { Ledger } from "../../billing/ledger";
+import type { EngineRegistry } from "../../engines/registry";
+import type { Log } from "../../log";
+import { assertModelEndpoint, resolveModel, type ModelResolver } from "../../catalog/resolve";
 import { validate } from "../../validate";
 import { DomainError, InternalError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { codePoints, priceNote, speechCost } from "../../billing/prices";
+import { meterWhole, openMetered, type CallSpec } from "../../metering/metered-call";
+import { runMeteredStream } from "../../metering/metered-stream";
+import { producerStream } from "../../metering/producer-stream";
 import { createEncoder, SUPPORTED_FORMATS } from "../../audio/encoder";
 import { planSpeech } from "../../text/frontend";
 import { MAX_TOKENS, SAMPLE_RATE, SPEECH_MODEL_ID, type SpeechEngine } from "../../engines/speech/engine";
 import { frontEndFor, voiceInfo } from "../../engines/speech/voices";
-import { ClientGoneError, openSpeechStream, type SpeechOutcome } from "../../engines/speech/stream";
+import { ClientGoneError, SPEECH_HIGH_WATER_BYTES, SPEECH_STALL_TIMEOUT_MS, startSpeechStream, synthesizeWhole, type SpeechPlan } from "../../engines/speech/stream";
 import { localModelUnavailable } from "../../engines/installed";
 import { timeEngine } from "../../metrics/engine-time";
 import { wantsPriority } from "../../chat/request";
@@ -49,7 +54,14 @@ export const SpeechRequest = Type.Object(
 
 const ENDPOINT = "/v1/audio/speech";
 
-export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What the speech routes use: the caller's key and admission, the model's resolution, the engine, the ledger and the log. */
+export type SpeechRouteDeps = KeyAuthDeps & ModelResolver & {
+  engines: Pick<EngineRegistry, "get">;
+  ledger: Ledger;
+  log: Log;
+};
+
+export function registerSpeechRoutes(app: App, s: SpeechRouteDeps, docs: RouteDocs): void {
   docs.add({ method: "POST", path: ENDPOINT, summary: "Text to speech (voice-82m): streamed mp3, wav, opus (Ogg), flac or pcm (s16le 24 kHz).", auth: "key", body: SpeechRequest, produces: "audio/mpeg", public: true });
   docs.add({ method: "GET", path: "/v1/audio/voices", summary: "Voices of voice-82m; join ids with commas to blend them.", auth: "none" });
 
@@ -83,56 +95,42 @@ export function registerSpeechRoutes(app: App, s: Services, docs: RouteDocs): vo
     }
 
     const requestId = requestIdOf(set);
-    const hold = await s.ledger.reserve({
-      requestId, accountId: caller.accountId, endpoint: ENDPOINT, model: resolved.requestedId, key: holdKey(caller),
+    const spec: CallSpec = {
+      requestId, accountId: caller.accountId, endpoint: ENDPOINT, model: resolved.requestedId, key: holdKey(caller), serviceTier: resolved.tier,
       budget: { characters },
       price: (u) => speechCost(resolved.entry, resolved.multiplier, u.characters ?? 0),
       priceNote: priceNote(resolved.entry, resolved.multiplier),
-    });
-
-    // Called once when the stream ends, and the one release of the hold once the stream exists.
-    // It never throws: audio already sent must end as a complete body, charged or not.
-    const finish = async (outcome: SpeechOutcome): Promise<void> => {
-      try {
-        if (outcome.kind === "failed") {
-          s.log.error("speech synthesis failed mid-stream", { request_id: requestId, error: String((outcome.error as Error)?.message ?? outcome.error).slice(0, 300) });
-          return;
-        }
-        if (outcome.deliveredChars === 0) return;
-        const billed = outcome.kind === "completed" ? characters : Math.min(outcome.deliveredChars, characters);
-        await hold.settle({ characters: billed, serviceTier: resolved.tier }).catch((e) => {
-          s.log.error("speech charge failed; the hold is released", { request_id: requestId, error: String((e as Error)?.message ?? e).slice(0, 300) });
-        });
-      } finally {
-        await hold.release();
-      }
     };
-
     // A long text behind a busy queue must outlive Bun's idle timeout, from the first wait on.
     server?.timeout(request, 0);
-    let stream: ReadableStream<Uint8Array>;
-    let contentType: string;
-    try {
-      const encoder = await createEncoder(format, SAMPLE_RATE);
-      contentType = encoder.contentType;
-      const plan = { engine, chunks, voices, speed: req.speed ?? 1, priority: resolved.tier === "priority", account: caller.accountId, encoder, timed: <T>(w: Promise<T>) => timeEngine(requestId, w) };
-      stream = await openSpeechStream(plan, request.signal, finish);
-    } catch (err) {
-      await hold.release();
-      throw startFailure(s, requestId, err);
+    const encoder = await createEncoder(format, SAMPLE_RATE);
+    const headers = { ...(set.headers as Record<string, string>), "content-type": encoder.contentType, "cache-control": "no-store", "x-service-tier": resolved.tier };
+    const plan: SpeechPlan = { engine, chunks, voices, speed: req.speed ?? 1, priority: resolved.tier === "priority", account: caller.accountId, encoder, timed: <T>(w: Promise<T>) => timeEngine(requestId, w) };
+
+    if (encoder.wholeFile) {
+      // Sent whole (FLAC): synthesised, then charged, then sent; any failure before is an error status.
+      const { value: file } = await meterWhole(s.ledger, spec, async () => ({ usage: { characters }, value: await synthesizeWhole(plan, request.signal) })).catch((err) => {
+        encoder.close();
+        throw startFailure(s, requestId, err);
+      });
+      return new Response(file as Uint8Array<ArrayBuffer>, { headers });
     }
-    return new Response(stream, {
-      headers: {
-        ...(set.headers as Record<string, string>),
-        "content-type": contentType,
-        "cache-control": "no-store",
-        "x-service-tier": resolved.tier,
-      },
+
+    const { call, stream: speech } = await openMetered(s.ledger, spec, () => startSpeechStream(plan, request.signal, characters, s.log, requestId)).catch((err) => {
+      encoder.close();
+      throw startFailure(s, requestId, err);
     });
+    const audio = producerStream({
+      highWaterBytes: SPEECH_HIGH_WATER_BYTES,
+      stallTimeoutMs: SPEECH_STALL_TIMEOUT_MS,
+      onCancel: () => speech.cancel(),
+      produce: (w) => runMeteredStream(call, w, speech, s.log),
+    });
+    return new Response(audio, { headers });
   });
 }
 
-function startFailure(s: Services, requestId: string, err: unknown): DomainError {
+function startFailure(s: { log: Log }, requestId: string, err: unknown): DomainError {
   if (err instanceof DomainError) return err;
   if (err instanceof QueueFullError) {
     return new DomainError("unavailable", "model_unavailable", "The speech model is at capacity. Try again shortly; this request was not billed.", "model", 1);

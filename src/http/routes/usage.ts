@@ -1,13 +1,17 @@
-/** GET /v1/usage (README, "Limits, usage and metrics"): the caller's balance and its charges for a period, grouped. */
-import type { App } from "../app";
-import type { Services } from "../../services";
+/** GET /v1/usage (docs/operate.md, "Limits, usage and metrics"): the caller's balance and its charges for a period, grouped. */
+import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
-import { identify } from "../auth";
+import { identify, type KeyIdentityDeps } from "../auth";
 import { parseUsageQuery } from "../../billing/usage-query";
 import { invalidField } from "../../errors";
-import { usageReport } from "../../billing/usage-report";
+import { usageReport, type UsageRecords } from "../../billing/usage-report";
 
-export function registerUsageRoutes(app: App, s: Services, docs: RouteDocs): void {
+/** What GET /v1/usage uses: the caller's key, and the usage sums. */
+export interface UsageRouteDeps extends KeyIdentityDeps {
+  usage: UsageRecords;
+}
+
+export function registerUsageRoutes(app: App, s: UsageRouteDeps, docs: RouteDocs): void {
   docs.add({
     method: "GET",
     path: "/v1/usage",
@@ -18,7 +22,7 @@ export function registerUsageRoutes(app: App, s: Services, docs: RouteDocs): voi
   app.get("/v1/usage", async ({ bearer, request, set }) => {
     const caller = await identify(s, request, bearer, set);
     const q = parseUsageQuery(singleValuedQuery(request.url));
-    return usageReport(s.store.usage, caller.accountId, q);
+    return usageReport(s.usage, caller.accountId, q);
   });
 }
 

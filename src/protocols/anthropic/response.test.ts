@@ -103,6 +103,12 @@ describe("cache reads in Anthropic usage", () => {
   test("a request with cache_control reports the upstream's cached tokens apart from input_tokens", () => {
     expect(usageOf(true)).toMatchObject({ input_tokens: 100, cache_read_input_tokens: 900 });
   });
+  test("cache writes the upstream reported are cache_creation_input_tokens, apart from reads and input_tokens", () => {
+    const usage = toAnthropicMessage({ choices: [{ message: { content: "ok" }, finish_reason: "stop" }] }, {
+      id: "msg_1", model: "glm-4.6", result: { ...cachedResult, cachedTokens: 800, cacheWriteTokens: 150 }, cacheAccounting: true, toolId: () => "toolu_1",
+    }).usage;
+    expect(usage).toMatchObject({ input_tokens: 50, cache_creation_input_tokens: 150, cache_read_input_tokens: 800 });
+  });
   test("a request without cache_control reports every input token as input_tokens and no cache accounting", () => {
     expect(usageOf(false)).toMatchObject({ input_tokens: 1000, cache_creation_input_tokens: null, cache_read_input_tokens: null });
   });

@@ -33,18 +33,21 @@ export function matchedStopOf(choice: Json): unknown {
 }
 
 /**
- * Anthropic's usage object, with the exact cost we charged. Anthropic counts cache reads apart
- * from `input_tokens` (the total prompt is their sum), so for a request that marked cache
- * breakpoints an upstream's cached prompt tokens move from one to the other. A request without
- * cache_control did not ask for cache accounting: every input token is `input_tokens` and the
- * cache fields are null (the API's "not applicable"). The charge is on the whole prompt either way.
+ * Anthropic's usage object, with the exact cost we charged. Anthropic counts cache reads and cache
+ * writes apart from `input_tokens` (the whole prompt is the sum of the three), so for a request
+ * that marked cache breakpoints an upstream's cache reads move to `cache_read_input_tokens` and its
+ * writes (where it reports them) to `cache_creation_input_tokens`. A request without cache_control
+ * did not ask for cache accounting: every input token is `input_tokens` and the cache fields are
+ * null (the API's "not applicable"). The charge prices reads and writes at the model's cache
+ * prices either way (docs/money.md, "Cached input").
  */
 export function anthropicUsage(inputTokens: number, outputTokens: number, r: ChatResult | null, cacheAccounting = true) {
-  const cached = cacheAccounting ? Math.min(r?.cachedTokens ?? 0, inputTokens) : 0;
+  const read = cacheAccounting ? Math.min(r?.cachedTokens ?? 0, inputTokens) : 0;
+  const written = cacheAccounting ? Math.min(r?.cacheWriteTokens ?? 0, inputTokens - read) : 0;
   return {
-    input_tokens: inputTokens - cached,
-    cache_creation_input_tokens: cacheAccounting ? 0 : null,
-    cache_read_input_tokens: cacheAccounting ? cached : null,
+    input_tokens: inputTokens - read - written,
+    cache_creation_input_tokens: cacheAccounting ? written : null,
+    cache_read_input_tokens: cacheAccounting ? read : null,
     output_tokens: outputTokens,
     service_tier: r?.serviceTier === "priority" ? "priority" : "standard",
     cost: r ? usdNumber(r.charged) : 0,

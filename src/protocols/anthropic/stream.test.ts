@@ -196,6 +196,19 @@ test("cached prompt tokens are reported as cache reads, apart from input_tokens"
   expect(events.find((e) => e.event === "message_delta")!.data.usage).toMatchObject({ input_tokens: 6, cache_read_input_tokens: 24, output_tokens: 9 });
 });
 
+test("cache writes are cache_creation_input_tokens, reads cache_read_input_tokens, each apart from input_tokens", () => {
+  const t = new AnthropicStreamTranslator({ id: "msg_1", model: "glm-4.6", inputTokens: 28, toolId: () => "toolu_1" });
+  const events = [...t.start(), ...t.push(chunk({ content: "x" })), ...t.finish({ ...result, cachedTokens: 20, cacheWriteTokens: 6 })];
+  expect(events.find((e) => e.event === "message_delta")!.data.usage).toMatchObject({ input_tokens: 4, cache_creation_input_tokens: 6, cache_read_input_tokens: 20, output_tokens: 9 });
+});
+
+test("message_start announces the whole prompt and claims no cache read or write it cannot know yet", () => {
+  const withCache = new AnthropicStreamTranslator({ id: "msg_1", model: "glm-4.6", inputTokens: 28, toolId: () => "toolu_1" });
+  expect(withCache.start()[0]!.data.message).toMatchObject({ usage: { input_tokens: 28, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 } });
+  const without = new AnthropicStreamTranslator({ id: "msg_1", model: "glm-4.6", inputTokens: 28, cacheAccounting: false, toolId: () => "toolu_1" });
+  expect(without.start()[0]!.data.message).toMatchObject({ usage: { input_tokens: 28, cache_creation_input_tokens: null, cache_read_input_tokens: null } });
+});
+
 test("thinking display omitted: no thinking blocks", () => {
   const t = new AnthropicStreamTranslator({ id: "msg_1", model: "glm-4.6", inputTokens: 28, omitThinking: true, toolId: () => "toolu_1" });
   const events = [...t.start(), ...t.push(chunk({ reasoning_content: "secret" })), ...t.push(chunk({ content: "Hi" })), ...t.finish(result)];

@@ -55,6 +55,17 @@ interface ToolCall {
   text: string;
 }
 
+/**
+ * message_start's usage: sent before the upstream has said anything, so the whole prompt (our
+ * count or bound) is `input_tokens` and no cache write or read is known yet — each cache field is
+ * 0 for its own reason, null where no cache accounting was asked for. message_delta carries the
+ * upstream's reads and writes, which the Anthropic SDK takes over these (see anthropicUsage).
+ */
+export function openingUsage(inputTokens: number, cacheAccounting: boolean) {
+  const noneKnownYet = cacheAccounting ? 0 : null;
+  return { input_tokens: inputTokens, cache_creation_input_tokens: noneKnownYet, cache_read_input_tokens: noneKnownYet, output_tokens: 1 };
+}
+
 export class AnthropicStreamTranslator {
   private blockIndex = -1;
   private open: BlockKind | null = null;
@@ -76,12 +87,10 @@ export class AnthropicStreamTranslator {
 
   /** message_start, announcing `inputTokens` (the estimate given at construction unless told). */
   start(inputTokens = this.o.inputTokens): AnthropicEvent[] {
-    // Cache reads are known only at the end (message_delta); null where none were asked for.
-    const cache = this.o.cacheAccounting ?? true ? 0 : null;
     const message = {
       id: this.o.id, type: "message", role: "assistant", model: this.o.model, content: [],
       stop_reason: null, stop_sequence: null,
-      usage: { input_tokens: inputTokens, cache_creation_input_tokens: cache, cache_read_input_tokens: cache, output_tokens: 1 },
+      usage: openingUsage(inputTokens, this.o.cacheAccounting ?? true),
     };
     return [{ event: "message_start", data: { type: "message_start", message } }, { event: "ping", data: { type: "ping" } }];
   }

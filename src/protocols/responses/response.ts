@@ -101,7 +101,7 @@ export function baseResponse(sh: ResponseShell): Json {
 export function responsesUsage(r: ChatResult) {
   return {
     input_tokens: r.inputTokens,
-    input_tokens_details: { cached_tokens: r.cachedTokens ?? 0, cache_write_tokens: 0 },
+    input_tokens_details: { cached_tokens: r.cachedTokens ?? 0, cache_write_tokens: r.cacheWriteTokens ?? 0 },
     output_tokens: r.outputTokens,
     output_tokens_details: { reasoning_tokens: r.reasoningTokens ?? 0 },
     total_tokens: r.inputTokens + r.outputTokens,

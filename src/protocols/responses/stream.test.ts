@@ -227,6 +227,14 @@ test("usage passes cached and reasoning tokens through", () => {
   expect(response.usage).toMatchObject({ input_tokens_details: { cached_tokens: 8 }, output_tokens_details: { reasoning_tokens: 2 } });
 });
 
+test("usage passes cache writes through as input_tokens_details.cache_write_tokens", () => {
+  const t = translator();
+  t.start();
+  t.push(chunk({ content: "x" }));
+  const { response } = t.finish({ ...result, cachedTokens: 8, cacheWriteTokens: 3 });
+  expect(response.usage).toMatchObject({ input_tokens_details: { cached_tokens: 8, cache_write_tokens: 3 } });
+});
+
 describe("wire frames: the terminal event ends the stream, and every data line is JSON", () => {
   const reasoning = (text: string) => chunk({ reasoning_content: text });
   // Upstream chunk sequences as recorded from chat upstreams: plain text, reasoning then text,

@@ -1,7 +1,7 @@
 import type { Migration } from "./index";
 
 /**
- * Per-key controls (README, "Keys: limits, expiry, models"): a key's spend limit, its reset
+ * Per-key controls (docs/operate.md, "Keys: limits, expiry, models"): a key's spend limit, its reset
  * period, expiry, allowed models and own rate limit, and the running figures its limit is
  * enforced on.
  *

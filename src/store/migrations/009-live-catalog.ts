@@ -2,7 +2,7 @@ import type { Migration } from "./index";
 
 /**
  * Models, upstreams and routes written through the admin API or `switchyard catalog|routes`
- * (README, "Managing models, prices and routes live"): one row per entry, its JSON document in
+ * (docs/operate.md, "Managing models, prices and routes live"): one row per entry, its JSON document in
  * `body`, layered over SWITCHYARD_CATALOG / SWITCHYARD_ROUTES and the embedded catalog. `version`
  * moves on every write, so a server polls one integer to notice a change the CLI made.
  */

@@ -10,6 +10,8 @@ import { responseRetention } from "./006-response-retention";
 import { keyControls } from "./007-key-controls";
 import { requestLog } from "./008-request-log";
 import { liveCatalog } from "./009-live-catalog";
+import { cacheTokens } from "./010-cache-tokens";
+import { holdsInMemory } from "./011-holds-in-memory";
 
 export interface Migration {
   version: number;
@@ -17,4 +19,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention, keyControls, requestLog, liveCatalog];
+export const MIGRATIONS: Migration[] = [core, responses, responseItems, requestOutcomes, responseRetention, keyControls, requestLog, liveCatalog, cacheTokens, holdsInMemory];

@@ -7,7 +7,7 @@ import type { PgDatabase } from "./database";
 import { int } from "./database";
 import type { AccountPatch, AccountRecords, AccountRow } from "../../accounts/accounts";
 import type { ApiKeyListing, ApiKeyRow, KeyOwnerRow, KeyPatch, KeyRecords } from "../../accounts/api-keys";
-import type { LimitReset, PeriodStarts } from "../../billing/key-periods";
+import { periodStart, type LimitReset, type PeriodStarts } from "../../billing/key-periods";
 
 type Row = Record<string, unknown>;
 
@@ -16,7 +16,9 @@ function accountRow(r: Row): AccountRow {
     id: r.id as string,
     name: r.name as string,
     balance: int(r.balance),
-    reserved: int(r.reserved),
+    // Spoken for: direct holds and what instances lease (billing/live-reserved.ts adds this
+    // instance's own view of its lease).
+    reserved: int(r.reserved) + int(r.leased ?? 0),
     disabled: int(r.disabled),
     rate_limit_rpm: r.rate_limit_rpm === null ? null : int(r.rate_limit_rpm),
     concurrency_limit: r.concurrency_limit === null ? null : int(r.concurrency_limit),
@@ -39,7 +41,7 @@ function keyListing(r: Row): ApiKeyListing {
     rate_limit_rpm: r.rate_limit_rpm === null ? null : int(r.rate_limit_rpm),
     period_start: int(r.period_start),
     period_spent: int(r.period_spent),
-    reserved: int(r.reserved),
+    reserved: int(r.reserved) + int(r.leased ?? 0),
     spent: int(r.spent),
   };
 }
@@ -84,11 +86,17 @@ export class PgKeyRecords implements KeyRecords {
 
   /** One statement: each column is set only when the patch names it. */
   async update(id: string, p: KeyPatch): Promise<boolean> {
+    const resetStart = p.limit_reset === undefined ? 0 : periodStart(p.limit_reset, Date.now());
     const rows = (await this.db.ask((sql) => sql`
       UPDATE api_keys SET
         name = CASE WHEN ${p.name !== undefined} THEN ${p.name ?? null}::text ELSE name END,
         spend_limit = CASE WHEN ${p.spend_limit !== undefined} THEN ${p.spend_limit ?? null}::bigint ELSE spend_limit END,
         limit_reset = CASE WHEN ${p.limit_reset !== undefined} THEN ${p.limit_reset ?? null}::text ELSE limit_reset END,
+        -- A new reset period keeps what was spent in its current period (billing/key-periods.ts).
+        period_spent = CASE WHEN ${p.limit_reset !== undefined} AND limit_reset IS DISTINCT FROM ${p.limit_reset ?? null}::text
+                            THEN (SELECT COALESCE(SUM(-e.amount), 0) FROM ledger_entries e WHERE e.key_id = api_keys.id AND e.kind = 'charge' AND e.counted_at >= ${resetStart}::bigint)
+                            ELSE period_spent END,
+        period_start = CASE WHEN ${p.limit_reset !== undefined} AND limit_reset IS DISTINCT FROM ${p.limit_reset ?? null}::text THEN ${resetStart}::bigint ELSE period_start END,
         expires_at = CASE WHEN ${p.expires_at !== undefined} THEN ${p.expires_at ?? null}::bigint ELSE expires_at END,
         models = CASE WHEN ${p.models !== undefined} THEN ${p.models ? JSON.stringify(p.models) : null}::text ELSE models END,
         rate_limit_rpm = CASE WHEN ${p.rate_limit_rpm !== undefined} THEN ${p.rate_limit_rpm ?? null}::integer ELSE rate_limit_rpm END
@@ -104,11 +112,11 @@ export class PgKeyRecords implements KeyRecords {
   async usageSince(keyId: string, since: PeriodStarts): Promise<PeriodStarts> {
     const from = Math.min(since.day, since.week, since.month) - 86_400;
     const [r] = (await this.db.ask((sql) => sql`
-      SELECT SUM(CASE WHEN e.created_at >= ${since.day} THEN -e.amount ELSE 0 END) AS day,
-             SUM(CASE WHEN e.created_at >= ${since.week} THEN -e.amount ELSE 0 END) AS week,
-             SUM(CASE WHEN e.created_at >= ${since.month} THEN -e.amount ELSE 0 END) AS month
-        FROM holds h JOIN ledger_entries e ON e.request_id = h.request_id AND e.kind = 'charge'
-       WHERE h.key_id = ${keyId} AND h.state = 'posted' AND h.created_at >= ${from}`)) as Row[];
+      SELECT SUM(CASE WHEN e.counted_at >= ${since.day} THEN -e.amount ELSE 0 END) AS day,
+             SUM(CASE WHEN e.counted_at >= ${since.week} THEN -e.amount ELSE 0 END) AS week,
+             SUM(CASE WHEN e.counted_at >= ${since.month} THEN -e.amount ELSE 0 END) AS month
+        FROM ledger_entries e
+       WHERE e.key_id = ${keyId} AND e.kind = 'charge' AND e.counted_at >= ${from + 86_400}`)) as Row[];
     return { day: int(r?.day ?? 0), week: int(r?.week ?? 0), month: int(r?.month ?? 0) };
   }
 
@@ -126,7 +134,7 @@ export class PgKeyRecords implements KeyRecords {
   async ownerByHash(hash: string): Promise<KeyOwnerRow | null> {
     const rows = (await this.db.ask((sql) => sql`
       SELECT k.id, k.account_id, k.hash, k.revoked_at, a.disabled, a.rate_limit_rpm, a.concurrency_limit,
-             k.limit_reset AS key_limit_reset, k.expires_at AS key_expires_at, k.models AS key_models, k.rate_limit_rpm AS key_rate_limit_rpm
+             k.spend_limit AS key_spend_limit, k.limit_reset AS key_limit_reset, k.expires_at AS key_expires_at, k.models AS key_models, k.rate_limit_rpm AS key_rate_limit_rpm
         FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ${hash}`)) as Row[];
     const r = rows[0];
     if (!r) return null;
@@ -138,6 +146,7 @@ export class PgKeyRecords implements KeyRecords {
       disabled: int(r.disabled),
       rate_limit_rpm: r.rate_limit_rpm === null ? null : int(r.rate_limit_rpm),
       concurrency_limit: r.concurrency_limit === null ? null : int(r.concurrency_limit),
+      key_spend_limit: orNull(r.key_spend_limit),
       key_limit_reset: (r.key_limit_reset as LimitReset | null) ?? null,
       key_expires_at: orNull(r.key_expires_at),
       key_models: (r.key_models as string | null) ?? null,

@@ -40,3 +40,15 @@ export async function listenForChanges(db: PgDatabase, onChange: (c: Change) => 
   );
   return { close: () => subscription.unlisten() };
 }
+
+/**
+ * Recalls of leases (docs/scale-out.md, "Leases"): an instance that cannot fit a hold or admit a
+ * request asks the others, on channel `switchyard_recall`, to give back what they lease of that
+ * account or key and do not use. Payload: "credit:<account>", "key:<key>", "slots:<account>",
+ * "rate:<account>" or "key_rate:<key>". A recall lost while the connection was down costs only a
+ * refusal; leases unused for a few seconds go back by themselves.
+ */
+export async function listenForRecalls(db: PgDatabase, onRecall: (subject: string) => void): Promise<ChangeFeed> {
+  const subscription = await db.sql.listen("switchyard_recall", (payload) => onRecall(payload));
+  return { close: () => subscription.unlisten() };
+}

@@ -3,6 +3,7 @@
  * every rule of the LedgerStore port, the constraints behind them, batching, and concurrency
  * across instances sharing the database.
  */
+import { postOf } from "../../../test/support/post-request";
 import { describe, expect, test } from "bun:test";
 import { StoreUnavailable } from "../../billing/ledger-store";
 import { MAX_BALANCE } from "../../billing/ledger";
@@ -11,31 +12,31 @@ import { usePgFixture } from "../../../test/support/postgres-store";
 
 const f = usePgFixture();
 
-const hold = (requestId: string, accountId: string, amount: number) => ({ requestId, accountId, amount, endpoint: "/v1/chat/completions", model: "m" });
+const hold = (requestId: string, accountId: string, amount: number) => ({ requestId, accountId, amount, endpoint: "/v1/chat/completions", model: "m", createdAt: Math.floor(Date.now() / 1000) });
 let seq = 0;
 const rid = () => `req_${++seq}_${Math.random().toString(36).slice(2, 8)}`;
 
 describe("reserve", () => {
   test("holds only what the available balance covers, and says what is available", async () => {
     const acct = await f.account(1000);
-    expect(await f.a.ledger.reserve(hold(rid(), acct, 600))).toEqual({ ok: true });
-    expect(await f.a.ledger.reserve(hold(rid(), acct, 500))).toEqual({ ok: false, available: 400 });
-    expect(await f.a.ledger.reserve(hold(rid(), acct, 400))).toEqual({ ok: true });
+    expect(await f.a.ledger.grant(hold(rid(), acct, 600))).toEqual({ ok: true, direct: true });
+    expect(await f.a.ledger.grant(hold(rid(), acct, 500))).toEqual({ ok: false, available: 400 });
+    expect(await f.a.ledger.grant(hold(rid(), acct, 400))).toEqual({ ok: true, direct: true });
     expect(await f.balances(acct)).toEqual({ balance: 1000, reserved: 1000 });
-    expect(await f.a.ledger.reserve(hold(rid(), acct, 0))).toEqual({ ok: true });
-    expect(await f.a.ledger.reserve(hold(rid(), acct, 1))).toEqual({ ok: false, available: 0 });
+    expect(await f.a.ledger.grant(hold(rid(), acct, 0))).toEqual({ ok: true, direct: true });
+    expect(await f.a.ledger.grant(hold(rid(), acct, 1))).toEqual({ ok: false, available: 0 });
   });
 
   test("an unknown account is refused like an empty one; a bad amount is refused before the database", async () => {
-    expect(await f.a.ledger.reserve(hold(rid(), "acct_nope", 1))).toEqual({ ok: false, available: 0 });
-    await expect(f.a.ledger.reserve(hold(rid(), "acct_nope", -1))).rejects.toBeInstanceOf(RangeError);
-    await expect(f.a.ledger.reserve(hold(rid(), "acct_nope", 0.5))).rejects.toBeInstanceOf(RangeError);
+    expect(await f.a.ledger.grant(hold(rid(), "acct_nope", 1))).toEqual({ ok: false, available: 0 });
+    await expect(f.a.ledger.grant(hold(rid(), "acct_nope", -1))).rejects.toBeInstanceOf(RangeError);
+    await expect(f.a.ledger.grant(hold(rid(), "acct_nope", 0.5))).rejects.toBeInstanceOf(RangeError);
   });
 
   test("the hold row belongs to this instance", async () => {
     const acct = await f.account(10);
     const id = rid();
-    await f.a.ledger.reserve(hold(id, acct, 10));
+    await f.a.ledger.grant(hold(id, acct, 10));
     const [row] = await f.a.db.sql`SELECT state, instance_id, amount::int AS amount FROM holds WHERE request_id = ${id}`;
     expect(row).toEqual({ state: "pending", instance_id: f.a.registry.id, amount: 10 });
   });
@@ -47,7 +48,7 @@ describe("reserve", () => {
     const acct = await f.account(N * amount + amount - 1);
     const attempts = 300;
     const results = await Promise.all(
-      Array.from({ length: attempts }, (_, i) => (i % 2 ? f.a : b).ledger.reserve(hold(`conc_${acct}_${i}`, acct, amount))),
+      Array.from({ length: attempts }, (_, i) => (i % 2 ? f.a : b).ledger.grant(hold(`conc_${acct}_${i}`, acct, amount))),
     );
     expect(results.filter((r) => r.ok).length).toBe(N);
     expect(await f.balances(acct)).toEqual({ balance: N * amount + amount - 1, reserved: N * amount });
@@ -60,8 +61,8 @@ describe("post", () => {
   test("charges at most the hold, lowers the balance, releases the hold's reservation, writes one entry", async () => {
     const acct = await f.account(5000);
     const id = rid();
-    await f.a.ledger.reserve(hold(id, acct, 3000));
-    const r = await f.a.ledger.post({ requestId: id, amount: 1200, serviceTier: "default", inputTokens: 10, outputTokens: 20, cachedTokens: 4, reasoningTokens: 3 });
+    await f.a.ledger.grant(hold(id, acct, 3000));
+    const r = await f.a.ledger.post(postOf({ requestId: id, amount: 1200, serviceTier: "default", inputTokens: 10, outputTokens: 20, cachedTokens: 4, reasoningTokens: 3 }));
     expect(r).toEqual({ charged: 1200, balanceAfter: 3800, fresh: true });
     expect(await f.balances(acct)).toEqual({ balance: 3800, reserved: 0 });
     const [entry] = await f.a.ledger.entries(acct, 1);
@@ -70,12 +71,24 @@ describe("post", () => {
     expect(h.state).toBe("posted");
   });
 
+  test("a charge records the prompt tokens read from and written to the cache, and what the cache saved", async () => {
+    const acct = await f.account(5000);
+    const id = rid();
+    await f.a.ledger.grant(hold(id, acct, 3000));
+    await f.a.ledger.post(postOf({ requestId: id, amount: 900, serviceTier: "default", inputTokens: 1000, outputTokens: 5, cachedTokens: 700, cacheWriteTokens: 200, cacheSaved: -40 }));
+    const [entry] = await f.a.ledger.entries(acct, 1);
+    expect(entry).toMatchObject({ kind: "charge", amount: -900, input_tokens: 1000, cached_tokens: 700, cache_write_tokens: 200, cache_saved: -40 });
+    // A credit records none.
+    const [credit] = (await f.a.ledger.entries(acct, 2)).slice(1);
+    expect(credit).toMatchObject({ kind: "credit", cached_tokens: 0, cache_write_tokens: 0, cache_saved: 0 });
+  });
+
   test("a repeat returns the first charge and takes nothing more", async () => {
     const acct = await f.account(5000);
     const id = rid();
-    await f.a.ledger.reserve(hold(id, acct, 1000));
-    const first = await f.a.ledger.post({ requestId: id, amount: 700, serviceTier: "default" });
-    const again = await f.a.ledger.post({ requestId: id, amount: 900, serviceTier: "default" });
+    await f.a.ledger.grant(hold(id, acct, 1000));
+    const first = await f.a.ledger.post(postOf({ requestId: id, amount: 700, serviceTier: "default" }));
+    const again = await f.a.ledger.post(postOf({ requestId: id, amount: 900, serviceTier: "default" }));
     expect(again).toEqual({ charged: 700, balanceAfter: first.balanceAfter, fresh: false });
     expect(await f.balances(acct)).toEqual({ balance: 4300, reserved: 0 });
     expect((await f.a.ledger.entries(acct, 10)).filter((e) => e.kind === "charge").length).toBe(1);
@@ -84,25 +97,25 @@ describe("post", () => {
   test("a post above its hold is refused and the hold stays pending; a post without a hold is refused", async () => {
     const acct = await f.account(5000);
     const id = rid();
-    await f.a.ledger.reserve(hold(id, acct, 1000));
-    await expect(f.a.ledger.post({ requestId: id, amount: 1001, serviceTier: "default" })).rejects.toBeInstanceOf(InternalError);
+    await f.a.ledger.grant(hold(id, acct, 1000));
+    await expect(f.a.ledger.post(postOf({ requestId: id, amount: 1001, serviceTier: "default" }))).rejects.toBeInstanceOf(InternalError);
     expect(await f.balances(acct)).toEqual({ balance: 5000, reserved: 1000 });
-    await expect(f.a.ledger.post({ requestId: rid(), amount: 1, serviceTier: "default" })).rejects.toBeInstanceOf(InternalError);
-    expect(await f.a.ledger.post({ requestId: id, amount: 1000, serviceTier: "default" })).toMatchObject({ charged: 1000, fresh: true });
+    await expect(f.a.ledger.post(postOf({ requestId: rid(), amount: 1, serviceTier: "default" }))).rejects.toBeInstanceOf(InternalError);
+    expect(await f.a.ledger.post(postOf({ requestId: id, amount: 1000, serviceTier: "default" }))).toMatchObject({ charged: 1000, fresh: true });
   });
 
   test("a stored response is written with its charge; a turn that cannot be stored is not charged, and fails alone", async () => {
     const acct = await f.account(10_000);
     const ids = [rid(), rid(), rid()];
-    for (const id of ids) await f.a.ledger.reserve(hold(id, acct, 1000));
+    for (const id of ids) await f.a.ledger.grant(hold(id, acct, 1000));
     const resp = (id: string) => ({
       id, accountId: acct, previousResponseId: null, inputItems: [{ role: "user", content: "hé \"quoted\"" }],
       response: { id, object: "response", output: [{ type: "message", z: 1, a: 2 }] }, createdAt: 1,
     });
     const results = await Promise.allSettled([
-      f.a.ledger.post({ requestId: ids[0]!, amount: 100, serviceTier: "default", storedResponse: resp("resp_dup") }),
-      f.a.ledger.post({ requestId: ids[1]!, amount: 100, serviceTier: "default", storedResponse: resp("resp_dup") }),
-      f.a.ledger.post({ requestId: ids[2]!, amount: 100, serviceTier: "default" }),
+      f.a.ledger.post(postOf({ requestId: ids[0]!, amount: 100, serviceTier: "default", storedResponse: resp("resp_dup") })),
+      f.a.ledger.post(postOf({ requestId: ids[1]!, amount: 100, serviceTier: "default", storedResponse: resp("resp_dup") })),
+      f.a.ledger.post(postOf({ requestId: ids[2]!, amount: 100, serviceTier: "default" })),
     ]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     const [stored] = await f.a.db.sql`SELECT input_items, response FROM responses WHERE id = 'resp_dup'`;
@@ -110,16 +123,16 @@ describe("post", () => {
     expect(stored.response).toBe(JSON.stringify(resp("resp_dup").response));
     expect(stored.input_items).toBe(JSON.stringify(resp("resp_dup").inputItems));
     expect(await f.balances(acct)).toEqual({ balance: 9800, reserved: 1000 });
-    expect(await f.a.ledger.void(ids[1]!)).toBe(true);
+    expect(await f.a.ledger.voidDirect(ids[1]!)).toBe(true);
   });
 
   test("concurrent posts go out in batches, and every number adds up", async () => {
     const acct = await f.account(100_000_000);
     const n = 600;
     const ids = Array.from({ length: n }, rid);
-    await Promise.all(ids.map((id) => f.a.ledger.reserve(hold(id, acct, 1000))));
+    await Promise.all(ids.map((id) => f.a.ledger.grant(hold(id, acct, 1000))));
     const before = f.a.ledger.batchStats.postBatches;
-    const results = await Promise.all(ids.map((id, i) => f.a.ledger.post({ requestId: id, amount: 1 + (i % 1000), serviceTier: "default" })));
+    const results = await Promise.all(ids.map((id, i) => f.a.ledger.post(postOf({ requestId: id, amount: 1 + (i % 1000), serviceTier: "default" }))));
     const batches = f.a.ledger.batchStats.postBatches - before;
     expect(batches).toBeLessThan(n / 5);
     const charged = results.reduce((s, r) => s + r.charged, 0);
@@ -139,16 +152,16 @@ describe("void", () => {
   test("voids a pending hold once; a posted or voided hold is a no-op; a post after a void is refused", async () => {
     const acct = await f.account(1000);
     const id = rid();
-    await f.a.ledger.reserve(hold(id, acct, 800));
-    const [first, second] = await Promise.all([f.a.ledger.void(id), f.a.ledger.void(id)]);
+    await f.a.ledger.grant(hold(id, acct, 800));
+    const [first, second] = await Promise.all([f.a.ledger.voidDirect(id), f.a.ledger.voidDirect(id)]);
     expect([first, second]).toEqual([true, false]);
-    expect(await f.a.ledger.void(id)).toBe(false);
+    expect(await f.a.ledger.voidDirect(id)).toBe(false);
     expect(await f.balances(acct)).toEqual({ balance: 1000, reserved: 0 });
-    await expect(f.a.ledger.post({ requestId: id, amount: 1, serviceTier: "default" })).rejects.toBeInstanceOf(InternalError);
+    await expect(f.a.ledger.post(postOf({ requestId: id, amount: 1, serviceTier: "default" }))).rejects.toBeInstanceOf(InternalError);
     const posted = rid();
-    await f.a.ledger.reserve(hold(posted, acct, 100));
-    await f.a.ledger.post({ requestId: posted, amount: 50, serviceTier: "default" });
-    expect(await f.a.ledger.void(posted)).toBe(false);
+    await f.a.ledger.grant(hold(posted, acct, 100));
+    await f.a.ledger.post(postOf({ requestId: posted, amount: 50, serviceTier: "default" }));
+    expect(await f.a.ledger.voidDirect(posted)).toBe(false);
     expect(await f.balances(acct)).toEqual({ balance: 950, reserved: 0 });
   });
 });
@@ -157,7 +170,7 @@ describe("adjust", () => {
   test("credits and debits are entries; a deduction may not dig into what is held; the maximum holds", async () => {
     const acct = await f.account(0);
     expect(await f.a.ledger.adjust(acct, 500, "grant")).toEqual({ balanceAfter: 500 });
-    await f.a.ledger.reserve(hold(rid(), acct, 300));
+    await f.a.ledger.grant(hold(rid(), acct, 300));
     const below = await f.a.ledger.adjust(acct, -201, "refund").catch((e) => e);
     expect(below).toBeInstanceOf(DomainError);
     expect(below).toMatchObject({ kind: "invalid_request", param: "amount" });
@@ -199,16 +212,16 @@ describe("start-up and instances", () => {
     const acct = await f.account(10_000);
     const old = await f.instance({ name: "restarting" });
     const other = await f.instance({ name: "bystander" });
-    await old.ledger.reserve(hold(rid(), acct, 1000));
-    await old.ledger.reserve(hold(rid(), acct, 1000));
-    await other.ledger.reserve(hold(rid(), acct, 500));
+    await old.ledger.grant(hold(rid(), acct, 1000));
+    await old.ledger.grant(hold(rid(), acct, 1000));
+    await other.ledger.grant(hold(rid(), acct, 500));
     old.registry.halt(); // killed: no clean release
     const restarted = await f.instance({ name: "restarting" });
     expect(await restarted.ledger.releaseAbandoned()).toBe(2);
     expect(await restarted.ledger.releaseAbandoned()).toBe(0);
     expect(await f.balances(acct)).toEqual({ balance: 10_000, reserved: 500 });
     // The previous run may no longer take holds.
-    const late = await old.ledger.reserve(hold(rid(), acct, 1)).catch((e) => e);
+    const late = await Promise.resolve(old.ledger.grant(hold(rid(), acct, 1))).catch((e) => e);
     expect(late).toBeInstanceOf(StoreUnavailable);
   });
 
@@ -216,9 +229,9 @@ describe("start-up and instances", () => {
     const before = await f.a.ledger.pendingHolds();
     const acct = await f.account(100);
     const id = rid();
-    await f.a.ledger.reserve(hold(id, acct, 10));
+    await f.a.ledger.grant(hold(id, acct, 10));
     expect(await f.a.ledger.pendingHolds()).toBe(before + 1);
-    await f.a.ledger.void(id);
+    await f.a.ledger.voidDirect(id);
     expect(await f.a.ledger.pendingHolds()).toBe(before);
   });
 });
@@ -228,16 +241,16 @@ describe("expireHolds", () => {
     const b = await f.instance();
     const acct = await f.account(1000);
     const [old, other, young, posted] = [rid(), rid(), rid(), rid()];
-    await f.a.ledger.reserve({ ...hold(old, acct, 100), createdAt: 1_000 });
-    await b.ledger.reserve({ ...hold(other, acct, 200), createdAt: 1_500 });
-    await f.a.ledger.reserve({ ...hold(young, acct, 300), createdAt: 5_000 });
-    await f.a.ledger.reserve({ ...hold(posted, acct, 50), createdAt: 1_000 });
-    await f.a.ledger.post({ requestId: posted, amount: 40, serviceTier: "default" });
+    await f.a.ledger.grant({ ...hold(old, acct, 100), createdAt: 1_000 });
+    await b.ledger.grant({ ...hold(other, acct, 200), createdAt: 1_500 });
+    await f.a.ledger.grant({ ...hold(young, acct, 300), createdAt: 5_000 });
+    await f.a.ledger.grant({ ...hold(posted, acct, 50), createdAt: 1_000 });
+    await f.a.ledger.post(postOf({ requestId: posted, amount: 40, serviceTier: "default" }));
     expect((await f.a.ledger.expireHolds(2_000)).sort()).toEqual([old, other].sort());
     expect(await f.balances(acct)).toEqual({ balance: 960, reserved: 300 });
     // Nothing left to expire below the cutoff; an expired hold can no longer be charged.
     expect(await f.a.ledger.expireHolds(2_000)).toEqual([]);
-    await expect(f.a.ledger.post({ requestId: old, amount: 10, serviceTier: "default" })).rejects.toBeInstanceOf(InternalError);
+    await expect(f.a.ledger.post(postOf({ requestId: old, amount: 10, serviceTier: "default" }))).rejects.toBeInstanceOf(InternalError);
     expect(await f.balances(acct)).toEqual({ balance: 960, reserved: 300 });
   });
 });

@@ -1,40 +1,49 @@
 /**
  * The ledger on PostgreSQL, for any number of instances sharing one database (the port and its
- * invariants: src/billing/ledger-store.ts). The writes are functions in the database
- * (migrations 003 and 004), so:
+ * invariants: src/billing/ledger-store.ts), with the database off the request path:
  *
- *   reserve  one round trip, atomic: a conditional UPDATE raises `reserved` only while
- *            balance − reserved covers the hold, and the hold row (owned by this instance) is
- *            written in the same statement. Concurrent requests on any instances can never
- *            overspend: they queue on the account's row.
- *   post     batched (write-batcher.ts): every post submitted while a batch is running goes out
- *            in the next one — one statement, one transaction, one fsync for the lot. Resolves
- *            once committed with synchronous_commit on (durable). Idempotent per request id; a
- *            stored Responses turn is inserted in the same transaction as its charge.
- *   void     batched the same way; idempotent.
- *   adjust   one round trip; the rules (not below what is reserved, not above the maximum) are
- *            checked on the locked row.
- *   createAccount  one round trip, one transaction: the account and its opening credit entry.
+ *   grant   in memory, from this instance's lease of the account's money (and of its key's
+ *           limit), when the lease covers the hold: no round trip. Otherwise one statement,
+ *           switchyard_grant (migration 011): a new lease, a hold row of its own (the direct
+ *           path), or a refusal after recalling other instances' leases (lease-grants.ts).
+ *   post    a leased hold's charge goes to the instance's charge journal (charge-journal.ts):
+ *           durable on local disk, then shipped in batches, one statement each
+ *           (journal-shipping.ts). A direct hold's charge is posted in the database as before
+ *           (batched: write-batcher.ts), durable before it resolves.
+ *   void    a leased hold needs no write; a direct hold is voided in the database (batched).
+ *   adjust  one round trip; a deduction may dig neither into direct holds nor into leases.
+ *
+ * Leases unused for LEASE_IDLE_MS go back; all of them go back at a clean stop, after the
+ * journal is shipped; a dead instance's come back through the instance-release path.
  *
  * Failures no call's promise carries — heartbeats that cannot reach the database, this instance
  * found released — are reported to onFailure listeners, so the ledger refuses new holds at once
  * (503) instead of letting each request find out.
- *
- * A reserve whose outcome is unknown (the connection dropped after it was sent) may have left a
- * hold that no request owns while this instance lives; it is voided as soon as the database
- * answers, and once more after the statement timeout (by which time the server has either
- * committed it or given up on it).
  */
 import type {
-  HoldRequest, LedgerEntryRow, LedgerStore, PostRequest, PostResult, ReserveResult,
+  GrantRequest, GrantResult, LedgerEntryRow, LedgerStore, PostRequest, PostResult,
 } from "../../billing/ledger-store";
+import { HoldBook } from "../../billing/hold-book";
 import { StoreUnavailable } from "../../billing/ledger-store";
 import { InternalError, invalidField, notFound } from "../../errors";
 import { formatUsd, MAX_BALANCE } from "../../billing/money";
 import { nowSeconds } from "../../accounts/accounts";
-import { int, outcomeUnknown, toStoreError, type PgDatabase } from "./database";
+import { int, type PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
 import { WriteBatcher } from "./write-batcher";
+import type { CreditLeases } from "./credit-leases";
+import type { ChargeJournal, ShipResult } from "./charge-journal";
+import { DEFAULT_RECALL_MS, LeaseGrants } from "./lease-grants";
+import { evictOverQuota, shipJournaled, storedResponseFields, type JournaledCharge } from "./journal-shipping";
+
+// Their homes are lease-grants.ts, instance-error.ts and journal-shipping.ts; importers of the
+// ledger store find them here as before.
+export { LEASE_IDLE_MS, DEFAULT_RECALL_MS, RECALL_CHANNEL } from "./lease-grants";
+export { instanceError } from "./instance-error";
+export type { JournaledCharge } from "./journal-shipping";
+
+/** How long a ledger listing waits for this instance's journaled charges to be shipped first. */
+const ENTRIES_SHIP_WAIT_MS = 2_000;
 
 export interface PostgresLedgerOptions {
   /** Most posts (or voids) per statement. */
@@ -48,6 +57,10 @@ export interface PostgresLedgerOptions {
   maxInFlight?: number;
   /** How long a post or void is retried while the database cannot take it (a restart, say). */
   retryMs?: number;
+  /** The instance's charge journal (absent for a CLI command, which charges nothing). */
+  journal?: (ship: (items: JournaledCharge[]) => Promise<ShipResult[]>, shipped: (item: JournaledCharge, r: ShipResult) => void) => ChargeJournal;
+  /** How long a grant waits for a recall (ms). */
+  recallMs?: number;
 }
 
 interface PostRow {
@@ -61,45 +74,62 @@ export class PostgresLedgerStore implements LedgerStore {
   private readonly posts: WriteBatcher<PostRequest, PostResult>;
   private readonly voids: WriteBatcher<string, boolean>;
   private readonly failureListeners: ((e: StoreUnavailable) => void)[] = [];
+  private readonly grants: LeaseGrants;
+  readonly journal: ChargeJournal | null;
 
   constructor(private readonly db: PgDatabase, private readonly instance: InstanceIdentity, opts: PostgresLedgerOptions = {}) {
     const batch = { maxBatch: opts.maxBatch ?? 256, maxInFlight: opts.maxInFlight ?? 1, retryMs: opts.retryMs ?? 10_000 };
     this.posts = new WriteBatcher((items, maybeApplied) => this.postBatch(items, maybeApplied), batch);
     this.voids = new WriteBatcher((ids) => this.voidBatch(ids), batch);
+    // Holds come from leases only with a journal to post their charges to.
+    this.grants = new LeaseGrants(db, instance, {
+      leasing: Boolean(opts.journal),
+      recallMs: opts.recallMs ?? DEFAULT_RECALL_MS,
+      undoUnknownHold: (requestId) => this.undoUnknownHold(requestId),
+    });
+    this.journal = opts.journal ? opts.journal((items) => shipJournaled(this.db, items), (item) => {
+      // A previous run's charge (shipped after a restart) came out of that run's leases, not this one's.
+      if (item.instanceId === this.instance.id) this.leases.shipped(item.accountId, item.keyId, item.amount);
+    }) : null;
   }
 
-  async reserve(h: HoldRequest): Promise<ReserveResult> {
-    if (!Number.isSafeInteger(h.amount) || h.amount < 0) throw new RangeError(`bad hold amount ${h.amount}`);
-    try {
-      if (h.key) return await this.reserveWithKey(h, h.key);
-      const [row] = (await this.db.run((sql) => sql`
-        SELECT ok, available FROM switchyard_reserve(
-          ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${h.createdAt ?? nowSeconds()})`, this.db.answerTimeoutMs)) as {
-        ok: boolean;
-        available: string | null;
-      }[];
-      return row!.ok ? { ok: true } : { ok: false, available: int(row!.available) };
-    } catch (e) {
-      if (outcomeUnknown(e)) this.undoUnknownHold(h.requestId);
-      throw instanceError(e, this.instance);
-    }
+  /** This instance's leases in memory (the mirror of what the database set aside for it). */
+  get leases(): CreditLeases {
+    return this.grants.leases;
   }
 
-  /** A hold that must fit the key's spend limit too: migration 006's switchyard_reserve_key, one round trip. */
-  private async reserveWithKey(h: HoldRequest, key: NonNullable<HoldRequest["key"]>): Promise<ReserveResult> {
-    const p = key.periods;
-    const [row] = (await this.db.run((sql) => sql`
-      SELECT ok, refused, available, key_limit FROM switchyard_reserve_key(
-        ${h.requestId}, ${h.accountId}, ${h.amount}, ${h.endpoint}, ${h.model}, ${this.instance.id}, ${h.createdAt ?? nowSeconds()},
-        ${key.id}, ${p.day}, ${p.week}, ${p.month})`, this.db.answerTimeoutMs)) as {
-      ok: boolean;
-      refused: "credits" | "key_limit" | null;
-      available: string | null;
-      key_limit: string | null;
-    }[];
-    if (row!.ok) return { ok: true };
-    if (row!.refused === "key_limit") return { ok: false, available: int(row!.available), keyLimit: int(row!.key_limit) };
-    return { ok: false, available: int(row!.available) };
+  /** Statements sent for leases (grants, top-ups, returns), for the benchmark. */
+  get leaseStatements(): number {
+    return this.grants.statements;
+  }
+
+  set leaseStatements(n: number) {
+    this.grants.statements = n;
+  }
+
+  /** Starts giving idle leases back (a serving instance). */
+  startLeases(): void {
+    this.grants.startIdleReturns();
+  }
+
+  grant(g: GrantRequest, book: HoldBook = new HoldBook()): GrantResult | Promise<GrantResult> {
+    if (!Number.isSafeInteger(g.amount) || g.amount < 0) return Promise.reject(new RangeError(`bad hold amount ${g.amount}`));
+    return this.grants.grant(g, book);
+  }
+
+  /** Another instance could not fit a hold: give back what this one leases of it and does not use. */
+  recalled(subject: string): Promise<void> {
+    return this.grants.recalled(subject);
+  }
+
+  /** This instance was released and registered again: its leases went back to their accounts. */
+  released(): void {
+    this.leases.forgetLeases();
+  }
+
+  /** A key's controls changed somewhere: whether it has a limit is asked again. */
+  keysChanged(): void {
+    this.leases.forgetKeys();
   }
 
   /** Voids a hold whose reserve may have committed unseen: now (retried), and after the statement timeout. */
@@ -112,22 +142,21 @@ export class PostgresLedgerStore implements LedgerStore {
     setTimeout(undo, this.db.statementTimeoutMs + 1000).unref?.();
   }
 
-  post(p: PostRequest): Promise<PostResult> {
+  post(p: PostRequest, committed?: () => void): Promise<PostResult> {
     if (!Number.isSafeInteger(p.amount) || p.amount < 0) return Promise.reject(new RangeError(`bad charge amount ${p.amount}`));
-    return this.posts.submit(p);
-  }
-
-  /**
-   * After a batch, each stored turn's account is brought within its quota (oldest turns deleted
-   * first, never the one just written). Its own statement, after the charge: a failure here leaves
-   * the charge and the turn as they are, and the account's next stored turn evicts again.
-   */
-  private async evictOverQuota(items: PostRequest[], rows: PostRow[]): Promise<void> {
-    for (let i = 0; i < items.length; i++) {
-      const r = items[i]!.storedResponse;
-      if (!r || r.quotaBytes === undefined || rows[i]?.outcome !== "posted") continue;
-      await this.db.run((sql) => sql`SELECT switchyard_evict_responses(${r.accountId}, ${r.quotaBytes}, ${r.id})`).catch(() => {});
-    }
+    if (p.amount > p.holdAmount) return Promise.reject(new InternalError(`post of ${p.requestId}: ${p.amount} exceeds its hold of ${p.holdAmount}`));
+    if (p.direct) return committed ? this.posts.submit(p).then((r) => (committed(), r)) : this.posts.submit(p);
+    if (!this.journal) return Promise.reject(new InternalError(`post of ${p.requestId}: a leased hold without a journal`));
+    const charge: JournaledCharge = { ...p, instanceId: this.instance.id };
+    // Local disk first (the lease set the money aside); a stored turn waits for the database too.
+    return this.journal
+      .append(charge, () => {
+        this.leases.charged(p.accountId, p.keyId, p.amount);
+        committed?.();
+      }, p.storedResponse !== undefined)
+      .then(() => ({ charged: p.amount, balanceAfter: null, fresh: true }), (e) => {
+        throw e instanceof StoreUnavailable ? e : new StoreUnavailable("io", `the charge journal failed: ${(e as Error)?.message ?? e}`);
+      });
   }
 
   private async postBatch(items: PostRequest[], maybeApplied: boolean[]): Promise<(PostResult | Error)[]> {
@@ -139,22 +168,15 @@ export class PostgresLedgerStore implements LedgerStore {
       input_tokens: p.inputTokens ?? 0,
       output_tokens: p.outputTokens ?? 0,
       cached_tokens: p.cachedTokens ?? 0,
+      cache_write_tokens: p.cacheWriteTokens ?? 0,
+      cache_saved: p.cacheSaved ?? 0,
       reasoning_tokens: p.reasoningTokens ?? 0,
       characters: p.characters ?? 0,
-      ...(p.storedResponse
-        ? {
-            resp_id: p.storedResponse.id,
-            resp_account_id: p.storedResponse.accountId,
-            resp_previous_id: p.storedResponse.previousResponseId,
-            resp_input_items: p.storedResponse.inputItems,
-            resp_body: p.storedResponse.response,
-            resp_created_at: p.storedResponse.createdAt,
-          }
-        : {}),
+      ...storedResponseFields(p),
     }));
     const rows = (await this.db.run((sql) => sql`
       SELECT request_id, outcome, charged, balance_after FROM switchyard_post(${payload}::json, ${nowSeconds()})`)) as PostRow[];
-    await this.evictOverQuota(items, rows);
+    await evictOverQuota(this.db, items.filter((_, i) => rows[i]?.outcome === "posted"));
     return rows.map((r, i): PostResult | Error => {
       switch (r.outcome) {
         case "posted":
@@ -170,7 +192,7 @@ export class PostgresLedgerStore implements LedgerStore {
     });
   }
 
-  void(requestId: string): Promise<boolean> {
+  voidDirect(requestId: string): Promise<boolean> {
     return this.voids.submit(requestId);
   }
 
@@ -187,7 +209,7 @@ export class PostgresLedgerStore implements LedgerStore {
     });
   }
 
-  async adjust(accountId: string, amount: number, reason: string): Promise<{ balanceAfter: number }> {
+  async adjust(accountId: string, amount: number, reason: string, _book?: HoldBook): Promise<{ balanceAfter: number }> {
     if (!Number.isSafeInteger(amount) || amount === 0) throw new RangeError(`bad adjustment ${amount}`);
     const [row] = (await this.db.run((sql) => sql`
       SELECT outcome, balance_after FROM switchyard_adjust(${accountId}, ${amount}, ${reason}, ${nowSeconds()}, ${MAX_BALANCE})`)) as {
@@ -229,7 +251,15 @@ export class PostgresLedgerStore implements LedgerStore {
    * with them). Other instances' holds are never touched here; a dead instance's are released by
    * a survivor once its heartbeat expires (instances.ts).
    */
-  async releaseAbandoned(): Promise<number> {
+  /**
+   * The previous run's journaled charges are shipped first, against its own leases; only then is
+   * what it left (holds, slots, leases) released. Not shipped within `drainMs`: nothing is released
+   * (StoreUnavailable) — its leases stay until its charges are in, or a survivor reaps it.
+   */
+  async releaseAbandoned(drainMs = 10_000): Promise<number> {
+    if (this.journal && !(await this.journal.drain(drainMs))) {
+      throw new StoreUnavailable("unreachable", "the previous run's journaled charges could not be shipped yet");
+    }
     const [row] = (await this.db.run((sql) => sql`
       SELECT holds_voided FROM switchyard_release_previous(${this.instance.id}, ${this.instance.name}, ${nowSeconds()})`)) as {
       holds_voided: number;
@@ -251,9 +281,11 @@ export class PostgresLedgerStore implements LedgerStore {
   }
 
   async entries(accountId: string, limit: number): Promise<LedgerEntryRow[]> {
+    // Read your own charges: what this instance journaled goes first (a batch, milliseconds).
+    if (this.journal && this.journal.pending > 0) await this.journal.drain(ENTRIES_SHIP_WAIT_MS);
     const rows = (await this.db.run((sql) => sql`
       SELECT id, account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier,
-             input_tokens, output_tokens, characters, reason, created_at
+             input_tokens, output_tokens, cached_tokens, cache_write_tokens, cache_saved, characters, reason, created_at
         FROM ledger_entries WHERE account_id = ${accountId} ORDER BY id DESC LIMIT ${limit}`)) as Record<string, unknown>[];
     return rows.map((r) => ({
       id: int(r.id),
@@ -267,15 +299,29 @@ export class PostgresLedgerStore implements LedgerStore {
       service_tier: (r.service_tier as string | null) ?? null,
       input_tokens: int(r.input_tokens),
       output_tokens: int(r.output_tokens),
+      cached_tokens: int(r.cached_tokens),
+      cache_write_tokens: int(r.cache_write_tokens),
+      cache_saved: int(r.cache_saved),
       characters: int(r.characters),
       reason: (r.reason as string | null) ?? null,
       created_at: int(r.created_at),
     }));
   }
 
-  /** Waits for queued posts and voids (shutdown). */
+  /**
+   * Shutdown: queued posts and voids are written, the journal ships what it holds, and every
+   * lease goes back (what requests still hold stays: those end with the instance's release).
+   */
   async flush(): Promise<void> {
+    this.grants.stopIdleReturns();
     await Promise.all([this.posts.drained(), this.voids.drained()]);
+    await this.journal?.drain(5_000);
+    await this.grants.returnAll();
+  }
+
+  /** Closes the charge journal's own database (after flush). */
+  closeJournal(): void {
+    this.journal?.close();
   }
 
   /** Statements and items per kind of batch, for metrics and the benchmark. */
@@ -285,17 +331,4 @@ export class PostgresLedgerStore implements LedgerStore {
       voidBatches: this.voids.batches, voids: this.voids.items,
     };
   }
-}
-
-/**
- * This instance was declared dead (SQLSTATE SY001): the store cannot take its writes until it
- * registered again, which the registry does at once.
- */
-export function instanceError(e: unknown, instance: InstanceIdentity): unknown {
-  const err = toStoreError(e);
-  if ((err as { errno?: string } | null)?.errno === "SY001") {
-    instance.noticeReleased?.();
-    return new StoreUnavailable("unreachable", "this instance was released; registering again");
-  }
-  return err;
 }

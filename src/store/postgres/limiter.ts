@@ -1,219 +1,386 @@
 /**
- * Per-account rate and concurrency limits shared by every instance on the database: one GCRA
- * bucket and one in-flight counter per account (limit_state), one row per slot (slots) owned by
- * the instance that took it. Same semantics as the in-memory AccountLimiter (limits/limiter.ts):
- * burst of rpm, then one every 60/rpm s; concurrency checked first; a refusal for concurrency
- * consumes no rate. Time is the database's clock, so instances' clocks never matter.
+ * Per-account rate and concurrency limits shared by every instance on the database, exact across
+ * instances, with the database off the request path (docs/scale-out.md, "Leases"): an instance
+ * leases part of an account's concurrency (slots) and of its rate (requests taken from the
+ * account's GCRA bucket, limit_state), and admits in memory while its leases last. Same semantics
+ * as the in-memory AccountLimiter (limits/limiter.ts): burst of rpm, then one every 60/rpm s;
+ * concurrency checked first; a refusal for concurrency consumes no rate. Every slot and every
+ * request of rate comes from the one row per account, so instances together never admit more
+ * than the limits allow.
  *
- *   admit            one round trip (switchyard_admit), the account's limit_state row locked.
- *   slot.release()   never waits and never throws: the release is written behind, all slots
- *                    released meanwhile in one statement, retried until the database takes it —
- *                    or, when the same account is admitted again first, carried by that admission
- *                    (same statement, same row lock), so a client's next request never finds its
- *                    previous one's slot still taken on this instance.
+ *   admit           in memory when this instance's leases have a slot and a request of rate
+ *                   left; otherwise one statement (switchyard_limits_take) leases more. Before a
+ *                   refusal, the other instances are asked to give back what they lease and do not
+ *                   use (NOTIFY switchyard_recall), and the lease is tried again within the recall
+ *                   time: a request is refused only when the instances together cannot admit it.
+ *   slot.release()  in memory. Slots unused for LEASE_IDLE_MS go back, and all at a clean stop;
+ *                   a dead instance's come back with its holds (instances.ts). Rate leased and not
+ *                   used goes back the same way (the bucket's arrival time moves back).
  *
- * Admission and the hold are two round trips, not one: admission happens at authentication,
- * before the request body is read (so a client over its limits never makes us read a large body),
- * while the hold's amount is known only once the body is validated (docs/scale-out.md).
- *
- * A dead instance's slots are given back by a survivor with its holds (instances.ts).
+ * A key's own rate is leased the same way from its bucket (key_rate_state).
  */
-import { randomUUID } from "node:crypto";
 import type { AccountLimits, Admission, KeyAdmission, Limiter, RateStatus, Slot } from "../../limits/limiter";
 import { rateStatus, retryAfterMsOf, WINDOW_MS } from "../../limits/limiter";
-import { outcomeUnknown, type PgDatabase } from "./database";
+import type { PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
-import { instanceError } from "./ledger-store";
+import { instanceError } from "./instance-error";
+import { LEASE_IDLE_MS, DEFAULT_RECALL_MS, RECALL_CHANNEL } from "./lease-grants";
 
-interface AdmitRow {
-  admitted: boolean;
-  reason: "rate" | "concurrency" | null;
+/** A lease of rate: at most this share of a minute's requests is leased at once. */
+const RATE_LEASE_SECONDS = 1;
+/** A slot lease: what was in flight at once lately, and this many more. */
+const SLOT_HEADROOM = 2;
+const RECALL_COOLDOWN_MS = 5_000;
+
+interface AccountLease {
+  /** Slots leased, and how many of them requests hold now. */
+  slots: number;
+  inFlight: number;
+  /** Requests of rate leased and not used yet. */
+  tokens: number;
+  /** The bucket's arrival time and the database's clock as last seen, and this clock then. */
+  tat: number;
+  dbNow: number;
+  seenAt: number;
+  rpm: number;
+  /** Requests admitted per second here, decaying; the most in flight at once lately. */
+  rate: number;
+  rateAt: number;
+  peak: number;
+  lastUse: number;
+  coolUntil: number;
+}
+
+interface KeyLease {
+  tokens: number;
+  tat: number;
+  dbNow: number;
+  seenAt: number;
+  rpm: number;
+  rate: number;
+  rateAt: number;
+  lastUse: number;
+  coolUntil: number;
+}
+
+interface TakeRow {
+  refused: "rate" | "concurrency" | "key_rate" | null;
+  slots: number;
+  tokens: number;
   tat: number;
   now_ms: number;
 }
 
 export interface PostgresLimiterOptions {
-  /** Most slot releases per statement. */
-  maxBatch?: number;
+  /** How long an admission that does not fit waits for other instances' leases (ms). */
+  recallMs?: number;
 }
 
-const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 5000;
+const HALF_LIFE_MS = 2_000;
 
 export class PostgresLimiter implements Limiter {
-  /** Released slots not yet sent, by account. */
-  private readonly unsent = new Map<string, Set<string>>();
-  /** Per account, the release statement now running that carries some of its slots. */
-  private readonly sending = new Map<string, Promise<void>>();
-  private scheduled: ReturnType<typeof setTimeout> | null = null;
-  private writing = false;
-  private retryDelay = RETRY_MIN_MS;
-  /** Slots this instance holds now (the in-flight gauge). */
-  private held = 0;
-  private readonly maxBatch: number;
+  private readonly accounts = new Map<string, AccountLease>();
+  private readonly keys = new Map<string, KeyLease>();
+  private readonly asking = new Map<string, Promise<unknown>>();
+  private idleTimer: ReturnType<typeof setInterval> | null = null;
+  private readonly recallMs: number;
+  /** Statements sent for limits, for the benchmark. */
+  statements = 0;
 
   constructor(
     private readonly db: PgDatabase,
     private readonly instance: InstanceIdentity,
     opts: PostgresLimiterOptions = {},
   ) {
-    this.maxBatch = opts.maxBatch ?? 512;
+    this.recallMs = opts.recallMs ?? DEFAULT_RECALL_MS;
   }
 
-  async admit(accountId: string, limits: AccountLimits): Promise<Admission> {
-    const slotId = randomUUID();
-    // Releases of this account not yet sent go with this admission; one being written is waited for.
-    const carried = this.takeUnsent(accountId);
-    const before = this.sending.get(accountId);
-    if (before) await before;
-    try {
-      const [row] = (await this.db.run((sql) => sql`
-        SELECT admitted, reason, tat, now_ms
-          FROM switchyard_admit(${slotId}, ${accountId}, ${limits.rateLimitRpm}, ${limits.concurrencyLimit}, ${this.instance.id},
-                                ${sql.array(carried, "TEXT")})`, this.db.answerTimeoutMs)) as AdmitRow[];
-      return this.admission(row!, accountId, slotId, limits);
-    } catch (e) {
-      // Releases are idempotent: the carried ones go out again, alone.
-      for (const id of carried) this.queueRelease(accountId, id);
-      if (outcomeUnknown(e)) this.queueRelease(accountId, slotId);
-      throw instanceError(e, this.instance);
+  /** Starts giving idle leases back (a serving instance). */
+  start(): void {
+    if (this.idleTimer) return;
+    this.idleTimer = setInterval(() => void this.returnIdle(false), Math.max(250, Math.floor(LEASE_IDLE_MS / 5)));
+    this.idleTimer.unref?.();
+  }
+
+  admit(accountId: string, limits: AccountLimits): Admission | Promise<Admission> {
+    const st = this.account(accountId, limits.rateLimitRpm);
+    if (st.inFlight < Math.min(st.slots, limits.concurrencyLimit) && st.tokens > 0) return this.admitted(accountId, st);
+    return this.admitSlow(accountId, limits);
+  }
+
+  private admitted(accountId: string, st: AccountLease): Admission {
+    st.inFlight++;
+    st.tokens--;
+    const now = Date.now();
+    st.rate = decay(st.rate, st.rateAt, now) + 1 / (HALF_LIFE_MS / 1000 / Math.LN2);
+    st.rateAt = now;
+    st.peak = Math.max(st.peak, st.inFlight);
+    st.lastUse = now;
+    return { ok: true, rate: this.status(st), slot: this.slot(st) };
+  }
+
+  private async admitSlow(accountId: string, limits: AccountLimits): Promise<Admission> {
+    const deadline = Date.now() + this.recallMs;
+    let recalled = false;
+    let pause = 10;
+    for (;;) {
+      const st = this.account(accountId, limits.rateLimitRpm);
+      // The account's whole concurrency is in flight here: no other instance can add to it.
+      if (st.inFlight >= limits.concurrencyLimit) return { ok: false, reason: "concurrency", rate: this.status(st), retryAfterMs: 1000 };
+      const under = this.asking.get(accountId);
+      if (under) {
+        await under.catch(() => {});
+        if (st.inFlight < Math.min(st.slots, limits.concurrencyLimit) && st.tokens > 0) return this.admitted(accountId, st);
+      }
+      const wantSlots = st.inFlight < st.slots ? 0 : Math.max(1, Math.min(limits.concurrencyLimit, Date.now() < st.coolUntil ? 1 : st.peak + SLOT_HEADROOM) - (st.slots - st.inFlight));
+      const wantTokens = st.tokens > 0 ? 0 : Math.max(1, Math.min(limits.rateLimitRpm, Date.now() < st.coolUntil ? 1 : Math.ceil(decay(st.rate, st.rateAt, Date.now()) * RATE_LEASE_SECONDS)));
+      const asked = this.take(accountId, limits, wantSlots, wantTokens);
+      this.asking.set(accountId, asked);
+      let row: TakeRow;
+      try {
+        row = await asked;
+      } catch (e) {
+        throw instanceError(e, this.instance);
+      } finally {
+        if (this.asking.get(accountId) === asked) this.asking.delete(accountId);
+      }
+      this.seen(st, row, limits.rateLimitRpm);
+      if (row.refused === null) {
+        st.slots += row.slots;
+        st.tokens += row.tokens;
+        if (st.inFlight < Math.min(st.slots, limits.concurrencyLimit) && st.tokens > 0) return this.admitted(accountId, st);
+        continue;
+      }
+      if (!recalled) {
+        recalled = true;
+        await this.recall(`${row.refused === "concurrency" ? "slots" : "rate"}:${accountId}`);
+      }
+      if (Date.now() + pause > deadline) {
+        const rate = this.status(st);
+        if (row.refused === "concurrency") return { ok: false, reason: "concurrency", rate, retryAfterMs: 1000 };
+        return { ok: false, reason: "rate", rate, retryAfterMs: retryAfterMsOf(row.tat, row.now_ms, limits.rateLimitRpm) };
+      }
+      await Bun.sleep(pause);
+      pause = Math.min(pause * 2, 100);
     }
   }
 
-  async peek(accountId: string, limits: AccountLimits): Promise<RateStatus> {
+  private async take(accountId: string, limits: AccountLimits, slots: number, tokens: number): Promise<TakeRow> {
+    this.statements++;
     const [row] = (await this.db.run((sql) => sql`
-      SELECT l.tat, switchyard_now_ms() AS now_ms FROM limit_state l WHERE l.account_id = ${accountId}`)) as { tat: number; now_ms: number }[];
-    if (!row) return { limit: limits.rateLimitRpm, remaining: limits.rateLimitRpm, resetMs: 0 };
-    return rateStatus(row.tat, row.now_ms, limits.rateLimitRpm);
+      SELECT refused, slots, tokens, tat, now_ms FROM switchyard_limits_take(
+        ${this.instance.id}, ${accountId}, ${limits.rateLimitRpm}, ${limits.concurrencyLimit}, ${slots}, ${tokens}, ${null}, ${null}, ${0})`,
+      this.db.answerTimeoutMs)) as TakeRow[];
+    return { ...row!, slots: Number(row!.slots), tokens: Number(row!.tokens), tat: Number(row!.tat), now_ms: Number(row!.now_ms) };
   }
 
-  /** A key's own rate: one round trip (switchyard_key_rate, migration 006), the key's bucket row locked. */
-  async admitKey(keyId: string, rpm: number): Promise<KeyAdmission> {
-    try {
-      const [row] = (await this.db.run((sql) => sql`
-        SELECT admitted, tat, now_ms FROM switchyard_key_rate(${keyId}, ${rpm})`, this.db.answerTimeoutMs)) as { admitted: boolean; tat: number; now_ms: number }[];
-      const rate = rateStatus(row!.tat, row!.now_ms, rpm);
-      return row!.admitted ? { ok: true, rate } : { ok: false, rate, retryAfterMs: retryAfterMsOf(row!.tat, row!.now_ms, rpm) };
-    } catch (e) {
-      throw instanceError(e, this.instance);
+  async peek(accountId: string, limits: AccountLimits): Promise<RateStatus> {
+    const st = this.accounts.get(accountId);
+    if (!st) return { limit: limits.rateLimitRpm, remaining: limits.rateLimitRpm, resetMs: 0 };
+    return this.status(st);
+  }
+
+  admitKey(keyId: string, rpm: number): KeyAdmission | Promise<KeyAdmission> {
+    const k = this.key(keyId, rpm);
+    if (k.tokens > 0) return this.keyAdmitted(k);
+    return this.admitKeySlow(keyId, rpm);
+  }
+
+  private keyAdmitted(k: KeyLease): KeyAdmission {
+    k.tokens--;
+    const now = Date.now();
+    k.rate = decay(k.rate, k.rateAt, now) + 1 / (HALF_LIFE_MS / 1000 / Math.LN2);
+    k.rateAt = now;
+    k.lastUse = now;
+    return { ok: true, rate: this.status(k) };
+  }
+
+  private async admitKeySlow(keyId: string, rpm: number): Promise<KeyAdmission> {
+    const deadline = Date.now() + this.recallMs;
+    let recalled = false;
+    let pause = 10;
+    for (;;) {
+      const k = this.key(keyId, rpm);
+      const under = this.asking.get(`key:${keyId}`);
+      if (under) {
+        await under.catch(() => {});
+        if (k.tokens > 0) return this.keyAdmitted(k);
+      }
+      const want = Math.max(1, Math.min(rpm, Date.now() < k.coolUntil ? 1 : Math.ceil(decay(k.rate, k.rateAt, Date.now()) * RATE_LEASE_SECONDS)));
+      this.statements++;
+      const asked = this.db.run((sql) => sql`SELECT tokens, tat, now_ms FROM switchyard_key_rate_take(${keyId}, ${rpm}, ${want})`, this.db.answerTimeoutMs) as Promise<{ tokens: number; tat: number; now_ms: number }[]>;
+      this.asking.set(`key:${keyId}`, asked);
+      let row: { tokens: number; tat: number; now_ms: number };
+      try {
+        [row] = (await asked) as [typeof row];
+      } catch (e) {
+        throw instanceError(e, this.instance);
+      } finally {
+        if (this.asking.get(`key:${keyId}`) === asked) this.asking.delete(`key:${keyId}`);
+      }
+      k.tat = Number(row.tat);
+      k.dbNow = Number(row.now_ms);
+      k.seenAt = Date.now();
+      k.tokens += Number(row.tokens);
+      if (k.tokens > 0) return this.keyAdmitted(k);
+      if (!recalled) {
+        recalled = true;
+        await this.recall(`key_rate:${keyId}`);
+      }
+      if (Date.now() + pause > deadline) return { ok: false, rate: this.status(k), retryAfterMs: retryAfterMsOf(k.tat, k.dbNow, rpm) };
+      await Bun.sleep(pause);
+      pause = Math.min(pause * 2, 100);
     }
   }
 
   async peekKey(keyId: string, rpm: number): Promise<RateStatus> {
-    const [row] = (await this.db.run((sql) => sql`
-      SELECT k.tat, switchyard_now_ms() AS now_ms FROM key_rate_state k WHERE k.key_id = ${keyId}`)) as { tat: number; now_ms: number }[];
-    if (!row) return { limit: rpm, remaining: rpm, resetMs: 0 };
-    return rateStatus(row.tat, row.now_ms, rpm);
+    const k = this.keys.get(keyId);
+    if (!k) return { limit: rpm, remaining: rpm, resetMs: 0 };
+    return this.status(k);
   }
 
-  /** Requests holding a slot for the account, across every instance. */
-  async inFlight(accountId: string): Promise<number> {
-    const [row] = (await this.db.run((sql) => sql`SELECT in_flight FROM limit_state WHERE account_id = ${accountId}`)) as { in_flight: number }[];
-    return row?.in_flight ?? 0;
+  /** Requests of the account in flight on this instance (each instance knows only its own). */
+  inFlight(accountId: string): number {
+    return this.accounts.get(accountId)?.inFlight ?? 0;
   }
 
   totalInFlight(): number {
-    return this.held;
+    let n = 0;
+    for (const st of this.accounts.values()) n += st.inFlight;
+    return n;
   }
 
-  /**
-   * Resolves once every slot released so far is written, or after `timeoutMs` while the database
-   * is away (shutdown must not hang; the slots of a run that stopped are released with it).
-   */
-  async flush(timeoutMs = 5000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while ((this.unsent.size > 0 || this.writing) && Date.now() < deadline) {
-      if (!this.writing && this.scheduled) {
-        clearTimeout(this.scheduled);
-        this.scheduled = null;
-        void this.writeReleases();
-      }
-      await Bun.sleep(5);
+  /** Another instance could not admit: give back what this one leases of it and does not use. */
+  async recalled(subject: string): Promise<void> {
+    const at = subject.indexOf(":");
+    const kind = subject.slice(0, at);
+    const id = subject.slice(at + 1);
+    const now = Date.now();
+    if (kind === "slots" || kind === "rate") {
+      const st = this.accounts.get(id);
+      if (!st) return;
+      st.coolUntil = now + RECALL_COOLDOWN_MS;
+      await this.giveBack([{ id, st, slots: kind === "slots" ? st.slots - st.inFlight : 0, tokens: kind === "rate" ? st.tokens : 0 }], []);
+    } else if (kind === "key_rate") {
+      const k = this.keys.get(id);
+      if (!k) return;
+      k.coolUntil = now + RECALL_COOLDOWN_MS;
+      await this.giveBack([], [{ id, k, tokens: k.tokens }]);
     }
   }
 
-  private admission(row: AdmitRow, accountId: string, slotId: string, limits: AccountLimits): Admission {
-    const rate = rateStatus(row.tat, row.now_ms, limits.rateLimitRpm);
-    if (row.admitted) return { ok: true, rate, slot: this.slot(accountId, slotId) };
-    if (row.reason === "concurrency") return { ok: false, reason: "concurrency", rate, retryAfterMs: 1000 };
-    const nextTat = Math.max(row.tat, row.now_ms) + WINDOW_MS / limits.rateLimitRpm;
-    return { ok: false, reason: "rate", rate, retryAfterMs: nextTat - row.now_ms - WINDOW_MS };
+  /** Gives back what has not been used for LEASE_IDLE_MS (`all`: everything unused, at a clean stop). */
+  private async returnIdle(all: boolean): Promise<void> {
+    const now = Date.now();
+    const accounts: { id: string; st: AccountLease; slots: number; tokens: number }[] = [];
+    for (const [id, st] of this.accounts) {
+      if (!all && now - st.lastUse < LEASE_IDLE_MS) continue;
+      if (st.slots - st.inFlight > 0 || st.tokens > 0) accounts.push({ id, st, slots: st.slots - st.inFlight, tokens: st.tokens });
+      else if (st.inFlight === 0) this.accounts.delete(id);
+      st.peak = st.inFlight;
+    }
+    const keys: { id: string; k: KeyLease; tokens: number }[] = [];
+    for (const [id, k] of this.keys) {
+      if (!all && now - k.lastUse < LEASE_IDLE_MS) continue;
+      if (k.tokens > 0) keys.push({ id, k, tokens: k.tokens });
+      else this.keys.delete(id);
+    }
+    if (accounts.length > 0 || keys.length > 0) await this.giveBack(accounts, keys).catch(() => {});
   }
 
-  private slot(accountId: string, slotId: string): Slot {
+  /** Gives slots and rate back; an answer lost counts as given back (the mirror stays on the safe side). */
+  private async giveBack(accounts: { id: string; st: AccountLease; slots: number; tokens: number }[], keys: { id: string; k: KeyLease; tokens: number }[]): Promise<void> {
+    const slots = accounts.filter((a) => a.slots > 0).map((a) => ({ kind: "slots", subject: a.id, amount: a.slots }));
+    const rate = [
+      ...accounts.filter((a) => a.tokens > 0).map((a) => ({ key: false, subject: a.id, tokens: a.tokens, rpm: a.st.rpm })),
+      ...keys.filter((k) => k.tokens > 0).map((k) => ({ key: true, subject: k.id, tokens: k.tokens, rpm: k.k.rpm })),
+    ];
+    for (const a of accounts) {
+      a.st.slots -= a.slots;
+      a.st.tokens -= a.tokens;
+    }
+    for (const k of keys) k.k.tokens -= k.tokens;
+    if (slots.length > 0) {
+      this.statements++;
+      await this.db.run((sql) => sql`SELECT returned FROM switchyard_lease_return(${this.instance.id}, ${slots}::json)`);
+    }
+    if (rate.length > 0) {
+      this.statements++;
+      await this.db.run((sql) => sql`SELECT switchyard_rate_return(${rate}::json)`);
+    }
+  }
+
+  private async recall(subject: string): Promise<void> {
+    await this.db.run((sql) => sql`SELECT pg_notify(${RECALL_CHANNEL}, ${subject})`).catch(() => {});
+  }
+
+  /** Gives every lease back (a clean stop); the database being away must not hang the stop. */
+  async flush(timeoutMs = 5000): Promise<void> {
+    if (this.idleTimer) clearInterval(this.idleTimer);
+    this.idleTimer = null;
+    // A timer that outlives the race would keep a CLI process alive for the whole timeout.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.returnIdle(true), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** This instance was released and registered again: its slot leases went back to their accounts. */
+  released(): void {
+    for (const st of this.accounts.values()) st.slots = 0;
+  }
+
+  private account(accountId: string, rpm: number): AccountLease {
+    let st = this.accounts.get(accountId);
+    if (!st) {
+      const now = Date.now();
+      this.accounts.set(accountId, (st = { slots: 0, inFlight: 0, tokens: 0, tat: 0, dbNow: now, seenAt: now, rpm, rate: 0, rateAt: now, peak: 0, lastUse: now, coolUntil: 0 }));
+    }
+    st.rpm = rpm;
+    return st;
+  }
+
+  private key(keyId: string, rpm: number): KeyLease {
+    let k = this.keys.get(keyId);
+    if (!k) {
+      const now = Date.now();
+      this.keys.set(keyId, (k = { tokens: 0, tat: 0, dbNow: now, seenAt: now, rpm, rate: 0, rateAt: now, lastUse: now, coolUntil: 0 }));
+    }
+    k.rpm = rpm;
+    return k;
+  }
+
+  private seen(st: AccountLease, row: TakeRow, rpm: number): void {
+    st.tat = row.tat;
+    st.dbNow = row.now_ms;
+    st.seenAt = Date.now();
+    st.rpm = rpm;
+  }
+
+  /** The rate headers: what the bucket has left (the database's figure, moved on by the time since) plus what is leased here. */
+  private status(l: { tokens: number; tat: number; dbNow: number; seenAt: number; rpm: number }): RateStatus {
+    const now = l.dbNow + (Date.now() - l.seenAt);
+    const r = rateStatus(l.tat, now, l.rpm);
+    return { ...r, remaining: Math.min(l.rpm, r.remaining + l.tokens) };
+  }
+
+  private slot(st: AccountLease): Slot {
     let released = false;
-    this.held++;
     return {
       release: () => {
         if (released) return;
         released = true;
-        this.held--;
-        this.queueRelease(accountId, slotId);
+        st.inFlight--;
+        st.lastUse = Date.now();
       },
       get released() {
         return released;
       },
     };
   }
-
-  private takeUnsent(accountId: string): string[] {
-    const ids = this.unsent.get(accountId);
-    if (!ids) return [];
-    this.unsent.delete(accountId);
-    return [...ids];
-  }
-
-  /** Queues a release; the next turn of the event loop writes every release queued meanwhile. */
-  private queueRelease(accountId: string, slotId: string): void {
-    this.addUnsent(accountId, slotId);
-    this.schedule(0);
-  }
-
-  private addUnsent(accountId: string, slotId: string): void {
-    let ids = this.unsent.get(accountId);
-    if (!ids) this.unsent.set(accountId, (ids = new Set()));
-    ids.add(slotId);
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.scheduled || this.writing) return;
-    this.scheduled = setTimeout(() => {
-      this.scheduled = null;
-      void this.writeReleases();
-    }, delayMs);
-    this.scheduled.unref?.();
-  }
-
-  /** One statement for the releases queued so far (at most maxBatch); failures are queued again. */
-  private async writeReleases(): Promise<void> {
-    if (this.writing || this.unsent.size === 0) return;
-    this.writing = true;
-    const batch: [string, string][] = [];
-    for (const [accountId, ids] of this.unsent) {
-      for (const id of ids) {
-        if (batch.length >= this.maxBatch) break;
-        batch.push([accountId, id]);
-        ids.delete(id);
-      }
-      if (ids.size === 0) this.unsent.delete(accountId);
-      if (batch.length >= this.maxBatch) break;
-    }
-    const accounts = new Set(batch.map(([a]) => a));
-    let ok = true;
-    const done = this.db
-      .run((sql) => sql`SELECT switchyard_release_slots(${sql.array(batch.map(([, id]) => id), "TEXT")}) AS n`)
-      .then(
-        () => {},
-        () => {
-          ok = false;
-          for (const [a, id] of batch) this.addUnsent(a, id);
-        },
-      );
-    for (const a of accounts) this.sending.set(a, done);
-    await done;
-    for (const a of accounts) if (this.sending.get(a) === done) this.sending.delete(a);
-    this.writing = false;
-    this.retryDelay = ok ? RETRY_MIN_MS : Math.min(this.retryDelay * 2, RETRY_MAX_MS);
-    if (this.unsent.size > 0) this.schedule(ok ? 0 : this.retryDelay);
-  }
 }
+
+function decay(rate: number, at: number, now: number): number {
+  return rate * Math.pow(0.5, (now - at) / HALF_LIFE_MS);
+}
+
+export { WINDOW_MS };

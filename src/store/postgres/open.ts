@@ -21,7 +21,8 @@ import { migratePostgres } from "./migrate";
 import { InstanceRegistry, type InstanceIdentity, type Released } from "./instances";
 import { PostgresLedgerStore } from "./ledger-store";
 import { PostgresLimiter } from "./limiter";
-import { listenForChanges, type Change, type ChangeFeed } from "./changes";
+import { listenForChanges, listenForRecalls, type Change, type ChangeFeed } from "./changes";
+import { ChargeJournal } from "./charge-journal";
 import { PgAccountRecords, PgKeyRecords } from "./accounts";
 import { PgResponseRecords } from "./responses";
 import { PgOutcomeRecords } from "./outcomes";
@@ -85,17 +86,24 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
     stallMs: config.databaseStallMs, onDown: (down) => hooks.onDown?.(down),
   });
   let changes: ChangeFeed | null = null;
+  let recalls: ChangeFeed | null = null;
   let registry: InstanceRegistry | null = null;
+  let ledger: PostgresLedgerStore | null = null;
+  let limiter: PostgresLimiter | null = null;
   try {
     await migratePostgres(db.sql);
-    let ledger: PostgresLedgerStore | null = null;
     let releasedAtStart = { holdsVoided: 0, slotsReleased: 0 };
     if (serve) {
       registry = new InstanceRegistry(db, {
         name: instanceName(config.dataDir),
         timeoutMs: config.instanceTimeoutMs,
         onReleasedOther: hooks.onReleasedOther,
-        onReregistered: hooks.onReregistered,
+        onReregistered: (oldId, newId) => {
+          // Released by a survivor: its leases went back to their accounts.
+          ledger?.released();
+          limiter?.released();
+          hooks.onReregistered?.(oldId, newId);
+        },
         onError: (e) => {
           // The database refused the connection itself: new holds are refused at once (503),
           // not after each request has found out. A slow answer is no such proof.
@@ -104,24 +112,49 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
         },
       });
       await registry.register();
-      releasedAtStart = await registry.releasePrevious();
     }
     const identity = registry ?? CLI_IDENTITY;
-    ledger = new PostgresLedgerStore(db, identity);
-    const limiter = new PostgresLimiter(db, identity);
+    ledger = new PostgresLedgerStore(db, identity, {
+      recallMs: config.leaseRecallMs,
+      // Charges taken from this instance's leases: durable on its own disk, shipped in batches.
+      journal: serve
+        ? (ship, shipped) => new ChargeJournal(config.dataDir, { ship, shipped, shipMs: config.chargeShipMs, onError: (e) => hooks.onBeatError?.(e) })
+        : undefined,
+    });
+    limiter = new PostgresLimiter(db, identity, { recallMs: config.leaseRecallMs });
     if (registry) {
+      // What the previous run charged and had not shipped goes first, against its own leases;
+      // then what it left (holds, slots, leases) is released.
+      // Not shipped in time (the database answers but too slowly): nothing of the previous run is
+      // released now; its journal ships in the background and a survivor reaps it after the timeout.
+      if ((await ledger.journal?.drain(config.instanceTimeoutMs)) !== false) releasedAtStart = await registry.releasePrevious();
       registry.start();
-      changes = await listenForChanges(db, hooks.onChange);
+      ledger.startLeases();
+      limiter.start();
+      const l = ledger;
+      const lim = limiter;
+      changes = await listenForChanges(db, (c) => {
+        if (c.table === "api_keys" || c.table === "*") l.keysChanged();
+        // An account disabled (or its limits changed): what this instance leases of it and does not use goes back.
+        if (c.table === "accounts" && c.id) void l.recalled(`credit:${c.id}`);
+        hooks.onChange(c);
+      });
+      recalls = await listenForRecalls(db, (subject) => {
+        void l.recalled(subject);
+        void lim.recalled(subject);
+      });
     }
     const reg = registry;
     const feed = changes;
+    const recallFeed = recalls;
     const ledgerStore = ledger;
+    const limits = limiter;
     return {
       engine: "postgres",
       db,
       registry: reg,
       ledger: ledgerStore,
-      limiter,
+      limiter: limits,
       releasedAtStart,
       accounts: new PgAccountRecords(db),
       keys: new PgKeyRecords(db),
@@ -135,15 +168,20 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
       },
       async close() {
         await feed?.close().catch(() => {});
+        await recallFeed?.close().catch(() => {});
+        // Charges shipped, then leases given back, then the instance released.
         await ledgerStore.flush().catch(() => {});
-        await limiter.flush().catch(() => {});
+        await limits.flush().catch(() => {});
         await reg?.stop().catch(() => {});
+        ledgerStore.closeJournal();
         await db.close().catch(() => {});
       },
     };
   } catch (e) {
     registry?.halt();
+    ledger?.closeJournal();
     await changes?.close().catch(() => {});
+    await recalls?.close().catch(() => {});
     await db.close().catch(() => {});
     const why = (e as { errno?: string }).errno ?? (e as { code?: string }).code ?? (e as Error).constructor?.name ?? "error";
     // Never the URL itself: it holds a password.

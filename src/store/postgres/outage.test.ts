@@ -4,6 +4,7 @@
  * retried and charged exactly once, a hold whose answer was lost is undone, and the same store
  * objects work again once the server is back — no restart of the instance.
  */
+import { postOf } from "../../../test/support/post-request";
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { StoreUnavailable } from "../../billing/ledger-store";
 import { startPostgres, type PgServer } from "../../../test/support/postgres";
@@ -34,8 +35,8 @@ test("while the server is down, reserve and admit fail fast with StoreUnavailabl
   try {
     const t0 = performance.now();
     const [r, a] = await Promise.all([
-      f.a.ledger.reserve(hold("down_1", acct, 10)).catch((e) => e),
-      f.a.limiter.admit(acct, limits).catch((e) => e),
+      Promise.resolve(f.a.ledger.grant(hold("down_1", acct, 10))).catch((e) => e),
+      Promise.resolve(f.a.limiter.admit(acct, limits)).catch((e) => e),
     ]);
     expect(r).toBeInstanceOf(StoreUnavailable);
     expect(a).toBeInstanceOf(StoreUnavailable);
@@ -46,18 +47,18 @@ test("while the server is down, reserve and admit fail fast with StoreUnavailabl
   } finally {
     await pg.start();
   }
-  expect(await f.a.ledger.reserve(hold("up_1", acct, 10))).toEqual({ ok: true });
+  expect(await f.a.ledger.grant(hold("up_1", acct, 10))).toEqual({ ok: true, direct: true });
   expect(await f.balances(acct)).toEqual({ balance: 10_000, reserved: 10 });
 });
 
 test("a post caught by a restart is retried until the server is back, and charged exactly once", async () => {
   const acct = await f.account(10_000);
-  await f.a.ledger.reserve(hold("restart_1", acct, 1000));
-  await f.a.ledger.reserve(hold("restart_2", acct, 1000));
+  await f.a.ledger.grant(hold("restart_1", acct, 1000));
+  await f.a.ledger.grant(hold("restart_2", acct, 1000));
   await pg.stop();
   const posts = [
-    f.a.ledger.post({ requestId: "restart_1", amount: 600, serviceTier: "default" }),
-    f.a.ledger.post({ requestId: "restart_2", amount: 700, serviceTier: "default" }),
+    f.a.ledger.post(postOf({ requestId: "restart_1", amount: 600, serviceTier: "default" })),
+    f.a.ledger.post(postOf({ requestId: "restart_2", amount: 700, serviceTier: "default" })),
   ];
   await Bun.sleep(800);
   await pg.start();
@@ -75,12 +76,12 @@ test("a reserve whose connection dies mid-statement leaves no hold behind", asyn
   try {
     await blocker`BEGIN`;
     await blocker`SELECT 1 FROM accounts WHERE id = ${acct} FOR UPDATE`;
-    const pending = f.a.ledger.reserve(hold("killed_1", acct, 500)).catch((e) => e);
+    const pending = Promise.resolve(f.a.ledger.grant(hold("killed_1", acct, 500))).catch((e) => e);
     // Watched from outside the blocking transaction: pg_stat_activity is a snapshot per transaction.
     const admin = f.a.db.sql;
     let pid: number | undefined;
     for (let i = 0; i < 200 && pid === undefined; i++) {
-      const rows = (await admin`SELECT pid FROM pg_stat_activity WHERE query LIKE '%switchyard_reserve(%' AND wait_event_type = 'Lock'`) as { pid: number }[];
+      const rows = (await admin`SELECT pid FROM pg_stat_activity WHERE query LIKE '%switchyard_grant(%' AND wait_event_type = 'Lock'`) as { pid: number }[];
       pid = rows[0]?.pid;
       if (pid === undefined) await Bun.sleep(20);
     }
@@ -104,7 +105,7 @@ test("a database down for longer than the instance timeout releases nobody alive
   live.registry.start();
   const survivor = await f.instance({ timeoutMs: 600 });
   survivor.registry.start();
-  await live.ledger.reserve(hold("outage_live_1", acct, 100));
+  await live.ledger.grant(hold("outage_live_1", acct, 100));
   await pg.stop();
   await Bun.sleep(1200); // every heartbeat is now older than the timeout
   await pg.start();
@@ -117,7 +118,7 @@ test("a database down for longer than the instance timeout releases nobody alive
   }
   expect(released.filter((r) => r.instanceId === live.registry.id)).toEqual([]);
   expect(await f.balances(acct)).toEqual({ balance: 10_000, reserved: 100 });
-  expect(await live.ledger.post({ requestId: "outage_live_1", amount: 60, serviceTier: "default" })).toMatchObject({ charged: 60, fresh: true });
+  expect(await live.ledger.post(postOf({ requestId: "outage_live_1", amount: 60, serviceTier: "default" }))).toMatchObject({ charged: 60, fresh: true });
   live.registry.halt();
   survivor.registry.halt();
 });

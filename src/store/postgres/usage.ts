@@ -7,7 +7,7 @@ import { int } from "./database";
 import type { SumRow, UsageRecords } from "../../billing/usage-report";
 import type { Grouping } from "../../billing/usage-query";
 import type { ChargeRecords, ChargeRow } from "../../generations/records";
-import { usageSumsSql, type UsageDialect } from "../usage-sql";
+import { CHARGE_COLUMNS, usageSumsSql, type UsageDialect } from "../usage-sql";
 
 type Row = Record<string, unknown>;
 
@@ -22,6 +22,9 @@ function charge(r: Row): ChargeRow {
     amount: int(r.amount),
     input_tokens: int(r.input_tokens),
     output_tokens: int(r.output_tokens),
+    cached_tokens: int(r.cached_tokens),
+    cache_write_tokens: int(r.cache_write_tokens),
+    cache_saved: int(r.cache_saved),
     characters: int(r.characters),
     reason: (r.reason as string | null) ?? null,
     created_at: int(r.created_at),
@@ -32,7 +35,7 @@ export class PgUsageRecords implements UsageRecords, ChargeRecords {
   constructor(private readonly db: PgDatabase) {}
 
   async balance(accountId: string): Promise<{ balance: number; reserved: number } | null> {
-    const rows = (await this.db.ask((sql) => sql`SELECT balance, reserved FROM accounts WHERE id = ${accountId}`)) as Row[];
+    const rows = (await this.db.ask((sql) => sql`SELECT balance, reserved + leased AS reserved FROM accounts WHERE id = ${accountId}`)) as Row[];
     return rows[0] ? { balance: int(rows[0].balance), reserved: int(rows[0].reserved) } : null;
   }
 
@@ -45,6 +48,8 @@ export class PgUsageRecords implements UsageRecords, ChargeRecords {
       requests: int(r.requests),
       input_tokens: int(r.input_tokens),
       output_tokens: int(r.output_tokens),
+      cached_input_tokens: int(r.cached_input_tokens),
+      cache_write_tokens: int(r.cache_write_tokens),
       characters: int(r.characters),
       cost_units: int(r.cost_units),
     }));
@@ -57,16 +62,14 @@ export class PgUsageRecords implements UsageRecords, ChargeRecords {
   }
 
   async charge(requestId: string, accountId: string): Promise<ChargeRow | null> {
-    const rows = (await this.db.ask((sql) => sql`
-      SELECT request_id, endpoint, model, service_tier, amount, input_tokens, output_tokens, characters, reason, created_at
-        FROM ledger_entries WHERE request_id = ${requestId} AND kind = 'charge' AND account_id = ${accountId}`)) as Row[];
+    const rows = (await this.db.ask((sql) => sql.unsafe(
+      `SELECT ${CHARGE_COLUMNS} FROM ledger_entries WHERE request_id = $1 AND kind = 'charge' AND account_id = $2`, [requestId, accountId]))) as Row[];
     return rows[0] ? charge(rows[0]) : null;
   }
 
   async recent(accountId: string, limit: number): Promise<ChargeRow[]> {
-    const rows = (await this.db.ask((sql) => sql`
-      SELECT request_id, endpoint, model, service_tier, amount, input_tokens, output_tokens, characters, reason, created_at
-        FROM ledger_entries WHERE account_id = ${accountId} AND kind = 'charge' ORDER BY created_at DESC, id DESC LIMIT ${limit}`)) as Row[];
+    const rows = (await this.db.ask((sql) => sql.unsafe(
+      `SELECT ${CHARGE_COLUMNS} FROM ledger_entries WHERE account_id = $1 AND kind = 'charge' ORDER BY created_at DESC, id DESC LIMIT $2`, [accountId, limit]))) as Row[];
     return rows.map(charge);
   }
 }

@@ -7,7 +7,7 @@
 import type { Store } from "../database";
 import type { AccountPatch, AccountRecords, AccountRow } from "../../accounts/accounts";
 import type { ApiKeyListing, ApiKeyRow, KeyOwnerRow, KeyPatch, KeyRecords } from "../../accounts/api-keys";
-import type { PeriodStarts } from "../../billing/key-periods";
+import { periodStart, type PeriodStarts } from "../../billing/key-periods";
 
 const KEY_COLUMNS = `id, account_id, name, prefix, created_at, revoked_at, spend_limit, limit_reset, expires_at, models, rate_limit_rpm,
   period_start, period_spent, reserved, spent`;
@@ -75,18 +75,19 @@ export class SqliteKeyRecords implements KeyRecords {
                 (SELECT a.disabled FROM accounts a WHERE a.id = k.account_id) AS disabled,
                 (SELECT a.rate_limit_rpm FROM accounts a WHERE a.id = k.account_id) AS rate_limit_rpm,
                 (SELECT a.concurrency_limit FROM accounts a WHERE a.id = k.account_id) AS concurrency_limit,
-                k.limit_reset AS key_limit_reset, k.expires_at AS key_expires_at, k.models AS key_models, k.rate_limit_rpm AS key_rate_limit_rpm
+                k.spend_limit AS key_spend_limit, k.limit_reset AS key_limit_reset, k.expires_at AS key_expires_at, k.models AS key_models,
+                k.rate_limit_rpm AS key_rate_limit_rpm
            FROM api_keys k WHERE k.hash = ?`,
       ),
       forAccount: db.query<StoredKey, [string]>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = ? ORDER BY created_at`),
       byId: db.query<StoredKey, [string]>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`),
-      // Charges of the key's holds since each start, by the hold's key index.
+      // The key's charges counted since each start: counted_at is when a charge counts for the
+      // key's periods (migration 010), the same attribution its limit uses.
       usage: db.query<{ day: number | null; week: number | null; month: number | null }, [string, number, number, number]>(
-        `SELECT SUM(CASE WHEN e.created_at >= ?2 THEN -e.amount ELSE 0 END) AS day,
-                SUM(CASE WHEN e.created_at >= ?3 THEN -e.amount ELSE 0 END) AS week,
-                SUM(CASE WHEN e.created_at >= ?4 THEN -e.amount ELSE 0 END) AS month
-           FROM holds h JOIN ledger_entries e ON e.request_id = h.request_id AND e.kind = 'charge'
-          WHERE h.key_id = ?1 AND h.state = 'posted' AND h.created_at >= MIN(?2, ?3, ?4) - 86400`,
+        `SELECT SUM(CASE WHEN counted_at >= ?2 THEN -amount ELSE 0 END) AS day,
+                SUM(CASE WHEN counted_at >= ?3 THEN -amount ELSE 0 END) AS week,
+                SUM(CASE WHEN counted_at >= ?4 THEN -amount ELSE 0 END) AS month
+           FROM ledger_entries WHERE key_id = ?1 AND kind = 'charge' AND counted_at >= MIN(?2, ?3, ?4)`,
       ),
     };
   }
@@ -110,7 +111,17 @@ export class SqliteKeyRecords implements KeyRecords {
     const put = (column: string, v: string | number | null) => (set.push(`${column} = ?`), values.push(v));
     if (p.name !== undefined) put("name", p.name);
     if (p.spend_limit !== undefined) put("spend_limit", p.spend_limit);
-    if (p.limit_reset !== undefined) put("limit_reset", p.limit_reset);
+    if (p.limit_reset !== undefined) {
+      // A new reset period keeps what was spent in its current period (billing/key-periods.ts):
+      // its spend is recomputed from the key's charges; the same period leaves both as they are.
+      const start = periodStart(p.limit_reset, Date.now());
+      set.push(
+        "period_spent = CASE WHEN limit_reset IS ? THEN period_spent ELSE (SELECT COALESCE(SUM(-e.amount), 0) FROM ledger_entries e WHERE e.key_id = api_keys.id AND e.kind = 'charge' AND e.counted_at >= ?) END",
+        "period_start = CASE WHEN limit_reset IS ? THEN period_start ELSE ? END",
+      );
+      values.push(p.limit_reset, start, p.limit_reset, start);
+      put("limit_reset", p.limit_reset);
+    }
     if (p.expires_at !== undefined) put("expires_at", p.expires_at);
     if (p.models !== undefined) put("models", p.models === null ? null : JSON.stringify(p.models));
     if (p.rate_limit_rpm !== undefined) put("rate_limit_rpm", p.rate_limit_rpm);

@@ -4,8 +4,10 @@
  * exclusive OS-level lock for its whole life: `serve.lock`, a tiny SQLite database opened in
  * exclusive locking mode with a write transaction done, which keeps SQLite's POSIX lock on it until
  * the connection closes — or the process dies, when the OS drops it. A second server (in any
- * process, or the same one) finds the lock taken at start-up. The CLI never takes it: it writes to
- * switchyard.db through SQLite's ordinary locking, beside a running server.
+ * process, or the same one) finds the lock taken at start-up. The CLI never holds it: it writes to
+ * switchyard.db through SQLite's ordinary locking, beside a running server — except deductions,
+ * which it refuses while a server holds the directory (servedNow): the server keeps its holds in
+ * memory, so only it knows what a deduction may take (the admin API goes through it).
  */
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
@@ -44,4 +46,18 @@ export function lockDataDir(dataDir: string): DataDirLock {
       db.close();
     },
   };
+}
+
+/**
+ * Whether a server holds the data directory now (its lock is taken). The CLI asks before a
+ * deduction: a server keeps its holds in memory, so only it can tell what a deduction may take.
+ */
+export function servedNow(dataDir: string): boolean {
+  try {
+    lockDataDir(dataDir).release();
+    return false;
+  } catch (e) {
+    if (e instanceof DataDirLocked) return true;
+    return false;
+  }
 }

@@ -43,6 +43,8 @@ export type WriteWait = "commit" | "durable";
 interface Pending<T> {
   write: () => T;
   wait: WriteWait;
+  /** Called once the write's transaction is committed, before it is synced (and only if it succeeded). */
+  committed?: () => void;
   resolve: (value: T) => void;
   reject: (err: unknown) => void;
   /** Date.now() when queued: the lock wait is bounded per write. */
@@ -125,14 +127,18 @@ export class GroupCommit {
     };
   }
 
-  /** Queues a write; resolves with its result once committed (`commit`) or fsynced too (`durable`). */
-  submit<T>(write: () => T, wait: WriteWait = "durable"): Promise<T> {
+  /**
+   * Queues a write; resolves with its result once committed (`commit`) or fsynced too (`durable`).
+   * `committed` runs synchronously right after the commit of a write that succeeded — before its
+   * sync, which may still fail (then the store stops: nothing after it is written).
+   */
+  submit<T>(write: () => T, wait: WriteWait = "durable", committed?: () => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (this.closed) {
         reject(this.broken ?? new StoreUnavailable("io", "the store is closed"));
         return;
       }
-      this.queue.push({ write, wait, resolve, reject, queuedAt: Date.now() });
+      this.queue.push({ write, wait, committed, resolve, reject, queuedAt: Date.now() });
       if (!this.scheduled && this.lockRetry === null) {
         this.scheduled = true;
         setImmediate(() => this.commitQueued(false));
@@ -229,6 +235,7 @@ export class GroupCommit {
       }
       this.lockAttempts = 0;
       this.batches++;
+      for (let i = 0; i < batch.length; i++) if (outcomes[i]!.ok) batch[i]!.committed?.();
       const durable: number[] = [];
       for (let i = 0; i < batch.length; i++) {
         const p = batch[i]!;
@@ -261,8 +268,9 @@ export class GroupCommit {
    * An fsync or a commit failed with an I/O error: every queued write is refused, and every later
    * one; the WAL descriptor is closed unsynced (never reused); the owner hears it once.
    */
-  private breakDown(failure: StoreUnavailable): void {
+  private breakDown(cause: StoreUnavailable): void {
     if (this.broken) return;
+    const failure = cause.final ? cause : new StoreUnavailable(cause.reason, cause.message, true);
     this.broken = failure;
     this.closed = true;
     this.clearLockRetry();

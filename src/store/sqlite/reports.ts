@@ -19,6 +19,9 @@ interface RawLogRow {
   amount: number | null;
   input_tokens: number | null;
   output_tokens: number | null;
+  cached_tokens: number | null;
+  cache_write_tokens: number | null;
+  cache_saved: number | null;
   characters: number | null;
 }
 
@@ -28,6 +31,7 @@ export function logRow(r: RawLogRow): LogRow {
     http_status: Number(r.http_status), outcome: r.outcome, streamed: Number(r.streamed) === 1, duration_ms: Number(r.duration_ms),
     cost_units: r.amount === null ? 0 : -Number(r.amount), billed: r.amount !== null,
     input_tokens: Number(r.input_tokens ?? 0), output_tokens: Number(r.output_tokens ?? 0), characters: Number(r.characters ?? 0),
+    cached_tokens: Number(r.cached_tokens ?? 0), cache_write_tokens: Number(r.cache_write_tokens ?? 0), cache_saved_units: Number(r.cache_saved ?? 0),
   };
 }
 

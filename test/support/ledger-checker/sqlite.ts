@@ -1,4 +1,8 @@
-/** The SQLite engine for the randomized ledger checker: the real store over a temporary database. */
+/**
+ * The SQLite engine for the randomized ledger checker: the real store over a temporary database,
+ * one instance (one process owns a data directory). Holds live in its ledger's memory; the store
+ * has only charges and credits, and the legacy holds table stays empty.
+ */
 import { mkdtempSync, rmSync, fsync as realFsync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,6 +40,7 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
   };
   return {
     name: "sqlite",
+    instances: 1,
     async open() {
       db = openStore(dir, { busyTimeoutMs: 0 });
       store = new SqliteLedgerStore(db, {
@@ -53,6 +58,9 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
         ...NO_CONTROLS, id: k.id, account_id: k.accountId, name: k.id, prefix: "sy-checker", hash: k.id, created_at: 0, revoked_at: null,
         spend_limit: k.limit, limit_reset: k.reset,
       });
+    },
+    async setReset(keyId, reset) {
+      await new SqliteKeyRecords(live()).update(keyId, { limit_reset: reset });
     },
     crash() {
       // The lock and the full disk belong to the dead process's connection; they go with it.
@@ -95,32 +103,24 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
     },
     snapshot(sinceId) {
       const d = live();
-      const accounts = d.query("SELECT id, balance, reserved FROM accounts ORDER BY id").all() as Snapshot["accounts"];
+      const accounts = (d.query("SELECT id, balance, reserved FROM accounts ORDER BY id").all() as { id: string; balance: number; reserved: number }[]).map((a) => ({ ...a, leased: 0 }));
       const pendingByAccount = new Map<string, number>();
+      const pendingIds = new Set<string>();
       let pendingCount = 0;
-      for (const r of d.query("SELECT account_id, SUM(amount) AS s, COUNT(*) AS n FROM holds WHERE state = 'pending' GROUP BY account_id").all() as {
-        account_id: string; s: number; n: number;
-      }[]) {
-        pendingByAccount.set(r.account_id, r.s);
-        pendingCount += r.n;
+      for (const r of d.query("SELECT request_id, account_id, amount FROM holds WHERE state = 'pending'").all() as { request_id: string; account_id: string; amount: number }[]) {
+        pendingByAccount.set(r.account_id, (pendingByAccount.get(r.account_id) ?? 0) + r.amount);
+        pendingIds.add(r.request_id);
+        pendingCount++;
       }
       const newEntries = d
         .query(
-          `SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after, e.request_id, h.amount AS hold_amount, h.state AS hold_state,
-                  h.key_id AS hold_key_id, h.period_start AS hold_period
-           FROM ledger_entries e LEFT JOIN holds h ON h.request_id = e.request_id WHERE e.id > ? ORDER BY e.id`,
+          `SELECT id, account_id, kind, amount, balance_after, request_id, key_id, counted_at,
+                  input_tokens, cached_tokens, cache_write_tokens, output_tokens, cache_saved
+           FROM ledger_entries WHERE id > ? ORDER BY id`,
         )
         .all(sinceId) as Snapshot["newEntries"];
-      const holdStates = new Map<string, string>();
-      for (const r of d.query("SELECT request_id, state FROM holds WHERE state = 'pending'").all() as { request_id: string; state: string }[]) {
-        holdStates.set(r.request_id, r.state);
-      }
-      const keys = d.query("SELECT id, reserved, period_start, period_spent FROM api_keys ORDER BY id").all() as Snapshot["keys"];
-      const pendingByKey = new Map<string, number>();
-      for (const r of d.query("SELECT key_id, SUM(amount) AS s FROM holds WHERE state = 'pending' AND key_id IS NOT NULL GROUP BY key_id").all() as {
-        key_id: string; s: number;
-      }[]) pendingByKey.set(r.key_id, r.s);
-      return { accounts, pendingByAccount, pendingCount, newEntries, holdStates, keys, pendingByKey };
+      const keys = (d.query("SELECT id, reserved, period_start, period_spent, limit_reset FROM api_keys ORDER BY id").all() as Omit<Snapshot["keys"][number], "leased">[]).map((k) => ({ ...k, leased: 0 }));
+      return { accounts, pendingByAccount, pendingCount, pendingIds, newEntries, keys, pendingByKey: new Map(), leases: new Map() };
     },
   };
 }

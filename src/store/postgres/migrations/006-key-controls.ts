@@ -1,7 +1,7 @@
 import type { PgMigration } from "./index";
 
 /**
- * Per-key controls (README, "Keys: limits, expiry, models"), the counterpart of SQLite's
+ * Per-key controls (docs/operate.md, "Keys: limits, expiry, models"), the counterpart of SQLite's
  * migration 007: the same columns, the same triggers, and switchyard_reserve_key, the hold of a
  * request made with a key. It is switchyard_reserve plus the key's limit, in one statement and
  * one transaction: the account's row is locked first (UPDATE), then the key's, so every hold of

@@ -2,7 +2,7 @@ import type { PgMigration } from "./index";
 
 /**
  * Models, upstreams and routes written through the admin API or `switchyard catalog|routes`, the
- * counterpart of SQLite's migration 007 (README, "Managing models, prices and routes live").
+ * counterpart of SQLite's migration 007 (docs/operate.md, "Managing models, prices and routes live").
  * Every write moves `live_config_version` and notifies channel `switchyard_changes` with table
  * `live_config`, so every instance reloads them at once (store/postgres/changes.ts).
  */

@@ -11,6 +11,9 @@ import { keyControls } from "./006-key-controls";
 import { requestLog } from "./007-request-log";
 import { liveCatalog } from "./008-live-catalog";
 import { instanceAliveLock } from "./009-instance-alive-lock";
+import { cacheTokens } from "./010-cache-tokens";
+import { leases } from "./011-leases";
+import { limitLeases } from "./012-limit-leases";
 
 export interface PgMigration {
   version: number;
@@ -18,4 +21,4 @@ export interface PgMigration {
   sql: string;
 }
 
-export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog, instanceAliveLock];
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog, instanceAliveLock, cacheTokens, leases, limitLeases];
