@@ -236,11 +236,12 @@ describe.skipIf(SKIP)("compiled binary", () => {
       const res = await fetch(`${base}/v1/embeddings`, {
         method: "POST",
         headers: { authorization: `Bearer ${key.key}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: "embedding-300m", input: ["hello world", "the cat"] }),
+        // Large enough (1,250 characters, 5 vectors of floats) to be handed to the thread, not done in the event loop.
+        body: JSON.stringify({ model: "embedding-300m", input: Array.from({ length: 5 }, (_, i) => `${"hello world the cat ".repeat(12)}${i}`.slice(0, 250)) }),
       });
       expect(res.status).toBe(200);
       const body = (await res.json()) as { data: { index: number; embedding: number[] }[] };
-      expect(body.data.map((d) => [d.index, d.embedding.length])).toEqual([[0, 768], [1, 768]]);
+      expect(body.data.map((d) => [d.index, d.embedding.length])).toEqual([0, 1, 2, 3, 4].map((i) => [i, 768]));
     } finally {
       server.kill("SIGTERM");
       await server.exited;

@@ -29,6 +29,8 @@ export interface SessionMeta {
   fallback?: string;
   /** The optimised graph's fate when one was asked for ("made", "reused", or why not). */
   graph?: string;
+  /** The float-convolution graph's fate, when one was asked for and the model has quantised convolutions. */
+  floatConvs?: string;
   inputNames: readonly string[];
   outputNames: readonly string[];
   inputMetadata: readonly Ort.InferenceSession.ValueMetadata[];
@@ -60,6 +62,7 @@ export function sessionMeta(created: CreatedSession): SessionMeta {
     provider: created.provider,
     ...(created.fallback ? { fallback: created.fallback } : {}),
     ...(created.graph ? { graph: created.graph } : {}),
+    ...(created.floatConvs ? { floatConvs: created.floatConvs } : {}),
     inputNames: [...s.inputNames],
     outputNames: [...s.outputNames],
     inputMetadata: plainMeta(s.inputMetadata),

@@ -5,6 +5,7 @@
  */
 import { loadOrt, type OrtModule } from "./onnx-runtime";
 import { ensureOptimisedGraph } from "./optimised-graph";
+import { floatConvsGraph } from "./graph/float-convs-file";
 import type * as Ort from "onnxruntime-node";
 
 export interface CreatedSession {
@@ -16,17 +17,23 @@ export interface CreatedSession {
   fallback?: string;
   /** The optimised graph's fate when one was asked for ("made", "reused", or why not). */
   graph?: string;
+  /** The float-convolution graph's fate when one was asked for and the model has quantised convolutions. */
+  floatConvs?: string;
 }
 
 /**
  * How an engine wants its session's threads. ORT's intra-op threads spin-wait between the
  * parallel parts of a run by default; without spinning every operator wakes sleeping threads,
  * which on a small model adds milliseconds per run (measured on embedding-300m at batch 1:
- * ~10 ms of a ~40 ms run, test/bench/real-models.bench.ts), while spinning burns CPU the event
- * loop could use between runs. Each engine picks what its measurements favour.
+ * ~10 ms of a ~40 ms run, test/bench/real-models.bench.ts). ORT's threads also go on spinning
+ * after a run ends, so under steady traffic (a run every few milliseconds) they never sleep: on
+ * a 2-core machine serving a model that costs nothing, that spinning was ~45% of the server's
+ * CPU (225 of 470 µs per request, test/bench/embeddings-ceiling.bench.ts). A spinning session
+ * here therefore spins only while a run lasts (`session.force_spinning_stop`). Each engine
+ * picks what its measurements favour.
  */
 export interface SessionTuning {
-  /** Let idle intra-op threads spin (ORT's default). Default here: false. */
+  /** Let intra-op threads spin while a run lasts (ORT's default, without its spinning after the run). Default here: false. */
   spinning?: boolean;
   /** Intra-op threads; 0 or absent lets ORT choose (one per physical core). */
   intraOpThreads?: number;
@@ -35,6 +42,11 @@ export interface SessionTuning {
    * Default here: false (the plain graph, optimised in memory at every load).
    */
   optimisedGraph?: boolean;
+  /**
+   * Run dynamically quantised convolutions as float ones (graph/float-convs.ts; the graph is kept
+   * beside the model). Default here: false.
+   */
+  floatConvs?: boolean;
 }
 
 /** The ORT version in optimised graphs' names. */
@@ -60,27 +72,38 @@ async function open(ort: OrtModule, modelPath: string, provider: "cpu" | "cuda",
   }
 }
 
-export async function createSession(modelPath: string, provider: "cpu" | "cuda", tuning: SessionTuning = {}): Promise<CreatedSession> {
-  const ort = await loadOrt();
+/** The session options every engine's session starts from (provider and graph file aside). */
+export function baseSessionOptions(tuning: SessionTuning): Ort.InferenceSession.SessionOptions {
   const spin = tuning.spinning ? "1" : "0";
-  const base: Ort.InferenceSession.SessionOptions = {
+  return {
     graphOptimizationLevel: "all",
     ...(tuning.intraOpThreads ? { intraOpNumThreads: tuning.intraOpThreads } : {}),
-    extra: { session: { intra_op: { allow_spinning: spin }, inter_op: { allow_spinning: spin } } },
+    // force_spinning_stop: the threads stop spinning as soon as the last concurrent run returns.
+    extra: { session: { intra_op: { allow_spinning: spin }, inter_op: { allow_spinning: spin }, force_spinning_stop: "1" } },
   };
+}
+
+export async function createSession(modelPath: string, provider: "cpu" | "cuda", tuning: SessionTuning = {}): Promise<CreatedSession> {
+  const ort = await loadOrt();
+  const base = baseSessionOptions(tuning);
+  const source = tuning.floatConvs ? floatConvsGraph(modelPath) : { path: modelPath };
+  const convs = source.note ? { floatConvs: source.note } : {};
+  // A graph only in memory (its folder could not be written) has no optimised graph saved beside it.
+  const load = (p: "cpu" | "cuda", options: Ort.InferenceSession.SessionOptions) =>
+    source.bytes ? ort.InferenceSession.create(source.bytes, options).then((session) => ({ session, graph: undefined })) : open(ort, source.path, p, options, tuning.optimisedGraph === true);
   if (provider === "cuda") {
     try {
       // ORT's own log line for a missing CUDA library is noisy; we log one clear fallback instead.
-      const { session, graph } = await open(ort, modelPath, "cuda", { ...base, logSeverityLevel: 4, executionProviders: ["cuda"] }, tuning.optimisedGraph === true);
-      return { ort, session, provider: "cuda", ...(graph ? { graph } : {}) };
+      const { session, graph } = await load("cuda", { ...base, logSeverityLevel: 4, executionProviders: ["cuda"] });
+      return { ort, session, provider: "cuda", ...(graph ? { graph } : {}), ...convs };
     } catch (e) {
       const reason = String((e as Error)?.message ?? e).split("\n")[0]!.slice(0, 300);
-      const { session, graph } = await open(ort, modelPath, "cpu", { ...base, executionProviders: ["cpu"] }, tuning.optimisedGraph === true);
-      return { ort, session, provider: "cpu", fallback: `CUDA execution provider unavailable (${reason}); using cpu`, ...(graph ? { graph } : {}) };
+      const { session, graph } = await load("cpu", { ...base, executionProviders: ["cpu"] });
+      return { ort, session, provider: "cpu", fallback: `CUDA execution provider unavailable (${reason}); using cpu`, ...(graph ? { graph } : {}), ...convs };
     }
   }
-  const { session, graph } = await open(ort, modelPath, "cpu", { ...base, executionProviders: ["cpu"] }, tuning.optimisedGraph === true);
-  return { ort, session, provider: "cpu", ...(graph ? { graph } : {}) };
+  const { session, graph } = await load("cpu", { ...base, executionProviders: ["cpu"] });
+  return { ort, session, provider: "cpu", ...(graph ? { graph } : {}), ...convs };
 }
 
 /** Name, element type and shape of each input and output, read from the session. */

@@ -90,6 +90,11 @@ if [ -d "$M/voice-82m" ]; then
 fi
 stop
 
+log "the server's own cost per request on cuda (test/bench/embeddings-ceiling.bench.ts, bundled)"
+# The free model (EmbeddingGemma's tokenizer, a five-node graph) at c=64 and c=1, then the model in $M.
+BUN_BE_BUN=1 BENCH_BIN=$S/switchyard SWITCHYARD_MODELS_DIR=$M SWITCHYARD_ONNX_PROVIDER=cuda XDG_CACHE_HOME=$S/cache \
+  BENCH_SECONDS=${CEILING_SECS:-5} BENCH_ROUNDS=${CEILING_ROUNDS:-1} BENCH_ONLY=${CEILING_ONLY:-free,real} ./switchyard "$H/ceiling.js" 2>&1 | tee "$OUT/ceiling-cuda.md"
+
 log "bare ORT on the optimised graph switchyard saved (one-input latency)"
 OPT=$(cd "$M/embedding-300m/onnx" && ls model.opt.cuda.ort*.onnx 2>/dev/null | head -1)
 if [ -n "$OPT" ]; then
@@ -112,4 +117,5 @@ fi
 stop
 log "table"
 python3 "$H/summarise.py" "$OUT" | tee "$OUT/table.md"
+grep -E '^\|.*(base64|float)|^concurrency|^  .*adds|tokens/s' "$OUT/ceiling-cuda.md" | tee -a "$OUT/table.md"
 log done

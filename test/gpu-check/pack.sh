@@ -9,7 +9,8 @@
 #     1.2 GB weights cannot travel, gpu-run.sh makes random ones of the same architecture);
 #   - optionally a voice-82m folder (onnx/model.onnx = Kokoro's fp32 export, voices/*.bin) for the
 #     speech run;
-#   - these scripts, and zstd with its libraries (that machine has none).
+#   - these scripts, test/bench/embeddings-ceiling.bench.ts bundled (ceiling.js), and zstd with its
+#     libraries (that machine has none).
 # Writes .gpu-parts/1..N and .gpu-parts/tools (ignored by .gitignore, so no part travels unasked).
 # usage: test/gpu-check/pack.sh WEIGHTS_DIR [VOICE_DIR]
 #   WEIGHTS_DIR: fetch.sh's output (models/embedding-300m/config.json + tokenizer.json are used)
@@ -41,6 +42,10 @@ for f in tokenizer_config.json special_tokens_map.json config_sentence_transform
 done
 zstd -q -19 "$E/tokenizer.json" -o "$S/egemma/tokenizer.json.zst"
 cp "$HERE"/*.py "$HERE/gpu-run.sh" "$S/tools/"
+# The server-cost benchmark, bundled (the binary runs it with BUN_BE_BUN=1; ORT's Node addon stays
+# out, so its bare-ORT arms say they cannot run there: bare_ort.py measures that floor).
+"$ROOT/node_modules/.bin/bun" build test/bench/embeddings-ceiling.bench.ts --target=bun --external onnxruntime-node --outfile "$S/tools/ceiling.js"
+cp test/bench/lib/speech_reference.py "$S/tools/"
 if [ -n "$VOICE" ]; then
   mkdir -p "$S/voice-82m/onnx"
   zstd -q -19 -T0 "$VOICE/onnx/model.onnx" -o "$S/voice-82m/onnx/model.onnx.zst"
@@ -59,4 +64,4 @@ for p in "$T"/part.*; do n=$((n + 1)); mkdir -p ".gpu-parts/$n"; mv "$p" ".gpu-p
 mkdir -p .gpu-parts/tools && cp "$S/tools/gpu-run.sh" "$S/bin/"* .gpu-parts/tools/
 echo "$n parts. Send them one after another, each command carrying only its own folder (carry: [\".gpu-parts/N\"]):"
 for i in $(seq 1 "$n"); do echo "  carry .gpu-parts/$i: mkdir -p /root/stash && cp .gpu-parts/$i/* /root/stash/"; done
-echo "  then carry .gpu-parts/tools: bash .gpu-parts/tools/gpu-run.sh   (allow 560 s; the table is printed at the end and written to \$OUT/table.md)"
+echo "  then carry .gpu-parts/tools: bash .gpu-parts/tools/gpu-run.sh   (allow 600 s, with SECS=8 when speech is packed; the table is printed at the end and written to \$OUT/table.md)"

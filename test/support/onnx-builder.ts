@@ -9,7 +9,7 @@
  */
 import { onnx } from "onnx-proto";
 
-export type ElemType = "float32" | "int64" | "int32" | "bool";
+export type ElemType = "float32" | "int64" | "int32" | "bool" | "uint8" | "int8";
 /** A dimension: a fixed size, or a symbolic name (dynamic). */
 export type Dim = number | string;
 
@@ -34,7 +34,7 @@ export interface InitializerSpec {
   name: string;
   type: ElemType;
   dims: number[];
-  data: Float32Array | BigInt64Array | Int32Array | number[];
+  data: Float32Array | BigInt64Array | Int32Array | Uint8Array | Int8Array | number[];
 }
 
 export interface ModelSpec {
@@ -51,6 +51,8 @@ const ELEM: Record<ElemType, onnx.TensorProto.DataType> = {
   int64: onnx.TensorProto.DataType.INT64,
   int32: onnx.TensorProto.DataType.INT32,
   bool: onnx.TensorProto.DataType.BOOL,
+  uint8: onnx.TensorProto.DataType.UINT8,
+  int8: onnx.TensorProto.DataType.INT8,
 };
 
 /** The ONNX DataType number of an element type (for Cast's `to` attribute). */
@@ -81,11 +83,12 @@ function attribute(name: string, v: AttrValue): onnx.IAttributeProto {
 
 function rawBytes(init: InitializerSpec): Uint8Array {
   const d = init.data;
-  let typed: Float32Array | BigInt64Array | Int32Array | Uint8Array;
+  let typed: Float32Array | BigInt64Array | Int32Array | Uint8Array | Int8Array;
   if (!Array.isArray(d)) typed = d;
   else if (init.type === "float32") typed = Float32Array.from(d);
   else if (init.type === "int64") typed = BigInt64Array.from(d.map((x) => BigInt(x)));
   else if (init.type === "int32") typed = Int32Array.from(d);
+  else if (init.type === "int8") typed = Int8Array.from(d);
   else typed = Uint8Array.from(d);
   // ONNX raw_data is little-endian, as are typed arrays on every platform we run on.
   return new Uint8Array(typed.buffer, typed.byteOffset, typed.byteLength);

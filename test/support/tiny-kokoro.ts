@@ -29,7 +29,7 @@ export function voiceValue(j: number, r: number, c: number): number {
  * `onlyTokens`: the model fails (a Reshape of input_ids to [1, onlyTokens]) for any other
  * sequence length, pads included, so a test can make one chunk succeed and the next one fail.
  */
-export function buildTinyKokoroModel(work = 0, onlyTokens?: number): Uint8Array {
+export function buildTinyKokoroModel(work = 0, onlyTokens?: number, quantisedConv = false): Uint8Array {
   const inits: InitializerSpec[] = [
     { name: "one_i", type: "int64", dims: [], data: [1] },
     { name: "spt", type: "float32", dims: [], data: [SAMPLES_PER_TOKEN] },
@@ -87,6 +87,27 @@ export function buildTinyKokoroModel(work = 0, onlyTokens?: number): Uint8Array 
     );
     body = "tone_checked";
   }
+  if (quantisedConv) {
+    // A convolution as ONNX Runtime's dynamic quantisation writes it (int8 exports are made of
+    // these), its result multiplied into the output by zero.
+    inits.push(
+      { name: "axes2", type: "int64", dims: [1], data: [2] },
+      { name: "conv_w", type: "uint8", dims: [2, STYLE_DIM, 1], data: Uint8Array.from({ length: 2 * STYLE_DIM }, (_, i) => (i * 37) % 256) },
+      { name: "conv_w_scale", type: "float32", dims: [], data: [0.01] },
+    );
+    nodes.push(
+      { op: "Unsqueeze", inputs: ["style", "axes2"], outputs: ["style3"] },
+      { op: "DynamicQuantizeLinear", inputs: ["style3"], outputs: ["style_q", "style_s", "style_zp"] },
+      { op: "ConvInteger", inputs: ["style_q", "conv_w", "style_zp"], outputs: ["conv_int"], attrs: { kernel_shape: [1] } },
+      { op: "Mul", inputs: ["style_s", "conv_w_scale"], outputs: ["conv_scale"] },
+      { op: "Cast", inputs: ["conv_int"], outputs: ["conv_f"], attrs: { to: onnxType("float32") } },
+      { op: "Mul", inputs: ["conv_f", "conv_scale"], outputs: ["conv_out"] },
+      { op: "ReduceSum", inputs: ["conv_out"], outputs: ["conv_sum"], attrs: { keepdims: 0 } },
+      { op: "Mul", inputs: ["conv_sum", "zero_f"], outputs: ["conv_zero"] },
+      { op: "Add", inputs: [body, "conv_zero"], outputs: ["tone_conv"] },
+    );
+    body = "tone_conv";
+  }
   nodes.push({ op: "Concat", inputs: ["head", body], outputs: ["waveform"], attrs: { axis: 0 } });
   return buildOnnxModel({
     name: "tiny-kokoro",
@@ -102,11 +123,12 @@ export function buildTinyKokoroModel(work = 0, onlyTokens?: number): Uint8Array 
 }
 
 /** Writes <modelsDir>/voice-82m/{onnx/model.onnx, config.json, voices/*.bin}; returns the voice-82m dir. */
-export function writeTinyKokoro(modelsDir: string, opts: { work?: number; voices?: string[]; onlyTokens?: number } = {}): string {
+/** `quantisedConv`: the graph holds a dynamically quantised convolution, as int8 exports do. */
+export function writeTinyKokoro(modelsDir: string, opts: { work?: number; voices?: string[]; onlyTokens?: number; quantisedConv?: boolean } = {}): string {
   const dir = join(modelsDir, "voice-82m");
   mkdirSync(join(dir, "onnx"), { recursive: true });
   mkdirSync(join(dir, "voices"), { recursive: true });
-  writeFileSync(join(dir, "onnx", "model.onnx"), buildTinyKokoroModel(opts.work ?? 0, opts.onlyTokens));
+  writeFileSync(join(dir, "onnx", "model.onnx"), buildTinyKokoroModel(opts.work ?? 0, opts.onlyTokens, opts.quantisedConv === true));
   writeFileSync(join(dir, "config.json"), JSON.stringify({ n_token: 178, vocab: Object.fromEntries(KOKORO_VOCAB) }));
   (opts.voices ?? TEST_VOICES).forEach((id, j) => {
     const pack = new Float32Array(ROWS * STYLE_DIM);

@@ -11,6 +11,8 @@ import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runne
 
 export class ModelSignatureError extends Error {}
 
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 /**
  * Spinning: a batch-1 request is a few dozen short operators, and waking sleeping threads for
  * each added ~10 ms to a ~40 ms run (see SessionTuning).
@@ -91,20 +93,25 @@ export class EmbeddingModel {
   async embed(batch: readonly (readonly number[])[]): Promise<Float32Array[]> {
     if (batch.length === 0) return [];
     const rows = batch.length;
-    const cols = Math.max(...batch.map((s) => s.length));
+    let cols = 0;
+    for (const seq of batch) if (seq.length > cols) cols = seq.length;
     const big = this.idType === "int64";
     const ids = big ? new BigInt64Array(rows * cols) : new Int32Array(rows * cols);
     const mask = big ? new BigInt64Array(rows * cols) : new Int32Array(rows * cols);
-    const pad = big ? BigInt(this.padId) : this.padId;
-    const one = big ? 1n : 1;
+    // Ids (and the pad id) are non-negative and below 2^31, so an int64 is its low 32-bit word
+    // with a zero high word: written through an Int32Array view, no BigInt is made per token.
+    const words = big ? 2 : 1;
+    const low = big && !LITTLE_ENDIAN ? 1 : 0;
+    const ids32 = new Int32Array(ids.buffer);
+    const mask32 = new Int32Array(mask.buffer);
     for (let r = 0; r < rows; r++) {
       const seq = batch[r]!;
-      for (let c = 0; c < cols; c++) {
-        const at = r * cols + c;
+      let at = r * cols * words + low;
+      for (let c = 0; c < cols; c++, at += words) {
         if (c < seq.length) {
-          ids[at] = big ? BigInt(seq[c]!) : seq[c]!;
-          mask[at] = one;
-        } else ids[at] = pad;
+          ids32[at] = seq[c]!;
+          mask32[at] = 1;
+        } else ids32[at] = this.padId;
       }
     }
     const dims = [rows, cols];

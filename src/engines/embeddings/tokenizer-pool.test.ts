@@ -133,3 +133,36 @@ test("the engine answers embedEncoded with the same text whether the threads or 
     await plain.close();
   }
 });
+
+test("the engine keeps a small request's work in this thread and hands a large one's to its threads", async () => {
+  const engine = await EmbeddingEngine.load(dir, "cpu", undefined, {}, "worker", undefined, 1, { textChars: 100, floatValues: 2 * 768 });
+  try {
+    let here = 0;
+    const real = engine.tokenizer.encodeText.bind(engine.tokenizer);
+    engine.tokenizer.encodeText = (t, i) => (here++, real(t, i));
+    const small = ["hello world", "the cat"];
+    const large = Array.from({ length: 4 }, (_, i) => `${"search result text title ".repeat(2)}${i}`);
+    const want = (texts: string[]) => texts.map((t) => loadTokenizer(dir).encodeText(t));
+    expect((await parseEmbeddingInput(small, engine.encoder, 2048)).sequences).toEqual(want(small));
+    expect(here).toBe(small.length);
+    expect((await parseEmbeddingInput(large, engine.encoder, 2048)).sequences).toEqual(want(large));
+    expect(here).toBe(small.length);
+    // Floats: two vectors are written here, three are handed to the thread; the text is the same.
+    const pool = (engine as unknown as { pool: TokenizerPool }).pool;
+    let handed = 0;
+    const write = pool.writeVectors.bind(pool);
+    pool.writeVectors = (v, e) => (handed++, write(v, e));
+    const float = { dims: 768, format: "float" as const };
+    const seqs = large.map((t) => real(t));
+    for (const n of [2, 3]) {
+      const want = (await engine.embed(seqs.slice(0, n))).map((v) => encodeEmbedding(v, float));
+      expect(await engine.embedEncoded(seqs.slice(0, n), float)).toEqual(want);
+      expect(handed).toBe(n === 2 ? 0 : 1);
+    }
+    // base64 is always written here.
+    await engine.embedEncoded(seqs, { dims: 768, format: "base64" });
+    expect(handed).toBe(1);
+  } finally {
+    await engine.close();
+  }
+});

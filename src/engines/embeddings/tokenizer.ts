@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { promptFor, type InputType } from "./prompts";
+import { installFastBpe, plainEncoder } from "./tokenizer-fast";
 
 export class TokenizerLoadError extends Error {}
 
@@ -30,8 +31,12 @@ export class EmbeddingTokenizer {
   /** Longest vocabulary piece in characters: text longer than limit × this is over the limit for sure. */
   readonly maxPieceChars: number;
   private readonly prefixIds = new Map<InputType, number[]>();
+  /** The library's encoding by a shorter path for texts without added tokens (tokenizer-fast.ts). */
+  private readonly plain: ((text: string) => number[] | null) | null;
 
   constructor(private readonly tok: Tokenizer) {
+    installFastBpe(tok);
+    this.plain = plainEncoder(tok);
     const bos = specialId(tok, ["<bos>", "<s>", "[CLS]"]);
     const eos = specialId(tok, ["<eos>", "</s>", "[SEP]"]);
     if (bos === undefined || eos === undefined) throw new TokenizerLoadError("tokenizer.json has no BOS/EOS token (<bos>/<eos>)");
@@ -62,7 +67,7 @@ export class EmbeddingTokenizer {
 
   /** Raw ids of a text, without special tokens. */
   private ids(text: string): number[] {
-    return this.tok.encode(text, { add_special_tokens: false }).ids;
+    return this.plain?.(text) ?? this.tok.encode(text, { add_special_tokens: false }).ids;
   }
 
   private prefix(inputType: InputType | undefined): number[] {

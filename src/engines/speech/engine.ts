@@ -15,7 +15,7 @@ import type { Vocab } from "../../text/frontend";
 import { VoiceBank } from "./voices";
 import { presentInFolder } from "../model-files";
 import { MODEL_FILES, SPEECH_FILES } from "./files";
-import { KokoroModel, MAX_TOKENS, type KokoroRunner, type SynthesisJob } from "./model";
+import { KokoroModel, MAX_TOKENS, SPEECH_SESSION_TUNING, type KokoroRunner, type SynthesisJob } from "./model";
 
 export { MAX_TOKENS, resolveIo, type SynthesisJob } from "./model";
 
@@ -113,7 +113,7 @@ export class SpeechEngine implements LocalEngine {
     // describe() carries thread ("worker" | "main") and, after a fallback, thread_note.
     const file = modelFileFor(dir, provider);
     if (!file) throw new Error(`no model graph (${MODEL_FILES[provider].join(", ")}) found`);
-    const runner: KokoroRunner = await KokoroModel.load(join(dir, file), provider, opts.thread ?? "worker", { optimisedGraph: opts.optimisedGraph === true });
+    const runner: KokoroRunner = await KokoroModel.load(join(dir, file), provider, opts.thread ?? "worker", { ...SPEECH_SESSION_TUNING, optimisedGraph: opts.optimisedGraph === true });
     const info = {
       model: SPEECH_MODEL_ID,
       dir,

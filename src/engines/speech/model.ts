@@ -9,6 +9,17 @@ import type * as Ort from "onnxruntime-node";
 import { describeIo, type SessionTuning } from "../onnx-session";
 import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runner";
 
+/**
+ * Kokoro's session: threads that sleep between operators, and quantised convolutions run as float
+ * ones (graph/float-convs.ts). CPU seconds per second of audio on a 2-core machine, Kokoro's int8
+ * graph in onnxruntime-node 1.30, the same phoneme ids, sessions measured in turn: spinning
+ * threads (ORT's default) 1.47, sleeping threads 1.02-1.10; with float convolutions 0.71-0.86
+ * spinning, 0.65-0.76 sleeping (spinning only while a run lasts: 0.74-0.95; one thread: 7% less
+ * CPU, 50% more time per chunk). Bare ORT 1.32 in Python, default options, int8 graph: 0.62-0.87.
+ * test/bench/embeddings-ceiling.bench.ts compares the server with both bare sessions.
+ */
+export const SPEECH_SESSION_TUNING: SessionTuning = { spinning: false, floatConvs: true };
+
 export const STYLE_DIM = 256;
 /** Phoneme tokens per model call; the pad token (0) at both ends makes 512. */
 export const MAX_TOKENS = 510;
@@ -77,6 +88,7 @@ export class KokoroModel implements KokoroRunner {
       provider: session.meta.provider,
       provider_fallback: session.meta.fallback,
       ...(session.meta.graph ? { graph: session.meta.graph } : {}),
+      ...(session.meta.floatConvs ? { float_convs: session.meta.floatConvs } : {}),
       inputs: describeIo(session.meta.inputMetadata),
       outputs: describeIo(session.meta.outputMetadata),
       thread: session.thread,

@@ -17,11 +17,12 @@ import { validate } from "../../validate";
 import { DomainError, clientGone, invalidField, modelUnavailable } from "../../errors";
 import { embeddingCost, priceNote } from "../../billing/prices";
 import { meterWhole, type CallSpec } from "../../metering/metered-call";
-import { formatUsd, usdNumber } from "../../billing/money";
+import { formatUsd } from "../../billing/money";
 import { localModelUnavailable } from "../../engines/installed";
 import { timeEngine } from "../../metrics/engine-time";
 import { EMBEDDING_MODEL_ID, MAX_SEQUENCE_TOKENS, type EmbeddingEngine } from "../../engines/embeddings/engine";
 import { parseEmbeddingInput } from "../../engines/embeddings/input";
+import { embeddingsBody } from "../../engines/embeddings/response-body";
 import { INPUT_TYPES, isInputType } from "../../engines/embeddings/prompts";
 import { JobAbortedError, QueueFullError, SchedulerClosedError } from "../../engines/scheduler/index";
 
@@ -90,8 +91,8 @@ export function registerEmbeddingsRoutes(app: App, s: EmbeddingsRouteDeps, docs:
       priceNote: priceNote(resolved.entry, resolved.multiplier),
     };
     const { value: vectors, settlement } = await meterWhole(s.ledger, spec, async () => {
-      // Each vector comes back from the inference worker as the JSON text of its `embedding`
-      // value, so the event loop only splices strings (docs/local-models.md "Embeddings").
+      // Each vector comes back from the engine as the JSON text of its `embedding` value
+      // (engine.ts embedEncoded), so the body is spliced from strings (docs/local-models.md "Embeddings").
       let vectors: string[];
       try {
         vectors = await timeEngine(requestId, engine.embedEncoded(parsed.sequences, { dims, format }, { priority: resolved.tier === "priority", signal: request.signal, account: caller.accountId }));
@@ -101,12 +102,9 @@ export function registerEmbeddingsRoutes(app: App, s: EmbeddingsRouteDeps, docs:
       if (request.signal.aborted) throw clientGone();
       return { usage: { inputTokens: parsed.tokens }, value: vectors };
     });
-    set.headers["x-request-cost"] = formatUsd(settlement.charged);
+    const cost = formatUsd(settlement.charged);
+    set.headers["x-request-cost"] = cost;
     set.headers["content-type"] = "application/json";
-    const usage = { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost: usdNumber(settlement.charged) };
-    // The OpenAI list shape, in its usual key order.
-    let data = "";
-    for (let index = 0; index < vectors.length; index++) data += `${index ? "," : ""}{"object":"embedding","index":${index},"embedding":${vectors[index]}}`;
-    return `{"object":"list","data":[${data}],"model":${JSON.stringify(resolved.requestedId)},"usage":${JSON.stringify(usage)}}`;
+    return embeddingsBody(vectors, resolved.requestedId, { prompt_tokens: parsed.tokens, total_tokens: parsed.tokens, cost });
   });
 }

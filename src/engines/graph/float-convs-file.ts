@@ -1,0 +1,51 @@
+/**
+ * The float-convolution graph of a model (float-convs.ts), made once and kept beside it as
+ * `<model>.float-convs.onnx`, as the optimised graph is (../optimised-graph.ts): a later load
+ * reuses it while it is newer than the model. Written through a private temporary folder and a
+ * rename, so no half-written graph is ever under that name. A folder that cannot be written gets
+ * the graph in memory instead (made again at each load, ~1 s for Kokoro's int8 graph); a model
+ * without a quantised convolution is left as it is, found by a byte search before any parsing.
+ */
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { floatConvs } from "./float-convs";
+
+/** What to load: a file, or bytes when the graph could not be saved; `note` says which and why. */
+export type GraphSource = { path: string; bytes?: undefined; note?: string } | { path?: undefined; bytes: Uint8Array; note: string };
+
+export function floatConvsName(modelFile: string): string {
+  return `${basename(modelFile).replace(/\.onnx$/, "")}.float-convs.onnx`;
+}
+
+const marker = new TextEncoder().encode("ConvInteger");
+
+/** The graph to load for `modelPath`: its float-convolution graph when it has quantised convolutions. */
+export function floatConvsGraph(modelPath: string): GraphSource {
+  const target = join(dirname(modelPath), floatConvsName(modelPath));
+  try {
+    if (existsSync(target) && statSync(target).mtimeMs >= statSync(modelPath).mtimeMs) return { path: target, note: "reused" };
+  } catch {
+    // Unreadable: made again below.
+  }
+  const bytes = readFileSync(modelPath);
+  if (bytes.indexOf(marker) < 0) return { path: modelPath };
+  let made: ReturnType<typeof floatConvs>;
+  try {
+    made = floatConvs(bytes);
+  } catch (e) {
+    return { path: modelPath, note: `float convolutions not made (${String((e as Error)?.message ?? e).slice(0, 200)}); quantised graph` };
+  }
+  if (!made.model) return { path: modelPath, note: `no quantised convolution matched (${made.left} left as they are)` };
+  const what = `${made.replaced} float convolutions${made.left ? `, ${made.left} left quantised` : ""}`;
+  let tmp: string | null = null;
+  try {
+    tmp = mkdtempSync(join(dirname(modelPath), ".float-convs-"));
+    writeFileSync(join(tmp, "graph.onnx"), made.model);
+    renameSync(join(tmp, "graph.onnx"), target);
+    return { path: target, note: `made (${what})` };
+  } catch (e) {
+    return { bytes: made.model, note: `${what}, in memory (not saved: ${String((e as Error)?.message ?? e).split("\n")[0]!.slice(0, 200)})` };
+  } finally {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * Just enough of protobuf's wire format to edit an ONNX model without a protobuf library: a
+ * message is read as its fields in order (number, wire type, where its bytes are), and written back
+ * by copying the fields it keeps byte for byte and appending new ones. Nothing is decoded that is
+ * not asked for, so fields this code does not know travel unchanged.
+ */
+
+export const VARINT = 0;
+export const FIXED64 = 1;
+export const BYTES = 2;
+export const FIXED32 = 5;
+
+export interface Field {
+  no: number;
+  wire: number;
+  /** The whole field (key included), for copying it unchanged. */
+  start: number;
+  end: number;
+  /** VARINT: its value (exact below 2^53). BYTES: where the payload starts and ends. */
+  value: number;
+  from: number;
+  to: number;
+}
+
+export class ProtobufError extends Error {}
+
+function varint(buf: Uint8Array, at: number): [value: number, next: number] {
+  let value = 0;
+  let scale = 1;
+  for (let i = at; i < buf.length && i < at + 10; i++) {
+    const b = buf[i]!;
+    value += (b & 0x7f) * scale;
+    if (b < 0x80) return [value, i + 1];
+    scale *= 128;
+  }
+  throw new ProtobufError(`truncated varint at byte ${at}`);
+}
+
+/** The fields of the message in `buf[from, to)`, in the order they are written. */
+export function readFields(buf: Uint8Array, from = 0, to = buf.length): Field[] {
+  const fields: Field[] = [];
+  let at = from;
+  while (at < to) {
+    const start = at;
+    const [key, afterKey] = varint(buf, at);
+    const no = Math.floor(key / 8);
+    const wire = key % 8;
+    let value = 0;
+    let payloadFrom = afterKey;
+    if (wire === VARINT) [value, at] = varint(buf, afterKey);
+    else if (wire === FIXED64) at = afterKey + 8;
+    else if (wire === FIXED32) at = afterKey + 4;
+    else if (wire === BYTES) {
+      const [len, afterLen] = varint(buf, afterKey);
+      payloadFrom = afterLen;
+      at = afterLen + len;
+    } else throw new ProtobufError(`unsupported wire type ${wire} at byte ${start}`);
+    if (at > to) throw new ProtobufError(`field ${no} at byte ${start} runs past its message`);
+    fields.push({ no, wire, start, end: at, value, from: payloadFrom, to: wire === BYTES ? at : payloadFrom });
+  }
+  return fields;
+}
+
+const utf8 = new TextDecoder();
+const encoder = new TextEncoder();
+
+export function text(buf: Uint8Array, f: Field): string {
+  return utf8.decode(buf.subarray(f.from, f.to));
+}
+
+/** The values of a repeated integer field, packed (one BYTES field) or not (VARINT fields). */
+export function integers(buf: Uint8Array, fields: Field[], no: number): number[] {
+  const out: number[] = [];
+  for (const f of fields) {
+    if (f.no !== no) continue;
+    if (f.wire === VARINT) out.push(signed64(f.value));
+    else if (f.wire === BYTES) for (let at = f.from; at < f.to; ) {
+      let v: number;
+      [v, at] = varint(buf, at);
+      out.push(signed64(v));
+    }
+  }
+  return out;
+}
+
+/** A varint read as an unsigned number, as the int64 it encodes (small negatives come as 2^64 − n). */
+function signed64(v: number): number {
+  return v >= 2 ** 63 ? v - 2 ** 64 : v;
+}
+
+/** Bytes of new fields, gathered and joined once. */
+export class Writer {
+  private readonly parts: Uint8Array[] = [];
+  private size = 0;
+
+  raw(bytes: Uint8Array): this {
+    this.parts.push(bytes);
+    this.size += bytes.length;
+    return this;
+  }
+
+  private varint(v: number): void {
+    const out: number[] = [];
+    if (v < 0) throw new ProtobufError("negative varints are not written here");
+    while (v >= 128) {
+      out.push((v % 128) | 0x80);
+      v = Math.floor(v / 128);
+    }
+    out.push(v);
+    this.raw(Uint8Array.from(out));
+  }
+
+  int(no: number, v: number): this {
+    this.varint(no * 8 + VARINT);
+    this.varint(v);
+    return this;
+  }
+
+  bytes(no: number, payload: Uint8Array): this {
+    this.varint(no * 8 + BYTES);
+    this.varint(payload.length);
+    return this.raw(payload);
+  }
+
+  string(no: number, s: string): this {
+    return this.bytes(no, encoder.encode(s));
+  }
+
+  /** A nested message, written by `fill`. */
+  message(no: number, fill: (w: Writer) => void): this {
+    const inner = new Writer();
+    fill(inner);
+    return this.bytes(no, inner.finish());
+  }
+
+  finish(): Uint8Array {
+    const out = new Uint8Array(this.size);
+    let at = 0;
+    for (const p of this.parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+}
