@@ -242,12 +242,14 @@ try {
             // A clean stop ships every journal and returns every lease: then the books must balance.
             for (const g of gateways) await g.stop();
             const sql = new SQL({ url, max: 1 });
-            const [facts] = (await sql`
+            // A baseline from before leases has no `leased` column.
+            const leasedSql = root === ROOT ? "(SELECT COALESCE(SUM(leased), 0) FROM accounts)::text" : "'0'";
+            const [facts] = (await sql.unsafe(`
               SELECT (SELECT count(*) FROM ledger_entries WHERE kind = 'charge')::int AS charges,
                      (SELECT count(*) FROM holds WHERE state = 'pending')::int AS pending,
                      (SELECT COALESCE(SUM(amount), 0) FROM ledger_entries)::text AS sum,
                      (SELECT SUM(balance) FROM accounts)::text AS balance,
-                     (SELECT COALESCE(SUM(leased), 0) FROM accounts)::text AS leased`) as { charges: number; pending: number; sum: string; balance: string; leased: string }[];
+                     ${leasedSql} AS leased`)) as { charges: number; pending: number; sum: string; balance: string; leased: string }[];
             await sql.close();
             const served = warm.requests + r.requests + (serial?.requests ?? 0);
             if (facts!.charges !== served || facts!.pending !== 0 || facts!.sum !== facts!.balance || (root === ROOT && facts!.leased !== "0")) {
