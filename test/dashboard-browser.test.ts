@@ -65,7 +65,9 @@ beforeAll(async () => {
   h = await startHarness({ SWITCHYARD_UPSTREAM_URL: fake.url, SWITCHYARD_MODELS_DIR: modelsDir });
   alice = await h.account(25, "alice");
   bob = await h.account(5, "bob");
+  fake.behave({ cachedTokens: 3 }); // the by-model table shows what the prompt cache served
   for (const model of ["glm-4.6", "kimi-k2-instruct", "glm-4.6"]) expect((await chat(h, alice.key, { model })).status).toBe(200);
+  fake.behave({});
   const r = await chat(h, bob.key);
   bobRequest = r.headers.get("x-request-id")!;
   await r.text();
@@ -123,9 +125,10 @@ describe("dashboard in a browser: account view", () => {
     expect(await textOf(page, "#balance-total")).toBe(shown(balance));
     expect(await textOf(page, "#spend-period")).toBe(shown(spentUnits(alice.id)));
     expect(await textOf(page, "#spend-total")).toBe(shown(spentUnits(alice.id)));
-    const perModel = db().query("SELECT model, -SUM(amount) AS units FROM ledger_entries WHERE account_id = ? AND kind = 'charge' GROUP BY model ORDER BY model").all(alice.id) as { model: string; units: number }[];
-    const rows = await page.$$eval("#by-model tbody tr", (trs) => trs.map((tr) => [tr.children[0]!.textContent, tr.children[5]!.textContent]));
-    expect(rows).toEqual(perModel.map((m) => [m.model, shown(m.units)]));
+    const perModel = db().query("SELECT model, -SUM(amount) AS units, SUM(cached_tokens) AS cached FROM ledger_entries WHERE account_id = ? AND kind = 'charge' GROUP BY model ORDER BY model").all(alice.id) as { model: string; units: number; cached: number }[];
+    const rows = await page.$$eval("#by-model tbody tr", (trs) => trs.map((tr) => [tr.children[0]!.textContent, tr.children[3]!.textContent, tr.children[6]!.textContent]));
+    expect(perModel.map((m) => m.cached)).toEqual([6, 3]);
+    expect(rows).toEqual(perModel.map((m) => [m.model, m.cached.toLocaleString("en-US"), shown(m.units)]));
     await page.waitForSelector("#chart-daily canvas");
     await page.waitForSelector("#chart-models canvas");
     const html = await page.content();

@@ -70,7 +70,7 @@ describeEachStore("switchyard catalog|upstreams|routes beside a running server",
 
     const table = await cli(["catalog", "list"]);
     expect(table.stdout).toMatch(/^ID\s+KIND\s+OWNED BY/);
-    expect(table.stdout).toMatch(/cli\/model-1\s+chat\s+acme\s+32768\s+0\.3\s+1\.2\s+yes\s+yes\s+admin/);
+    expect(table.stdout).toMatch(/cli\/model-1\s+chat\s+acme\s+32768\s+0\.3\s+-\s+1\.2\s+yes\s+yes\s+admin/);
 
     await cli(["catalog", "disable", "cli/model-1"]);
     expect(await eventually(async () => !(await listed(h)).includes("cli/model-1"))).toBe(true);

@@ -68,6 +68,7 @@ export function listTable(command: string, out: unknown): string | null {
           { title: "owned by", value: (m) => m.owned_by },
           { title: "context", value: (m) => m.context_window, right: true },
           { title: "in $/1M", value: (m) => price((m.pricing as Row)?.input_per_million), right: true },
+          { title: "cached $/1M", value: (m) => price((m.pricing as Row)?.cached_input_per_million), right: true },
           { title: "out $/1M", value: (m) => price((m.pricing as Row)?.output_per_million), right: true },
           { title: "enabled", value: (m) => (m.enabled ? "yes" : "no") },
           { title: "live", value: (m) => (m.live ? "yes" : "no") },

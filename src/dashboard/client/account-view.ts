@@ -83,9 +83,9 @@ function Overview(props: { data: any }) {
     </div>
     <h2>By model, last 30 days</h2>
     <div class="scroll"><table id="by-model">
-      <thead><tr><th>Model</th><th class="num">Requests</th><th class="num">Tokens in</th><th class="num">Tokens out</th><th class="num">Characters</th><th class="num">Cost</th></tr></thead>
+      <thead><tr><th>Model</th><th class="num">Requests</th><th class="num">Tokens in</th><th class="num" title="Of the tokens in, read from the engine's prompt cache (billed at the cached-input price where the model has one)">Cached in</th><th class="num">Tokens out</th><th class="num">Characters</th><th class="num">Cost</th></tr></thead>
       <tbody>${d.by_model.map((r: any) => html`<tr>
-        <td>${r.model}</td><td class="num">${count(r.requests)}</td><td class="num">${count(r.input_tokens)}</td>
+        <td>${r.model}</td><td class="num">${count(r.requests)}</td><td class="num">${count(r.input_tokens)}</td><td class="num">${count(r.cached_input_tokens)}</td>
         <td class="num">${count(r.output_tokens)}</td><td class="num">${count(r.characters)}</td><td class="num">${usd(r.cost)}</td></tr>`)}
       </tbody></table></div>
     <h2>${d.recent_scope === "key" ? "Recent requests with this key" : "Recent requests"}</h2>
