@@ -152,6 +152,7 @@ async function openData(config: Config, mode: ServicesMode, overrides: ServiceOv
       }),
       onReregistered: () => late.services?.log.warn("this instance had been declared dead (no heartbeat within its timeout) and registered again; what it had in flight was released", {}),
       onBeatError: (e) => late.services?.log.warn("heartbeat failed; the database is unreachable", { error: String((e as Error)?.message ?? e).slice(0, 200) }),
+      onStoppedUnshipped: (pending) => late.services?.log.error("stopping with charges the database did not take: this run's leases stay set aside for them, and the next start on this data directory ships them first", { charges: pending }),
       onDown: (down) => down
         ? late.services?.log.error("PostgreSQL stopped answering; requests are refused with 503 until it answers again", {})
         : late.services?.log.warn("PostgreSQL answers again; requests are accepted", {}),

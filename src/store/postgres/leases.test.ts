@@ -161,6 +161,36 @@ test("a crash with charges journaled and not shipped: the next run ships each ex
   expect(await pg.balances(account)).toEqual({ balance: 1_000_000 - 7_000, reserved: 0 });
 });
 
+test("a stop whose journal cannot ship keeps its leases for it; the next start ships every charge in full", async () => {
+  const account = await pg.account(1_000_000);
+  const name = `stop-${randomBytes(3).toString("hex")}`;
+  const journalDir = mkdtempSync(join(tmpdir(), "switchyard-journal-stop-"));
+  const first = await instance({ name, journalDir, shipMs: 60_000 });
+  for (let i = 0; i < 5; i++) await serve(first.ledger, account, 1_000);
+  // The database refuses the batch (as when it is down at shutdown).
+  await pg.a.db.sql`ALTER FUNCTION switchyard_post_leased(TEXT, JSON, BIGINT) RENAME TO switchyard_post_leased_away`;
+  try {
+    expect(await first.inst.ledger.flush(300)).toBe(false);
+  } finally {
+    await pg.a.db.sql`ALTER FUNCTION switchyard_post_leased_away(TEXT, JSON, BIGINT) RENAME TO switchyard_post_leased`;
+  }
+  // Nothing went back: the lease still covers the five journaled charges.
+  expect(await charges(account)).toBe(0);
+  expect((await leased(account)).leased).toBeGreaterThanOrEqual(5_000);
+  first.inst.registry.halt();
+  first.inst.ledger.closeJournal();
+  await first.inst.db.abandon();
+
+  const second = await instance({ name, journalDir });
+  await second.inst.ledger.releaseAbandoned();
+  const [cut] = (await pg.a.db.sql`SELECT count(*)::int AS n FROM ledger_entries WHERE account_id = ${account} AND reason LIKE 'reduced%'`) as { n: number }[];
+  expect({ charges: await charges(account), reduced: cut!.n }).toEqual({ charges: 5, reduced: 0 });
+  expect(await pg.balances(account)).toEqual({ balance: 1_000_000 - 5_000, reserved: 0 });
+  expect(await leased(account)).toEqual({ leased: 0, rows: 0 });
+  second.inst.registry.halt();
+  second.inst.ledger.closeJournal();
+});
+
 test("a lease unused for a few seconds goes back by itself", async () => {
   const account = await pg.account(1_000_000);
   const { inst, ledger } = await instance();

@@ -44,6 +44,8 @@ export type { JournaledCharge } from "./journal-shipping";
 
 /** How long a ledger listing waits for this instance's journaled charges to be shipped first. */
 const ENTRIES_SHIP_WAIT_MS = 2_000;
+/** How long a clean stop waits for the journal to ship before it keeps its leases instead. */
+const SHUTDOWN_DRAIN_MS = 10_000;
 
 export interface PostgresLedgerOptions {
   /** Most posts (or voids) per statement. */
@@ -311,12 +313,16 @@ export class PostgresLedgerStore implements LedgerStore {
   /**
    * Shutdown: queued posts and voids are written, the journal ships what it holds, and every
    * lease goes back (what requests still hold stays: those end with the instance's release).
+   * False when the journal could not ship everything within `drainMs` (the database down or too
+   * slow): then nothing goes back — the leases still cover the journaled charges, which the next
+   * start on this data directory ships first (docs/scale-out.md, "When something fails").
    */
-  async flush(): Promise<void> {
+  async flush(drainMs = SHUTDOWN_DRAIN_MS): Promise<boolean> {
     this.grants.stopIdleReturns();
     await Promise.all([this.posts.drained(), this.voids.drained()]);
-    await this.journal?.drain(5_000);
+    if (this.journal && !(await this.journal.drain(drainMs))) return false;
     await this.grants.returnAll();
+    return true;
   }
 
   /** Closes the charge journal's own database (after flush). */

@@ -47,6 +47,8 @@ export interface OpenHooks {
   onReleasedOther?(r: Released): void;
   onReregistered?(oldId: string, newId: string): void;
   onBeatError?(e: unknown): void;
+  /** A clean stop found `pending` charges its journal could not ship: its leases were kept for them. */
+  onStoppedUnshipped?(pending: number): void;
   /** The database went silent (true: requests are refused at once) or answers again (false). */
   onDown?(down: boolean): void;
 }
@@ -169,10 +171,16 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
       async close() {
         await feed?.close().catch(() => {});
         await recallFeed?.close().catch(() => {});
-        // Charges shipped, then leases given back, then the instance released.
-        await ledgerStore.flush().catch(() => {});
+        // Charges shipped, then leases given back, then the instance released. A journal that
+        // could not ship keeps this run's leases and row: the next start ships it first, then
+        // releases them (or a survivor does, after the timeout, as for a crash).
+        const shipped = await ledgerStore.flush().catch(() => false);
         await limits.flush().catch(() => {});
-        await reg?.stop().catch(() => {});
+        if (shipped) await reg?.stop().catch(() => {});
+        else {
+          reg?.halt();
+          hooks.onStoppedUnshipped?.(ledgerStore.journal?.pending ?? 0);
+        }
         ledgerStore.closeJournal();
         await db.close().catch(() => {});
       },

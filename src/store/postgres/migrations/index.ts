@@ -14,6 +14,7 @@ import { instanceAliveLock } from "./009-instance-alive-lock";
 import { cacheTokens } from "./010-cache-tokens";
 import { leases } from "./011-leases";
 import { limitLeases } from "./012-limit-leases";
+import { setBasedShipping } from "./013-set-based-shipping";
 
 export interface PgMigration {
   version: number;
@@ -21,4 +22,4 @@ export interface PgMigration {
   sql: string;
 }
 
-export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog, instanceAliveLock, cacheTokens, leases, limitLeases];
+export const PG_MIGRATIONS: PgMigration[] = [core, scaleOut, ledgerFunctions, limitFunctions, responseRetention, keyControls, requestLog, liveCatalog, instanceAliveLock, cacheTokens, leases, limitLeases, setBasedShipping];
