@@ -21,7 +21,7 @@
  * PostgreSQL runs with fsync on (durable commits, as in production); SQLite with synchronous=FULL.
  *
  *   npx bun test/bench/scale-out.bench.ts
- *   BENCH_SETTLEMENTS (3000)  BENCH_INFLIGHT (64)  BENCH_REQUESTS (3000)  BENCH_CONCURRENCY (32)
+ *   BENCH_SETTLEMENTS (3000)  BENCH_INFLIGHT (64)  BENCH_REQUESTS (10000)  BENCH_CONCURRENCY (32)
  *   BENCH_WARMUP (1000)  BENCH_SERIAL (300)  BENCH_DB_DELAY_MS (1)  BENCH_ACCOUNTS (1,16)
  *   BENCH_BASELINE (another checkout with its node_modules: its gateway rows measured in the same run)
  */
@@ -46,7 +46,7 @@ import { ledgerFacts } from "./lib/ledger-facts";
 
 const SETTLEMENTS = Number(process.env.BENCH_SETTLEMENTS ?? 3000);
 const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 64);
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 1000);
 const SERIAL = Number(process.env.BENCH_SERIAL ?? 300);
@@ -257,6 +257,11 @@ try {
             }
             gatewayRows.push({ mode: `${label}${m.mode}`, accounts: n, r, statements: (after - before) / r.requests });
             if (serial) serialRows.push({ mode: `${label}${m.mode}`, p50: serial.p50, p99: serial.p99 });
+          } catch (e) {
+            // Which run failed, and what its gateways logged (their data directories go with them).
+            const logs = await Promise.all(gateways.map((g) => Bun.file(logFile(g.dataDir)).text().catch(() => "")));
+            const warnings = logs.flatMap((l) => l.split("\n").filter((line) => /"level":"(warn|error)"/.test(line))).slice(-10);
+            throw new Error(`${label}${m.mode}, ${n} account(s): ${(e as Error).message}\n${warnings.join("\n")}`);
           } finally {
             for (const g of gateways) await g.stop().catch(() => {});
           }
