@@ -25,7 +25,7 @@
  *   BENCH_WARMUP (1000)  BENCH_SERIAL (300)  BENCH_DB_DELAY_MS (1)  BENCH_ACCOUNTS (1,16)
  *   BENCH_BASELINE (another checkout with its node_modules: its gateway rows measured in the same run)
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
@@ -90,8 +90,42 @@ interface GatewayRow {
   accounts: number;
   r: LoadResult;
   statements: number | null;
+  /** CPU µs per request of the gateway process(es) and of PostgreSQL's processes (all of them). */
+  cpu: { gateway: number; postgres: number };
 }
 const gatewayRows: GatewayRow[] = [];
+
+/** CPU seconds (user + system, every thread) of these processes so far, from /proc. */
+function cpuSeconds(pids: number[]): number {
+  const tick = 100; // USER_HZ on Linux
+  let sum = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      sum += (Number(fields[11]) + Number(fields[12])) / tick;
+    } catch {}
+  }
+  return sum;
+}
+/** PostgreSQL's processes (the postmaster and every backend and worker) now. */
+function postgresPids(): number[] {
+  return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((d) => {
+    try {
+      return readFileSync(`/proc/${d}/comm`, "utf8").trim() === "postgres";
+    } catch {
+      return false;
+    }
+  }).map(Number);
+}
+/** Runs `work` and returns the CPU it cost these gateways and PostgreSQL (backends that ended meanwhile are missed). */
+async function measured<T>(gatewayPids: number[], work: () => Promise<T>): Promise<{ result: T; gateway: number; postgres: number }> {
+  const pgPids = postgresPids();
+  const g0 = cpuSeconds(gatewayPids);
+  const p0 = cpuSeconds(pgPids);
+  const result = await work();
+  return { result, gateway: cpuSeconds(gatewayPids) - g0, postgres: cpuSeconds(pgPids) - p0 };
+}
 const serialRows: { mode: string; p50: number; p99: number }[] = [];
 const accountIds = (n: number) => Array.from({ length: n }, (_, k) => `acct_bench_${k}`);
 
@@ -206,7 +240,7 @@ try {
           for (let k = 0; k < n; k++) accts.push(await benchAccount(g.url, "1000000"));
           const keys = accts.map((x) => x.key);
           const warm = await load([g], keys, WARMUP);
-          const r = await load([g], keys, REQUESTS);
+          const { result: r, gateway, postgres } = await measured([g.proc.pid], () => load([g], keys, REQUESTS));
           const serial = n === 1 && SERIAL > 0 ? await load([g], keys, SERIAL, 1) : null;
           const served = warm.requests + r.requests + (serial?.requests ?? 0);
           const charges = accts.map((x) => ledgerFacts(g.dataDir, x.id)).reduce((sum, f) => {
@@ -214,7 +248,7 @@ try {
             return sum + f.charges;
           }, 0);
           if (charges !== served) throw new Error(`SQLite: ${charges} charges for ${served} requests`);
-          gatewayRows.push({ mode: `${label}SQLite, 1 instance`, accounts: n, r, statements: null });
+          gatewayRows.push({ mode: `${label}SQLite, 1 instance`, accounts: n, r, statements: null, cpu: { gateway: (gateway * 1e6) / r.requests, postgres: 0 } });
           if (serial) serialRows.push({ mode: `${label}SQLite`, p50: serial.p50, p99: serial.p99 });
         } finally {
           await g.stop();
@@ -236,7 +270,7 @@ try {
             const keys = accts.map((x) => x.key);
             const warm = await load(gateways, keys, WARMUP);
             const before = (await Promise.all(gateways.map(statementsOf))).reduce((x, y) => x + y, 0);
-            const r = await load(gateways, keys, REQUESTS);
+            const { result: r, gateway, postgres } = await measured(gateways.map((g) => g.proc.pid), () => load(gateways, keys, REQUESTS));
             const after = (await Promise.all(gateways.map(statementsOf))).reduce((x, y) => x + y, 0);
             const serial = n === 1 && m.instances === 1 && SERIAL > 0 ? await load(gateways, keys, SERIAL, 1) : null;
             // A clean stop ships every journal and returns every lease: then the books must balance.
@@ -255,7 +289,10 @@ try {
             if (facts!.charges !== served || facts!.pending !== 0 || facts!.sum !== facts!.balance || (root === ROOT && facts!.leased !== "0")) {
               throw new Error(`${label}${m.mode}: ledger off after ${served} requests: ${JSON.stringify(facts)}`);
             }
-            gatewayRows.push({ mode: `${label}${m.mode}`, accounts: n, r, statements: (after - before) / r.requests });
+            gatewayRows.push({
+              mode: `${label}${m.mode}`, accounts: n, r, statements: (after - before) / r.requests,
+              cpu: { gateway: (gateway * 1e6) / r.requests, postgres: (postgres * 1e6) / r.requests },
+            });
             if (serial) serialRows.push({ mode: `${label}${m.mode}`, p50: serial.p50, p99: serial.p99 });
           } catch (e) {
             // Which run failed, and what its gateways logged (their data directories go with them).
@@ -286,10 +323,10 @@ console.log("\n| store | accounts | settlements/s | statements per settlement |"
 console.log("|---|---:|---:|---:|");
 for (const r of settleRows) console.log(`| ${r.mode} | ${r.accounts} | ${fmt(r.perSecond, 0)} | ${r.statements === null ? "— (in process)" : fmt(r.statements, 3)} |`);
 console.log(`\n### gateway: POST /v1/chat/completions through switchyard serve, ${REQUESTS} requests after ${WARMUP} of warm-up, concurrency ${CONCURRENCY} (split between instances and accounts)`);
-console.log("\n| store | accounts | req/s | p50 ms | p99 ms | statements (transactions) per request |");
-console.log("|---|---:|---:|---:|---:|---:|");
-for (const { mode, accounts, r, statements } of gatewayRows) {
-  console.log(`| ${mode} | ${accounts} | ${fmt(r.rps, 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${statements === null ? "— (in process)" : fmt(statements, 3)} |`);
+console.log("\n| store | accounts | req/s | p50 ms | p99 ms | statements (transactions) per request | CPU µs/request: gateway(s) + PostgreSQL |");
+console.log("|---|---:|---:|---:|---:|---:|---:|");
+for (const { mode, accounts, r, statements, cpu } of gatewayRows) {
+  console.log(`| ${mode} | ${accounts} | ${fmt(r.rps, 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${statements === null ? "— (in process)" : fmt(statements, 3)} | ${fmt(cpu.gateway, 0)} + ${fmt(cpu.postgres, 0)} |`);
 }
 if (serialRows.length > 0) {
   console.log(`\n### one request at a time (concurrency 1, ${SERIAL} requests, one account)`);
