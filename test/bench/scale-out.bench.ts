@@ -10,10 +10,12 @@
  *  2. Gateway requests per second (separate processes: fake upstream, gateway(s), this load
  *     generator): `switchyard serve` on SQLite, on PostgreSQL, two instances on one PostgreSQL
  *     database with the load split between them, and one instance through the delaying proxy;
- *     one account and 16. Statements (each its own transaction) per request from each instance's
- *     switchyard_database_statements gauge — heartbeats and survivor passes included. The ledger
- *     is checked afterwards (one charge per request, nothing pending or leased, entries sum to the
- *     balance).
+ *     one account and 16. Every row's gateways run at once and take their requests in rounds, the
+ *     rows' order rotating each round (req/s: the median round). Statements (each its own
+ *     transaction) per request from each instance's switchyard_database_statements gauge —
+ *     heartbeats and survivor passes included; CPU per request of the gateway processes and of
+ *     every PostgreSQL process (background work included) from /proc. The ledger is checked
+ *     afterwards (one charge per request, nothing pending or leased, entries sum to the balance).
  *  3. One request at a time (concurrency 1): p50 on PostgreSQL next to the loopback and the
  *     delayed one — what a round trip on the request's path would add.
  *
@@ -22,7 +24,8 @@
  *
  *   npx bun test/bench/scale-out.bench.ts
  *   BENCH_SETTLEMENTS (3000)  BENCH_INFLIGHT (64)  BENCH_REQUESTS (10000)  BENCH_CONCURRENCY (32)
- *   BENCH_WARMUP (1000)  BENCH_SERIAL (300)  BENCH_DB_DELAY_MS (1)  BENCH_ACCOUNTS (1,16)
+ *   BENCH_ROUNDS (5: each row's requests in rounds, interleaved with the other rows; req/s is the median round)
+ *   BENCH_ROUND_WARMUP (300: unmeasured requests before each round)  BENCH_WARMUP (1000)  BENCH_SERIAL (300)  BENCH_DB_DELAY_MS (1)  BENCH_ACCOUNTS (1,16)
  *   BENCH_BASELINE (another checkout with its node_modules: its gateway rows measured in the same run)
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -47,6 +50,8 @@ import { ledgerFacts } from "./lib/ledger-facts";
 const SETTLEMENTS = Number(process.env.BENCH_SETTLEMENTS ?? 3000);
 const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 64);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUND_WARMUP = Number(process.env.BENCH_ROUND_WARMUP ?? 300);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 1000);
 const SERIAL = Number(process.env.BENCH_SERIAL ?? 300);
@@ -231,53 +236,78 @@ try {
     return u.toString();
   };
   const roots: { label: string; root: string }[] = [...(BASELINE ? [{ label: "baseline: ", root: BASELINE }] : []), { label: "", root: ROOT }];
+  const modes = [
+    { mode: "SQLite, 1 instance", serialMode: "SQLite", instances: 1, pg: false, delayed: false },
+    { mode: "PostgreSQL, 1 instance", serialMode: "PostgreSQL, 1 instance", instances: 1, pg: true, delayed: false },
+    { mode: "PostgreSQL, 2 instances", serialMode: null, instances: 2, pg: true, delayed: false },
+    { mode: `PostgreSQL +${DB_DELAY_MS} ms each way, 1 instance`, serialMode: `PostgreSQL +${DB_DELAY_MS} ms each way, 1 instance`, instances: 1, pg: true, delayed: true },
+  ];
+  /** One row of the table: its gateways (kept running across rounds), accounts and what its rounds measured. */
+  interface Setup {
+    label: string; root: string; mode: (typeof modes)[number]; n: number; url: string | null;
+    gateways: (Proc & { dataDir: string })[]; accts: { id: string; key: string }[]; served: number;
+    rounds: LoadResult[]; gatewayCpu: number; postgresCpu: number; statements: number;
+  }
+  const failed = async (x: Setup, e: unknown): Promise<never> => {
+    // Which row failed, and what its gateways logged (their data directories go with them).
+    const logs = await Promise.all(x.gateways.map((g) => Bun.file(logFile(g.dataDir)).text().catch(() => "")));
+    const warnings = logs.flatMap((l) => l.split("\n").filter((line) => /"level":"(warn|error)"/.test(line))).slice(-10);
+    throw new Error(`${x.label}${x.mode.mode}, ${x.n} account(s): ${(e as Error).message}\n${warnings.join("\n")}`);
+  };
   try {
-    for (const { label, root } of roots) {
-      for (const n of ACCOUNT_COUNTS) {
-        const g = await startGatewayProcess(env, { root, logFile });
-        try {
-          const accts = [];
-          for (let k = 0; k < n; k++) accts.push(await benchAccount(g.url, "1000000"));
-          const keys = accts.map((x) => x.key);
-          const warm = await load([g], keys, WARMUP);
-          const { result: r, gateway, postgres } = await measured([g.proc.pid], () => load([g], keys, REQUESTS));
-          const serial = n === 1 && SERIAL > 0 ? await load([g], keys, SERIAL, 1) : null;
-          const served = warm.requests + r.requests + (serial?.requests ?? 0);
-          const charges = accts.map((x) => ledgerFacts(g.dataDir, x.id)).reduce((sum, f) => {
-            if (f.pendingHolds !== 0 || f.sum !== f.balance) throw new Error(`SQLite ledger off: ${JSON.stringify(f)}`);
-            return sum + f.charges;
-          }, 0);
-          if (charges !== served) throw new Error(`SQLite: ${charges} charges for ${served} requests`);
-          gatewayRows.push({ mode: `${label}SQLite, 1 instance`, accounts: n, r, statements: null, cpu: { gateway: (gateway * 1e6) / r.requests, postgres: 0 } });
-          if (serial) serialRows.push({ mode: `${label}SQLite`, p50: serial.p50, p99: serial.p99 });
-        } finally {
-          await g.stop();
+    // Every row of one account count runs at once, idle but for its turn; rounds rotate their
+    // order, so that a slow moment of this shared machine falls on every row alike.
+    for (const n of ACCOUNT_COUNTS) {
+      const setups: Setup[] = [];
+      try {
+        for (const { label, root } of roots) {
+          for (const mode of modes) {
+            const url = mode.pg ? await pg.createDatabase() : null;
+            const x: Setup = { label, root, mode, n, url, gateways: [], accts: [], served: 0, rounds: [], gatewayCpu: 0, postgresCpu: 0, statements: 0 };
+            setups.push(x);
+            const gwEnv = url ? { ...env, SWITCHYARD_DATABASE_URL: mode.delayed ? delayedUrl(url) : url } : env;
+            for (let k = 0; k < mode.instances; k++) x.gateways.push(await startGatewayProcess(gwEnv, { root, logFile }));
+            for (let k = 0; k < n; k++) x.accts.push(await benchAccount(x.gateways[k % x.gateways.length]!.url, "1000000"));
+            x.served += (await load(x.gateways, x.accts.map((a) => a.key), WARMUP).catch((e) => failed(x, e))).requests;
+          }
         }
-      }
-      const pgModes = [
-        { mode: "PostgreSQL, 1 instance", instances: 1, delayed: false },
-        { mode: "PostgreSQL, 2 instances", instances: 2, delayed: false },
-        { mode: `PostgreSQL +${DB_DELAY_MS} ms each way, 1 instance`, instances: 1, delayed: true },
-      ];
-      for (const m of pgModes) {
-        for (const n of ACCOUNT_COUNTS) {
-          const url = await pg.createDatabase();
-          const gateways: (Proc & { dataDir: string })[] = [];
-          try {
-            for (let k = 0; k < m.instances; k++) gateways.push(await startGatewayProcess({ ...env, SWITCHYARD_DATABASE_URL: m.delayed ? delayedUrl(url) : url }, { root, logFile }));
-            const accts = [];
-            for (let k = 0; k < n; k++) accts.push(await benchAccount(gateways[k % gateways.length]!.url, "1000000"));
-            const keys = accts.map((x) => x.key);
-            const warm = await load(gateways, keys, WARMUP);
-            const before = (await Promise.all(gateways.map(statementsOf))).reduce((x, y) => x + y, 0);
-            const { result: r, gateway, postgres } = await measured(gateways.map((g) => g.proc.pid), () => load(gateways, keys, REQUESTS));
-            const after = (await Promise.all(gateways.map(statementsOf))).reduce((x, y) => x + y, 0);
-            const serial = n === 1 && m.instances === 1 && SERIAL > 0 ? await load(gateways, keys, SERIAL, 1) : null;
-            // A clean stop ships every journal and returns every lease: then the books must balance.
-            for (const g of gateways) await g.stop();
-            const sql = new SQL({ url, max: 1 });
+        for (let round = 0; round < ROUNDS; round++) {
+          for (let i = 0; i < setups.length; i++) {
+            const x = setups[(i + round) % setups.length]!;
+            // Its leases went back while the other rows ran (idle 5 s): steady state first.
+            x.served += (await load(x.gateways, x.accts.map((a) => a.key), ROUND_WARMUP).catch((e) => failed(x, e))).requests;
+            const before = x.mode.pg ? (await Promise.all(x.gateways.map(statementsOf))).reduce((a, b) => a + b, 0) : 0;
+            const { result: r, gateway, postgres } = await measured(x.gateways.map((g) => g.proc.pid), () => load(x.gateways, x.accts.map((a) => a.key), Math.round(REQUESTS / ROUNDS)))
+              .catch((e) => failed(x, e));
+            const after = x.mode.pg ? (await Promise.all(x.gateways.map(statementsOf))).reduce((a, b) => a + b, 0) : 0;
+            x.rounds.push(r);
+            x.served += r.requests;
+            x.gatewayCpu += gateway;
+            x.postgresCpu += x.mode.pg ? postgres : 0;
+            x.statements += after - before;
+          }
+        }
+        for (const x of setups) {
+          if (n === 1 && SERIAL > 0 && x.mode.serialMode) {
+            const serial = await load(x.gateways, x.accts.map((a) => a.key), SERIAL, 1).catch((e) => failed(x, e));
+            x.served += serial.requests;
+            serialRows.push({ mode: `${x.label}${x.mode.serialMode}`, p50: serial.p50, p99: serial.p99 });
+          }
+        }
+        // The books must balance: SQLite read beside its running gateway; PostgreSQL after a clean
+        // stop, which ships every journal and returns every lease.
+        for (const x of setups) {
+          if (!x.url) {
+            const charges = x.accts.map((a) => ledgerFacts(x.gateways[0]!.dataDir, a.id)).reduce((sum, f) => {
+              if (f.pendingHolds !== 0 || f.sum !== f.balance) throw new Error(`${x.label}SQLite ledger off: ${JSON.stringify(f)}`);
+              return sum + f.charges;
+            }, 0);
+            if (charges !== x.served) throw new Error(`${x.label}SQLite: ${charges} charges for ${x.served} requests`);
+          } else {
+            for (const g of x.gateways) await g.stop();
+            const sql = new SQL({ url: x.url, max: 1 });
             // A baseline from before leases has no `leased` column.
-            const leasedSql = root === ROOT ? "(SELECT COALESCE(SUM(leased), 0) FROM accounts)::text" : "'0'";
+            const leasedSql = x.root === ROOT ? "(SELECT COALESCE(SUM(leased), 0) FROM accounts)::text" : "'0'";
             const [facts] = (await sql.unsafe(`
               SELECT (SELECT count(*) FROM ledger_entries WHERE kind = 'charge')::int AS charges,
                      (SELECT count(*) FROM holds WHERE state = 'pending')::int AS pending,
@@ -285,24 +315,21 @@ try {
                      (SELECT SUM(balance) FROM accounts)::text AS balance,
                      ${leasedSql} AS leased`)) as { charges: number; pending: number; sum: string; balance: string; leased: string }[];
             await sql.close();
-            const served = warm.requests + r.requests + (serial?.requests ?? 0);
-            if (facts!.charges !== served || facts!.pending !== 0 || facts!.sum !== facts!.balance || (root === ROOT && facts!.leased !== "0")) {
-              throw new Error(`${label}${m.mode}: ledger off after ${served} requests: ${JSON.stringify(facts)}`);
+            if (facts!.charges !== x.served || facts!.pending !== 0 || facts!.sum !== facts!.balance || (x.root === ROOT && facts!.leased !== "0")) {
+              throw new Error(`${x.label}${x.mode.mode}: ledger off after ${x.served} requests: ${JSON.stringify(facts)}`);
             }
-            gatewayRows.push({
-              mode: `${label}${m.mode}`, accounts: n, r, statements: (after - before) / r.requests,
-              cpu: { gateway: (gateway * 1e6) / r.requests, postgres: (postgres * 1e6) / r.requests },
-            });
-            if (serial) serialRows.push({ mode: `${label}${m.mode}`, p50: serial.p50, p99: serial.p99 });
-          } catch (e) {
-            // Which run failed, and what its gateways logged (their data directories go with them).
-            const logs = await Promise.all(gateways.map((g) => Bun.file(logFile(g.dataDir)).text().catch(() => "")));
-            const warnings = logs.flatMap((l) => l.split("\n").filter((line) => /"level":"(warn|error)"/.test(line))).slice(-10);
-            throw new Error(`${label}${m.mode}, ${n} account(s): ${(e as Error).message}\n${warnings.join("\n")}`);
-          } finally {
-            for (const g of gateways) await g.stop().catch(() => {});
           }
+          const requests = x.rounds.reduce((a, r) => a + r.requests, 0);
+          const latencies = x.rounds.flatMap((r) => r.latencies).sort((a, b) => a - b);
+          const rps = x.rounds.map((r) => r.rps).sort((a, b) => a - b);
+          gatewayRows.push({
+            mode: `${x.label}${x.mode.mode}`, accounts: n, statements: x.mode.pg ? x.statements / requests : null,
+            r: { requests, errors: 0, firstError: null, seconds: NaN, rps: percentile(rps, 50), p50: percentile(latencies, 50), p99: percentile(latencies, 99), latencies },
+            cpu: { gateway: (x.gatewayCpu * 1e6) / requests, postgres: (x.postgresCpu * 1e6) / requests },
+          });
         }
+      } finally {
+        for (const x of setups) for (const g of x.gateways) await g.stop().catch(() => {});
       }
     }
   } finally {
