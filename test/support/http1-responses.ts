@@ -6,17 +6,11 @@
  * decided. The same seed always gives the same bytes. Responses are latin-1 strings: one
  * character per byte.
  */
+import { rng } from "./seeded-random";
 
-/** A small, fast, seeded generator (mulberry32). */
+/** Seeded choices (mulberry32 underneath): the same seed, the same responses. */
 export function seeded(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = rng(seed);
   const int = (n: number) => Math.floor(next() * n);
   return { int, chance: (p: number) => next() < p, pick: <T>(xs: readonly T[]): T => xs[int(xs.length)]! };
 }

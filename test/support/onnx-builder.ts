@@ -8,6 +8,7 @@
  * (plus last_hidden_state, listed first, so code must pick outputs by name).
  */
 import { onnx } from "onnx-proto";
+import { rng } from "./seeded-random";
 
 export type ElemType = "float32" | "int64" | "int32" | "bool" | "uint8" | "int8";
 /** A dimension: a fixed size, or a symbolic name (dynamic). */
@@ -126,14 +127,8 @@ export function buildOnnxModel(spec: ModelSpec): Uint8Array {
 /** Deterministic pseudo-random floats in [-1, 1) (mulberry32), so models are reproducible. */
 export function seededFloats(n: number, seed: number, scale = 1): Float32Array {
   const out = new Float32Array(n);
-  let a = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = ((((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1) * scale;
-  }
+  const next = rng(seed);
+  for (let i = 0; i < n; i++) out[i] = (next() * 2 - 1) * scale;
   return out;
 }
 

@@ -1,20 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { buildTinyTokenizer } from "../../../test/support/tiny-tokenizer";
+import { rng } from "../../../test/support/seeded-random";
 import { EmbeddingTokenizer } from "./tokenizer";
 import { installFastBpe, plainEncoder } from "./tokenizer-fast";
 
-/** Deterministic pseudo-random numbers (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const random = rng;
 
 const ALPHABET = "aabbcdeeeilmnoorsttu   ..,'";
 const EXOTIC = ["é", "日本", "✓", "😀", "\t", "\n", "<", "<b>", "[x]", "▁▁", "  ", "ǅ", "\u0000", "\ud83d"];

@@ -7,17 +7,7 @@ import type { Consumption } from "../../../src/billing/ledger-store";
 import type { Hold } from "../../../src/billing/hold";
 import type { CheckerKey } from "./backend";
 
-/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng } from "../seeded-random";
 
 /** The simulated bounds (seconds): SWITCHYARD_STREAM_MAX_SECONDS and SWITCHYARD_HOLD_EXPIRY_SECONDS. */
 export const STREAM_MAX_S = 900;

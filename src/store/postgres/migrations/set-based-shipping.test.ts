@@ -9,20 +9,10 @@
 import { expect, test } from "bun:test";
 import { SQL } from "bun";
 import { testDatabase } from "../../../../test/support/postgres";
+import { rng } from "../../../../test/support/seeded-random";
 import { migratePostgres } from "../migrate";
 import { PG_MIGRATIONS } from "./index";
 
-/** A seeded generator (mulberry32): a failure names its seed and repeats. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ACCOUNTS = ["acct_a", "acct_b", "acct_c"];
 const KEYS = [
