@@ -28,3 +28,8 @@ test("CI runs the README's test command exactly", () => {
   const ci = readFileSync(join(ROOT, ".ci", "run"), "utf8");
   expect(ci).toContain(`( ${firstCommands()[1]} )`);
 });
+
+test("the README stays a guide: at most 500 lines (the reference lives in docs/)", () => {
+  const lines = readFileSync(join(ROOT, "README.md"), "utf8").split("\n").length;
+  expect(lines).toBeLessThanOrEqual(500);
+});
