@@ -29,8 +29,11 @@ export interface CreatedSession {
  * after a run ends, so under steady traffic (a run every few milliseconds) they never sleep: on
  * a 2-core machine serving a model that costs nothing, that spinning was ~45% of the server's
  * CPU (225 of 470 µs per request, test/bench/embeddings-ceiling.bench.ts). A spinning session
- * here therefore spins only while a run lasts (`session.force_spinning_stop`). Each engine
- * picks what its measurements favour.
+ * here therefore spins only while a run lasts (`session.force_spinning_stop`). The price is paid
+ * one request at a time: the real embedding-300m on 2 CPU cores at concurrency 1 added 2.8–6.4 ms
+ * to bare ONNX Runtime's batch-1 p50 of 43–47 ms with it, 0.9 ms with ORT's spinning after runs
+ * (embeddings-ceiling.bench.ts, BENCH_ONLY=real, 2026-11-28). Each engine picks what its
+ * measurements favour.
  */
 export interface SessionTuning {
   /** Let intra-op threads spin while a run lasts (ORT's default, without its spinning after the run). Default here: false. */
