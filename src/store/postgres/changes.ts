@@ -41,6 +41,8 @@ export async function listenForChanges(db: PgDatabase, onChange: (c: Change) => 
   return { close: () => subscription.unlisten() };
 }
 
+export const RECALL_CHANNEL = "switchyard_recall";
+
 /**
  * Recalls of leases (docs/scale-out.md, "Leases"): an instance that cannot fit a hold or admit a
  * request asks the others, on channel `switchyard_recall`, to give back what they lease of that
@@ -49,6 +51,6 @@ export async function listenForChanges(db: PgDatabase, onChange: (c: Change) => 
  * refusal; leases unused for a few seconds go back by themselves.
  */
 export async function listenForRecalls(db: PgDatabase, onRecall: (subject: string) => void): Promise<ChangeFeed> {
-  const subscription = await db.sql.listen("switchyard_recall", (payload) => onRecall(payload));
+  const subscription = await db.sql.listen(RECALL_CHANNEL, (payload) => onRecall(payload));
   return { close: () => subscription.unlisten() };
 }

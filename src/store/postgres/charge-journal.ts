@@ -210,9 +210,4 @@ export class ChargeJournal {
     this.commits.abandon();
     this.db.close();
   }
-
-  /** Failures of the local disk are final, as for the single-instance ledger (group-commit.ts). */
-  get failedFatally() {
-    return this.commits.failedFatally;
-  }
 }

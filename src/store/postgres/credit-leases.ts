@@ -18,11 +18,12 @@
 import type { HoldBook } from "../../billing/hold-book";
 import type { HeldFigures } from "../../billing/live-reserved";
 
-export const LEASE_SECONDS = 2;
-export const LEASE_MIN_HOLDS = 4;
-const RECALL_COOLDOWN_MS = 5_000;
-/** Rate half-life: the lease follows a change of pace within a few seconds. */
-const RATE_HALF_LIFE_MS = 2_000;
+const LEASE_SECONDS = 2;
+const LEASE_MIN_HOLDS = 4;
+/** After a recall, this long with nothing more leased of what was recalled (credit, slots, rate). */
+export const RECALL_COOLDOWN_MS = 5_000;
+/** Rate half-life: a lease (of credit, or of rate) follows a change of pace within a few seconds. */
+export const RATE_HALF_LIFE_MS = 2_000;
 
 export interface LeaseMirror {
   leased: number;
@@ -176,7 +177,12 @@ export class CreditLeases {
 }
 
 function decayed(m: LeaseMirror, now: number): number {
-  return m.rate * Math.pow(0.5, (now - m.rateAt) / RATE_HALF_LIFE_MS);
+  return decayRate(m.rate, m.rateAt, now);
+}
+
+/** A pace measured at `at`, as it stands at `now` (it halves every RATE_HALF_LIFE_MS of quiet). */
+export function decayRate(rate: number, at: number, now: number): number {
+  return rate * Math.pow(0.5, (now - at) / RATE_HALF_LIFE_MS);
 }
 
 /**

@@ -29,10 +29,7 @@ export async function shipJournaled(db: PgDatabase, items: JournaledCharge[]): P
       const period = periodStarts(p.holdCreatedAt * 1000);
       return {
         request_id: p.requestId, account_id: p.accountId, key_id: p.keyId, amount: p.amount, held_at: p.holdCreatedAt,
-        day: period.day, week: period.week, month: period.month, endpoint: p.endpoint, model: p.model, service_tier: p.serviceTier,
-        note: p.note ?? null, input_tokens: p.inputTokens ?? 0, output_tokens: p.outputTokens ?? 0, cached_tokens: p.cachedTokens ?? 0,
-        cache_write_tokens: p.cacheWriteTokens ?? 0, cache_saved: p.cacheSaved ?? 0,
-        reasoning_tokens: p.reasoningTokens ?? 0, characters: p.characters ?? 0, ...storedResponseFields(p),
+        day: period.day, week: period.week, month: period.month, endpoint: p.endpoint, model: p.model, ...chargeFields(p),
       };
     });
     const rows = (await db.run((sql) => sql`
@@ -55,6 +52,15 @@ export async function evictOverQuota(db: PgDatabase, posted: PostRequest[]): Pro
     if (!r || r.quotaBytes === undefined) continue;
     await db.run((sql) => sql`SELECT switchyard_evict_responses(${r.accountId}, ${r.quotaBytes}, ${r.id})`).catch(() => {});
   }
+}
+
+/** What a charge records (tier, note, quantities, a stored turn) in a post's JSON payload: shipped or direct. */
+export function chargeFields(p: PostRequest) {
+  return {
+    service_tier: p.serviceTier, note: p.note ?? null, input_tokens: p.inputTokens ?? 0, output_tokens: p.outputTokens ?? 0,
+    cached_tokens: p.cachedTokens ?? 0, cache_write_tokens: p.cacheWriteTokens ?? 0, cache_saved: p.cacheSaved ?? 0,
+    reasoning_tokens: p.reasoningTokens ?? 0, characters: p.characters ?? 0, ...storedResponseFields(p),
+  };
 }
 
 /** A stored Responses turn's fields in a post's JSON payload (none without one): shipped or direct. */

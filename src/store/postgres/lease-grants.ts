@@ -21,12 +21,14 @@ import { int, outcomeUnknown, type PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
 import { CreditLeases, type LeaseKind } from "./credit-leases";
 import { instanceError } from "./instance-error";
+import { RECALL_CHANNEL } from "./changes";
 
 /** A lease unused this long goes back to its account. */
 export const LEASE_IDLE_MS = 5_000;
 /** How long a grant that does not fit waits for other instances to give their leases back. */
 export const DEFAULT_RECALL_MS = 500;
-export const RECALL_CHANNEL = "switchyard_recall";
+/** How often leases are looked at for idle ones to give back. */
+export const IDLE_SWEEP_MS = Math.max(250, Math.floor(LEASE_IDLE_MS / 5));
 
 interface GrantRow {
   mode: "lease" | "direct" | "none";
@@ -58,15 +60,13 @@ export class LeaseGrants {
   /** The hold book of the ledger this store serves (known from its first grant), for returns. */
   private book: HoldBook | null = null;
   private idleTimer: ReturnType<typeof setInterval> | null = null;
-  /** Statements sent for leases (grants, top-ups, returns), for the benchmark. */
-  statements = 0;
 
   constructor(private readonly db: PgDatabase, private readonly instance: InstanceIdentity, private readonly opts: LeaseGrantOptions) {}
 
   /** Starts giving idle leases back (a serving instance). */
   startIdleReturns(): void {
     if (this.idleTimer) return;
-    this.idleTimer = setInterval(() => void this.returnIdle(), Math.max(250, Math.floor(LEASE_IDLE_MS / 5)));
+    this.idleTimer = setInterval(() => void this.returnIdle(), IDLE_SWEEP_MS);
     this.idleTimer.unref?.();
   }
 
@@ -97,17 +97,17 @@ export class LeaseGrants {
     book.add({ requestId: g.requestId, accountId: g.accountId, keyId, amount: g.amount, createdAt: g.createdAt ?? nowSeconds() });
     this.leases.used("credit", g.accountId, g.amount);
     if (keyLimited) this.leases.used("key", keyId!, g.amount);
-    if (!this.asking.has(g.accountId) && (this.leases.low("credit", g.accountId, book) || (keyLimited && this.leases.low("key", keyId!, book)))) {
-      this.topUp(g, book);
-    }
+    if (this.asking.has(g.accountId)) return true;
+    const lowA = this.leases.low("credit", g.accountId, book);
+    const lowK = keyLimited && this.leases.low("key", keyId!, book);
+    if (lowA || lowK) this.topUp(g, lowA, lowK);
     return true;
   }
 
   /** A lease running low is topped up off the request path. */
-  private topUp(g: GrantRequest, book: HoldBook): void {
-    const keyId = g.key?.id ?? null;
-    const wantA = this.leases.low("credit", g.accountId, book) ? this.leases.want("credit", g.accountId, g.amount) : 0;
-    const wantK = keyId !== null && this.leases.low("key", keyId, book) ? this.leases.want("key", keyId, g.amount) : 0;
+  private topUp(g: GrantRequest, lowA: boolean, lowK: boolean): void {
+    const wantA = lowA ? this.leases.want("credit", g.accountId, g.amount) : 0;
+    const wantK = lowK ? this.leases.want("key", g.key!.id, g.amount) : 0;
     if (wantA === 0 && wantK === 0) return;
     const p = this.askGrant({ ...g, requestId: "" }, wantA, wantK).then((row) => this.learn(g, row), () => {});
     this.track(g.accountId, p);
@@ -201,7 +201,6 @@ export class LeaseGrants {
   private async askGrant(g: GrantRequest, want: number, wantKey: number): Promise<GrantRow> {
     const p = periodStarts((g.createdAt ?? nowSeconds()) * 1000);
     const wantA = Number.isFinite(want) ? want : Number.MAX_SAFE_INTEGER;
-    this.statements++;
     const [row] = (await this.db.run((sql) => sql`
       SELECT mode, granted, key_granted, available, key_available, key_limit, others_leased, key_others_leased FROM switchyard_grant(
         ${this.instance.id}, ${g.requestId || null}, ${g.accountId}, ${g.amount}, ${wantA}, ${g.endpoint}, ${g.model}, ${g.createdAt ?? nowSeconds()},
@@ -241,7 +240,6 @@ export class LeaseGrants {
   /** Gives leases back; an answer lost counts as given back (the mirror stays on the safe side). */
   private async giveBack(items: { kind: LeaseKind; subject: string; amount: number }[]): Promise<void> {
     for (const it of items) this.leases.returned(it.kind, it.subject, it.amount);
-    this.statements++;
     await this.db.run((sql) => sql`SELECT returned FROM switchyard_lease_return(${this.instance.id}, ${items}::json)`);
   }
 }

@@ -34,18 +34,14 @@ import { WriteBatcher } from "./write-batcher";
 import type { CreditLeases } from "./credit-leases";
 import type { ChargeJournal, ShipResult } from "./charge-journal";
 import { DEFAULT_RECALL_MS, LeaseGrants } from "./lease-grants";
-import { evictOverQuota, shipJournaled, storedResponseFields, type JournaledCharge } from "./journal-shipping";
-
-// Their homes are lease-grants.ts, instance-error.ts and journal-shipping.ts; importers of the
-// ledger store find them here as before.
-export { LEASE_IDLE_MS, DEFAULT_RECALL_MS, RECALL_CHANNEL } from "./lease-grants";
-export { instanceError } from "./instance-error";
-export type { JournaledCharge } from "./journal-shipping";
+import { chargeFields, evictOverQuota, shipJournaled, type JournaledCharge } from "./journal-shipping";
 
 /** How long a ledger listing waits for this instance's journaled charges to be shipped first. */
 const ENTRIES_SHIP_WAIT_MS = 2_000;
 /** How long a clean stop waits for the journal to ship before it keeps its leases instead. */
 const SHUTDOWN_DRAIN_MS = 10_000;
+/** How long start-up waits for the previous run's journal to ship before it refuses to start. */
+const STARTUP_DRAIN_MS = 10_000;
 
 export interface PostgresLedgerOptions {
   /** Most posts (or voids) per statement. */
@@ -98,15 +94,6 @@ export class PostgresLedgerStore implements LedgerStore {
   /** This instance's leases in memory (the mirror of what the database set aside for it). */
   get leases(): CreditLeases {
     return this.grants.leases;
-  }
-
-  /** Statements sent for leases (grants, top-ups, returns), for the benchmark. */
-  get leaseStatements(): number {
-    return this.grants.statements;
-  }
-
-  set leaseStatements(n: number) {
-    this.grants.statements = n;
   }
 
   /** Starts giving idle leases back (a serving instance). */
@@ -162,20 +149,7 @@ export class PostgresLedgerStore implements LedgerStore {
   }
 
   private async postBatch(items: PostRequest[], maybeApplied: boolean[]): Promise<(PostResult | Error)[]> {
-    const payload = items.map((p) => ({
-      request_id: p.requestId,
-      amount: p.amount,
-      service_tier: p.serviceTier,
-      note: p.note ?? null,
-      input_tokens: p.inputTokens ?? 0,
-      output_tokens: p.outputTokens ?? 0,
-      cached_tokens: p.cachedTokens ?? 0,
-      cache_write_tokens: p.cacheWriteTokens ?? 0,
-      cache_saved: p.cacheSaved ?? 0,
-      reasoning_tokens: p.reasoningTokens ?? 0,
-      characters: p.characters ?? 0,
-      ...storedResponseFields(p),
-    }));
+    const payload = items.map((p) => ({ request_id: p.requestId, amount: p.amount, ...chargeFields(p) }));
     const rows = (await this.db.run((sql) => sql`
       SELECT request_id, outcome, charged, balance_after FROM switchyard_post(${payload}::json, ${nowSeconds()})`)) as PostRow[];
     await evictOverQuota(this.db, items.filter((_, i) => rows[i]?.outcome === "posted"));
@@ -249,16 +223,14 @@ export class PostgresLedgerStore implements LedgerStore {
   }
 
   /**
-   * At start-up: voids what previous runs of this instance left pending (their requests died
-   * with them). Other instances' holds are never touched here; a dead instance's are released by
-   * a survivor once its heartbeat expires (instances.ts).
+   * At start-up: what previous runs of this instance left (their requests died with them) is
+   * released — holds voided, slots and leases given back — after their journaled charges are
+   * shipped, against their own leases. Not shipped within `drainMs`: nothing is released
+   * (StoreUnavailable) — its leases stay until its charges are in, or a survivor reaps it. Other
+   * instances' holds are never touched here; a dead instance's are released by a survivor once
+   * its heartbeat expires (instances.ts).
    */
-  /**
-   * The previous run's journaled charges are shipped first, against its own leases; only then is
-   * what it left (holds, slots, leases) released. Not shipped within `drainMs`: nothing is released
-   * (StoreUnavailable) — its leases stay until its charges are in, or a survivor reaps it.
-   */
-  async releaseAbandoned(drainMs = 10_000): Promise<number> {
+  async releaseAbandoned(drainMs = STARTUP_DRAIN_MS): Promise<number> {
     if (this.journal && !(await this.journal.drain(drainMs))) {
       throw new StoreUnavailable("unreachable", "the previous run's journaled charges could not be shipped yet");
     }

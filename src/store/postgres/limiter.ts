@@ -20,22 +20,21 @@
  * A key's own rate is leased the same way from its bucket (key_rate_state).
  */
 import type { AccountLimits, Admission, KeyAdmission, Limiter, RateStatus, Slot } from "../../limits/limiter";
-import { rateStatus, retryAfterMsOf, WINDOW_MS } from "../../limits/limiter";
+import { rateStatus, retryAfterMsOf } from "../../limits/limiter";
 import type { PgDatabase } from "./database";
 import type { InstanceIdentity } from "./instances";
 import { instanceError } from "./instance-error";
-import { LEASE_IDLE_MS, DEFAULT_RECALL_MS, RECALL_CHANNEL } from "./lease-grants";
+import { LEASE_IDLE_MS, DEFAULT_RECALL_MS, IDLE_SWEEP_MS } from "./lease-grants";
+import { decayRate, RATE_HALF_LIFE_MS, RECALL_COOLDOWN_MS } from "./credit-leases";
+import { RECALL_CHANNEL } from "./changes";
 
 /** A lease of rate: at most this share of a minute's requests is leased at once. */
 const RATE_LEASE_SECONDS = 1;
 /** A slot lease: what was in flight at once lately, and this many more. */
 const SLOT_HEADROOM = 2;
-const RECALL_COOLDOWN_MS = 5_000;
 
-interface AccountLease {
-  /** Slots leased, and how many of them requests hold now. */
-  slots: number;
-  inFlight: number;
+/** A lease of requests of rate from one GCRA bucket: a key's, or (with slots) an account's. */
+interface RateLease {
   /** Requests of rate leased and not used yet. */
   tokens: number;
   /** The bucket's arrival time and the database's clock as last seen, and this clock then. */
@@ -43,28 +42,22 @@ interface AccountLease {
   dbNow: number;
   seenAt: number;
   rpm: number;
-  /** Requests admitted per second here, decaying; the most in flight at once lately. */
+  /** Requests admitted per second here, decaying. */
   rate: number;
   rateAt: number;
-  peak: number;
   lastUse: number;
   coolUntil: number;
 }
 
-interface KeyLease {
-  tokens: number;
-  tat: number;
-  dbNow: number;
-  seenAt: number;
-  rpm: number;
-  rate: number;
-  rateAt: number;
-  lastUse: number;
-  coolUntil: number;
+interface AccountLease extends RateLease {
+  /** Slots leased, and how many of them requests hold now; the most in flight at once lately. */
+  slots: number;
+  inFlight: number;
+  peak: number;
 }
 
 interface TakeRow {
-  refused: "rate" | "concurrency" | "key_rate" | null;
+  refused: "rate" | "concurrency" | null;
   slots: number;
   tokens: number;
   tat: number;
@@ -76,16 +69,12 @@ export interface PostgresLimiterOptions {
   recallMs?: number;
 }
 
-const HALF_LIFE_MS = 2_000;
-
 export class PostgresLimiter implements Limiter {
   private readonly accounts = new Map<string, AccountLease>();
-  private readonly keys = new Map<string, KeyLease>();
+  private readonly keys = new Map<string, RateLease>();
   private readonly asking = new Map<string, Promise<unknown>>();
   private idleTimer: ReturnType<typeof setInterval> | null = null;
   private readonly recallMs: number;
-  /** Statements sent for limits, for the benchmark. */
-  statements = 0;
 
   constructor(
     private readonly db: PgDatabase,
@@ -98,24 +87,20 @@ export class PostgresLimiter implements Limiter {
   /** Starts giving idle leases back (a serving instance). */
   start(): void {
     if (this.idleTimer) return;
-    this.idleTimer = setInterval(() => void this.returnIdle(false), Math.max(250, Math.floor(LEASE_IDLE_MS / 5)));
+    this.idleTimer = setInterval(() => void this.returnIdle(false), IDLE_SWEEP_MS);
     this.idleTimer.unref?.();
   }
 
   admit(accountId: string, limits: AccountLimits): Admission | Promise<Admission> {
     const st = this.account(accountId, limits.rateLimitRpm);
-    if (st.inFlight < Math.min(st.slots, limits.concurrencyLimit) && st.tokens > 0) return this.admitted(accountId, st);
+    if (fits(st, limits)) return this.admitted(st);
     return this.admitSlow(accountId, limits);
   }
 
-  private admitted(accountId: string, st: AccountLease): Admission {
+  private admitted(st: AccountLease): Admission {
     st.inFlight++;
-    st.tokens--;
-    const now = Date.now();
-    st.rate = decay(st.rate, st.rateAt, now) + 1 / (HALF_LIFE_MS / 1000 / Math.LN2);
-    st.rateAt = now;
+    used(st);
     st.peak = Math.max(st.peak, st.inFlight);
-    st.lastUse = now;
     return { ok: true, rate: this.status(st), slot: this.slot(st) };
   }
 
@@ -130,25 +115,16 @@ export class PostgresLimiter implements Limiter {
       const under = this.asking.get(accountId);
       if (under) {
         await under.catch(() => {});
-        if (st.inFlight < Math.min(st.slots, limits.concurrencyLimit) && st.tokens > 0) return this.admitted(accountId, st);
+        if (fits(st, limits)) return this.admitted(st);
       }
       const wantSlots = st.inFlight < st.slots ? 0 : Math.max(1, Math.min(limits.concurrencyLimit, Date.now() < st.coolUntil ? 1 : st.peak + SLOT_HEADROOM) - (st.slots - st.inFlight));
-      const wantTokens = st.tokens > 0 ? 0 : Math.max(1, Math.min(limits.rateLimitRpm, Date.now() < st.coolUntil ? 1 : Math.ceil(decay(st.rate, st.rateAt, Date.now()) * RATE_LEASE_SECONDS)));
-      const asked = this.take(accountId, limits, wantSlots, wantTokens);
-      this.asking.set(accountId, asked);
-      let row: TakeRow;
-      try {
-        row = await asked;
-      } catch (e) {
-        throw instanceError(e, this.instance);
-      } finally {
-        if (this.asking.get(accountId) === asked) this.asking.delete(accountId);
-      }
-      this.seen(st, row, limits.rateLimitRpm);
+      const wantTokens = st.tokens > 0 ? 0 : tokensToAsk(st, limits.rateLimitRpm);
+      const row = await this.ask(accountId, this.take(accountId, limits, wantSlots, wantTokens));
+      seen(st, row.tat, row.now_ms);
       if (row.refused === null) {
         st.slots += row.slots;
         st.tokens += row.tokens;
-        if (st.inFlight < Math.min(st.slots, limits.concurrencyLimit) && st.tokens > 0) return this.admitted(accountId, st);
+        if (fits(st, limits)) return this.admitted(st);
         continue;
       }
       if (!recalled) {
@@ -165,8 +141,19 @@ export class PostgresLimiter implements Limiter {
     }
   }
 
+  /** One request to the database per account or key at a time: others wait for its answer. */
+  private async ask<T>(key: string, asked: Promise<T>): Promise<T> {
+    this.asking.set(key, asked);
+    try {
+      return await asked;
+    } catch (e) {
+      throw instanceError(e, this.instance);
+    } finally {
+      if (this.asking.get(key) === asked) this.asking.delete(key);
+    }
+  }
+
   private async take(accountId: string, limits: AccountLimits, slots: number, tokens: number): Promise<TakeRow> {
-    this.statements++;
     const [row] = (await this.db.run((sql) => sql`
       SELECT refused, slots, tokens, tat, now_ms FROM switchyard_limits_take(
         ${this.instance.id}, ${accountId}, ${limits.rateLimitRpm}, ${limits.concurrencyLimit}, ${slots}, ${tokens}, ${null}, ${null}, ${0})`,
@@ -186,12 +173,8 @@ export class PostgresLimiter implements Limiter {
     return this.admitKeySlow(keyId, rpm);
   }
 
-  private keyAdmitted(k: KeyLease): KeyAdmission {
-    k.tokens--;
-    const now = Date.now();
-    k.rate = decay(k.rate, k.rateAt, now) + 1 / (HALF_LIFE_MS / 1000 / Math.LN2);
-    k.rateAt = now;
-    k.lastUse = now;
+  private keyAdmitted(k: RateLease): KeyAdmission {
+    used(k);
     return { ok: true, rate: this.status(k) };
   }
 
@@ -206,22 +189,10 @@ export class PostgresLimiter implements Limiter {
         await under.catch(() => {});
         if (k.tokens > 0) return this.keyAdmitted(k);
       }
-      const want = Math.max(1, Math.min(rpm, Date.now() < k.coolUntil ? 1 : Math.ceil(decay(k.rate, k.rateAt, Date.now()) * RATE_LEASE_SECONDS)));
-      this.statements++;
-      const asked = this.db.run((sql) => sql`SELECT tokens, tat, now_ms FROM switchyard_key_rate_take(${keyId}, ${rpm}, ${want})`, this.db.answerTimeoutMs) as Promise<{ tokens: number; tat: number; now_ms: number }[]>;
-      this.asking.set(`key:${keyId}`, asked);
-      let row: { tokens: number; tat: number; now_ms: number };
-      try {
-        [row] = (await asked) as [typeof row];
-      } catch (e) {
-        throw instanceError(e, this.instance);
-      } finally {
-        if (this.asking.get(`key:${keyId}`) === asked) this.asking.delete(`key:${keyId}`);
-      }
-      k.tat = Number(row.tat);
-      k.dbNow = Number(row.now_ms);
-      k.seenAt = Date.now();
-      k.tokens += Number(row.tokens);
+      const want = tokensToAsk(k, rpm);
+      const [row] = await this.ask(`key:${keyId}`, this.db.run((sql) => sql`SELECT tokens, tat, now_ms FROM switchyard_key_rate_take(${keyId}, ${rpm}, ${want})`, this.db.answerTimeoutMs) as Promise<{ tokens: number; tat: number; now_ms: number }[]>);
+      seen(k, Number(row!.tat), Number(row!.now_ms));
+      k.tokens += Number(row!.tokens);
       if (k.tokens > 0) return this.keyAdmitted(k);
       if (!recalled) {
         recalled = true;
@@ -279,7 +250,7 @@ export class PostgresLimiter implements Limiter {
       else if (st.inFlight === 0) this.accounts.delete(id);
       st.peak = st.inFlight;
     }
-    const keys: { id: string; k: KeyLease; tokens: number }[] = [];
+    const keys: { id: string; k: RateLease; tokens: number }[] = [];
     for (const [id, k] of this.keys) {
       if (!all && now - k.lastUse < LEASE_IDLE_MS) continue;
       if (k.tokens > 0) keys.push({ id, k, tokens: k.tokens });
@@ -289,7 +260,7 @@ export class PostgresLimiter implements Limiter {
   }
 
   /** Gives slots and rate back; an answer lost counts as given back (the mirror stays on the safe side). */
-  private async giveBack(accounts: { id: string; st: AccountLease; slots: number; tokens: number }[], keys: { id: string; k: KeyLease; tokens: number }[]): Promise<void> {
+  private async giveBack(accounts: { id: string; st: AccountLease; slots: number; tokens: number }[], keys: { id: string; k: RateLease; tokens: number }[]): Promise<void> {
     const slots = accounts.filter((a) => a.slots > 0).map((a) => ({ kind: "slots", subject: a.id, amount: a.slots }));
     const rate = [
       ...accounts.filter((a) => a.tokens > 0).map((a) => ({ key: false, subject: a.id, tokens: a.tokens, rpm: a.st.rpm })),
@@ -301,11 +272,9 @@ export class PostgresLimiter implements Limiter {
     }
     for (const k of keys) k.k.tokens -= k.tokens;
     if (slots.length > 0) {
-      this.statements++;
       await this.db.run((sql) => sql`SELECT returned FROM switchyard_lease_return(${this.instance.id}, ${slots}::json)`);
     }
     if (rate.length > 0) {
-      this.statements++;
       await this.db.run((sql) => sql`SELECT switchyard_rate_return(${rate}::json)`);
     }
   }
@@ -339,7 +308,7 @@ export class PostgresLimiter implements Limiter {
     return st;
   }
 
-  private key(keyId: string, rpm: number): KeyLease {
+  private key(keyId: string, rpm: number): RateLease {
     let k = this.keys.get(keyId);
     if (!k) {
       const now = Date.now();
@@ -349,15 +318,8 @@ export class PostgresLimiter implements Limiter {
     return k;
   }
 
-  private seen(st: AccountLease, row: TakeRow, rpm: number): void {
-    st.tat = row.tat;
-    st.dbNow = row.now_ms;
-    st.seenAt = Date.now();
-    st.rpm = rpm;
-  }
-
   /** The rate headers: what the bucket has left (the database's figure, moved on by the time since) plus what is leased here. */
-  private status(l: { tokens: number; tat: number; dbNow: number; seenAt: number; rpm: number }): RateStatus {
+  private status(l: RateLease): RateStatus {
     const now = l.dbNow + (Date.now() - l.seenAt);
     const r = rateStatus(l.tat, now, l.rpm);
     return { ...r, remaining: Math.min(l.rpm, r.remaining + l.tokens) };
@@ -379,8 +341,28 @@ export class PostgresLimiter implements Limiter {
   }
 }
 
-function decay(rate: number, at: number, now: number): number {
-  return rate * Math.pow(0.5, (now - at) / HALF_LIFE_MS);
+/** Whether this instance's leases admit a request now: a slot free within the limit and a request of rate. */
+function fits(st: AccountLease, limits: AccountLimits): boolean {
+  return st.inFlight < Math.min(st.slots, limits.concurrencyLimit) && st.tokens > 0;
 }
 
-export { WINDOW_MS };
+/** A request admitted from the lease: one request of rate used, and the pace that sizes the next lease. */
+function used(l: RateLease): void {
+  const now = Date.now();
+  l.tokens--;
+  l.rate = decayRate(l.rate, l.rateAt, now) + 1 / (RATE_HALF_LIFE_MS / 1000 / Math.LN2);
+  l.rateAt = now;
+  l.lastUse = now;
+}
+
+/** Requests of rate to lease: a second's worth at the recent pace (one while recalled), within the limit. */
+function tokensToAsk(l: RateLease, rpm: number): number {
+  return Math.max(1, Math.min(rpm, Date.now() < l.coolUntil ? 1 : Math.ceil(decayRate(l.rate, l.rateAt, Date.now()) * RATE_LEASE_SECONDS)));
+}
+
+/** The bucket as the database last answered, and when. */
+function seen(l: RateLease, tat: number, dbNow: number): void {
+  l.tat = tat;
+  l.dbNow = dbNow;
+  l.seenAt = Date.now();
+}

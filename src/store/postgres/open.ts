@@ -116,41 +116,38 @@ export async function openPostgres(config: Config, hooks: OpenHooks, options: Op
       await registry.register();
     }
     const identity = registry ?? CLI_IDENTITY;
-    ledger = new PostgresLedgerStore(db, identity, {
+    const ledgerStore = (ledger = new PostgresLedgerStore(db, identity, {
       recallMs: config.leaseRecallMs,
       // Charges taken from this instance's leases: durable on its own disk, shipped in batches.
       journal: serve
         ? (ship, shipped) => new ChargeJournal(config.dataDir, { ship, shipped, shipMs: config.chargeShipMs, onError: (e) => hooks.onBeatError?.(e) })
         : undefined,
-    });
-    limiter = new PostgresLimiter(db, identity, { recallMs: config.leaseRecallMs });
+    }));
+    const limits = (limiter = new PostgresLimiter(db, identity, { recallMs: config.leaseRecallMs }));
     if (registry) {
       // What the previous run charged and had not shipped goes first, against its own leases;
       // then what it left (holds, slots, leases) is released.
       // Not shipped in time (the database answers but too slowly): nothing of the previous run is
-      // released now; its journal ships in the background and a survivor reaps it after the timeout.
-      if ((await ledger.journal?.drain(config.instanceTimeoutMs)) !== false) releasedAtStart = await registry.releasePrevious();
+      // released here; the server's start-up tries once more (releaseAbandoned) and refuses to
+      // start if the journal still cannot ship.
+      if ((await ledgerStore.journal?.drain(config.instanceTimeoutMs)) !== false) releasedAtStart = await registry.releasePrevious();
       registry.start();
-      ledger.startLeases();
-      limiter.start();
-      const l = ledger;
-      const lim = limiter;
+      ledgerStore.startLeases();
+      limits.start();
       changes = await listenForChanges(db, (c) => {
-        if (c.table === "api_keys" || c.table === "*") l.keysChanged();
+        if (c.table === "api_keys" || c.table === "*") ledgerStore.keysChanged();
         // An account disabled (or its limits changed): what this instance leases of it and does not use goes back.
-        if (c.table === "accounts" && c.id) void l.recalled(`credit:${c.id}`);
+        if (c.table === "accounts" && c.id) void ledgerStore.recalled(`credit:${c.id}`);
         hooks.onChange(c);
       });
       recalls = await listenForRecalls(db, (subject) => {
-        void l.recalled(subject);
-        void lim.recalled(subject);
+        void ledgerStore.recalled(subject);
+        void limits.recalled(subject);
       });
     }
     const reg = registry;
     const feed = changes;
     const recallFeed = recalls;
-    const ledgerStore = ledger;
-    const limits = limiter;
     return {
       engine: "postgres",
       db,

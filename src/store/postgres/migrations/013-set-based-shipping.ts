@@ -118,9 +118,9 @@ BEGIN
       FROM unnest(items) AS x
       JOIN api_keys k ON k.id = x.key_id
       LEFT JOIN leases l ON l.instance_id = p_instance_id AND l.kind = 'key' AND l.subject = x.key_id
+     WHERE r_outcome[x.ord] IN ('posted', 'reduced')
      ORDER BY x.key_id, x.ord
   LOOP
-    CONTINUE WHEN r_outcome[it.ord] NOT IN ('posted', 'reduced');
     IF cur IS DISTINCT FROM it.key_id THEN
       IF cur IS NOT NULL THEN
         PERFORM switchyard_post_leased_key(p_instance_id, cur, v_charged, v_lease_used, v_start, v_period_spent);
@@ -159,10 +159,9 @@ BEGIN
   FOR it IN
     SELECT x.ord, x.resp_id, x.resp_account_id, x.resp_previous_id, x.resp_input_items, x.resp_body, x.resp_created_at
       FROM unnest(items) AS x
-     WHERE x.resp_id IS NOT NULL
+     WHERE x.resp_id IS NOT NULL AND r_outcome[x.ord] IN ('posted', 'reduced')
      ORDER BY x.ord
   LOOP
-    CONTINUE WHEN r_outcome[it.ord] NOT IN ('posted', 'reduced');
     PERFORM switchyard_store_response(it.resp_id, it.resp_account_id, it.resp_previous_id, it.resp_input_items, it.resp_body, it.resp_created_at);
   END LOOP;
 
