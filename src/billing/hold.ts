@@ -74,8 +74,6 @@ export interface Settlement extends Quote {
   requestId: string;
   /** What was taken from the balance (the first charge's, for a repeated settle). */
   charged: number;
-  /** Null when the charge's entry is written later (PostgreSQL's charge journal). */
-  balanceAfter: number | null;
 }
 
 /** What a Hold needs from its ledger (billing/ledger.ts). */
@@ -166,8 +164,7 @@ export class Hold implements AsyncDisposable {
     // Over the ceiling: every quantity is recorded at most as held, and the charge at most the hold.
     const recorded: Consumption = {};
     for (const q of QUANTITIES) if (reported[q] !== undefined) recorded[q] = Math.min(reported[q]!, this.budget[q] ?? 0);
-    if (reported.cachedTokens !== undefined) recorded.cachedTokens = Math.min(reported.cachedTokens, recorded.inputTokens ?? 0);
-    if (reported.cacheWriteTokens !== undefined) recorded.cacheWriteTokens = Math.min(reported.cacheWriteTokens, (recorded.inputTokens ?? 0) - (recorded.cachedTokens ?? 0));
+    cacheWithinPrompt(recorded, reported);
     if (reported.reasoningTokens !== undefined) recorded.reasoningTokens = Math.min(reported.reasoningTokens, recorded.outputTokens ?? 0);
     const recordedAmount = this.price(recorded);
     return { amount: Math.min(recordedAmount, this.amount), recorded, clamped: true, reportedAmount, cacheSaved: this.cacheSaved(recorded, recordedAmount) };
@@ -256,13 +253,17 @@ export class Hold implements AsyncDisposable {
   }
 }
 
+/** Cache reads and writes are parts of the prompt: `to` records at most its prompt of them (reads first). */
+function cacheWithinPrompt(to: Consumption, from: Consumption): void {
+  if (from.cachedTokens !== undefined) to.cachedTokens = Math.min(from.cachedTokens, to.inputTokens ?? 0);
+  if (from.cacheWriteTokens !== undefined) to.cacheWriteTokens = Math.min(from.cacheWriteTokens, (to.inputTokens ?? 0) - (to.cachedTokens ?? 0));
+}
+
 function pick(u: Consumption): Consumption {
   const c: Consumption = {};
   if (u.inputTokens !== undefined) c.inputTokens = u.inputTokens;
   if (u.outputTokens !== undefined) c.outputTokens = u.outputTokens;
-  // Cache reads and writes are parts of the prompt: a charge never records more of them than it (reads first).
-  if (u.cachedTokens !== undefined) c.cachedTokens = Math.min(u.cachedTokens, c.inputTokens ?? 0);
-  if (u.cacheWriteTokens !== undefined) c.cacheWriteTokens = Math.min(u.cacheWriteTokens, (c.inputTokens ?? 0) - (c.cachedTokens ?? 0));
+  cacheWithinPrompt(c, u);
   if (u.reasoningTokens !== undefined) c.reasoningTokens = u.reasoningTokens;
   if (u.characters !== undefined) c.characters = u.characters;
   return c;

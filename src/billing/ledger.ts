@@ -410,5 +410,5 @@ function postRequest(hold: Hold, quote: Quote, request: SettleRequest): PostRequ
 }
 
 function settlementOf(hold: Hold, quote: Quote, r: PostResult): Settlement {
-  return { ...quote, requestId: hold.requestId, charged: r.charged, balanceAfter: r.balanceAfter };
+  return { ...quote, requestId: hold.requestId, charged: r.charged };
 }

@@ -22,8 +22,13 @@ export interface HeldFigures {
   unshipped?(accountId: string): number;
 }
 
+/** An account's stored balance and reserved amount as they stand live. */
+function liveMoney(h: HeldFigures, accountId: string, stored: { balance: number; reserved: number }): { balance: number; reserved: number } {
+  return { balance: stored.balance - (h.unshipped?.(accountId) ?? 0), reserved: Math.max(0, stored.reserved + h.held(accountId)) };
+}
+
 export function liveAccounts(records: AccountRecords, h: HeldFigures): AccountRecords {
-  const live = (row: AccountRow): AccountRow => ({ ...row, balance: row.balance - (h.unshipped?.(row.id) ?? 0), reserved: Math.max(0, row.reserved + h.held(row.id)) });
+  const live = (row: AccountRow): AccountRow => ({ ...row, ...liveMoney(h, row.id, row) });
   return {
     get: async (id) => {
       const row = await records.get(id);
@@ -49,7 +54,7 @@ export function liveUsage<T extends UsageRecords>(records: T, h: HeldFigures): T
   return overriding<T>(records, {
     balance: async (accountId: string) => {
       const acct = await records.balance(accountId);
-      return acct ? { balance: acct.balance - (h.unshipped?.(accountId) ?? 0), reserved: Math.max(0, acct.reserved + h.held(accountId)) } : null;
+      return acct ? liveMoney(h, accountId, acct) : null;
     },
   } as Partial<T>);
 }

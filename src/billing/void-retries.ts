@@ -44,23 +44,22 @@ export class VoidRetries {
 
   /** The store wrote: what is queued is tried now rather than at its timer. */
   wake(): void {
-    if (this.retries.size > 0 && !this.draining) {
-      if (this.retryTimer) clearTimeout(this.retryTimer);
-      this.retryTimer = null;
-      void this.drainRetries();
-    }
+    if (this.retries.size > 0 && !this.draining) void this.now();
   }
 
   /** Tries the queued voids now instead of at the next retry. */
   async now(): Promise<void> {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
+    this.clearTimer();
     await this.drainRetries();
   }
 
   /** Stops retrying. */
   close(): void {
     this.closed = true;
+    this.clearTimer();
+  }
+
+  private clearTimer(): void {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
   }

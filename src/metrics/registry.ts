@@ -3,7 +3,7 @@
  * text exposition format at GET /metrics. Recording is one small string, a map lookup and an add
  * (the exposition key is built once per label set): cheap enough for every request and batch.
  */
-import { LabelCap } from "./label-cap";
+import type { LabelCap } from "./label-cap";
 
 type Labels = Record<string, string | number>;
 
