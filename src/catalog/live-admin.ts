@@ -13,12 +13,11 @@ import { CatalogEntryError, PRICE_FIELDS, parseEntry, type CatalogEntryJson } fr
 import { isModelId } from "./catalog-bounds";
 import { TURBO_SUFFIX, type Catalog, type ModelEntry } from "./catalog";
 import { upstreamSpec, type LiveConfig, type RouteDocument, type UpstreamDocument } from "./live-config";
-import { RoutesConfigError, UPSTREAM_MODEL_MAX, UPSTREAM_MODEL_PATTERN } from "../upstream/routes-config";
+import { isUpstreamModel, RoutesConfigError, UPSTREAM_MODEL_MAX } from "../upstream/routes-config";
 import { nowSeconds } from "../accounts/accounts";
 
 type Json = Record<string, unknown>;
 const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$/;
-const UPSTREAM_MODEL = new RegExp(UPSTREAM_MODEL_PATTERN);
 
 function object(body: unknown, what = "body"): Json {
   if (body === null || typeof body !== "object" || Array.isArray(body)) throw invalidField(what, "must be a JSON object");
@@ -325,7 +324,7 @@ export class LiveCatalogAdmin {
       for (const k of Object.keys(o)) if (!["upstream", "model", "weight", "priority", "pinned"].includes(k)) throw invalidField(`${at}.${k}`, "is not a route field: a route has upstream, model, weight, priority, pinned");
       if (typeof o.upstream !== "string" || o.upstream === "") throw invalidField(`${at}.upstream`, "must name an upstream");
       if (!this.s.routes.upstreamNamed?.(o.upstream)) throw invalidField(`${at}.upstream`, `no upstream named '${o.upstream}' (see GET /admin/upstreams)`);
-      if (o.model !== undefined && (typeof o.model !== "string" || o.model === "" || o.model.length > UPSTREAM_MODEL_MAX || !UPSTREAM_MODEL.test(o.model))) throw invalidField(`${at}.model`, `must be the model name the upstream knows: 1 to ${UPSTREAM_MODEL_MAX} characters, no control characters`);
+      if (o.model !== undefined && !isUpstreamModel(o.model)) throw invalidField(`${at}.model`, `must be the model name the upstream knows: 1 to ${UPSTREAM_MODEL_MAX} characters, no control characters`);
       if (o.weight !== undefined && (typeof o.weight !== "number" || !Number.isFinite(o.weight) || o.weight < 0 || o.weight > 1_000_000)) throw invalidField(`${at}.weight`, "must be a number from 0 (standby) to 1000000");
       if (o.priority !== undefined && typeof o.priority !== "boolean") throw invalidField(`${at}.priority`, "must be a boolean");
       if (o.pinned !== undefined && typeof o.pinned !== "boolean") throw invalidField(`${at}.pinned`, "must be a boolean");

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { producerStream, watchProducerEnd, type StreamEnd, type StreamWriter } from "./producer-stream";
 import { activePeriods } from "./shared-ticker";
+import { readLate } from "../../test/support/late-reader";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -145,14 +146,9 @@ describe("owned chunks", () => {
         ),
     });
     try {
-      const res = await fetch(`http://127.0.0.1:${server.port}/`);
-      const reader = res.body!.getReader();
       // The client reads nothing for a while: the socket's buffers fill and Bun's server buffers
       // what the socket does not take, from chunks that are freed meanwhile.
-      await Bun.sleep(300);
-      const got: Uint8Array[] = [];
-      for (let r = await reader.read(); !r.done; r = await reader.read()) got.push(r.value!);
-      const body = Buffer.concat(got);
+      const body = await readLate(`http://127.0.0.1:${server.port}/`);
       const want = Buffer.concat(expected.map((b) => new Uint8Array(b === 255 ? 4096 : 64 * 1024).fill(b)));
       expect(body.byteLength).toBe(want.byteLength);
       expect(body.equals(want)).toBe(true);

@@ -6,9 +6,8 @@
  * client-facing text: upstream names and error bodies stay internal.
  */
 import type { Upstream } from "./registry";
-import { ConnectError, InvalidRequestHeader, request1, targetOf, type Target } from "./http1/client";
+import { abortWith, ConnectError, InvalidRequestHeader, readAllText, request1, targetOf, type Target } from "./http1/client";
 import type { ConnectionPool } from "./http1/pool";
-import { abortWith, readAllText } from "./http1/client";
 import { idleGuardedReader, type GuardedBody } from "./http1/idle-reader";
 
 /** `config`: the route's own settings made a request we refuse to send (a control byte in its key). */

@@ -12,7 +12,7 @@
 import { readBoundedText, request1 } from "./http1/client";
 import { targetFor } from "./client";
 import type { ConnectionPool } from "./http1/pool";
-import type { UpstreamSpec } from "./routes-config";
+import { isUpstreamModel, type UpstreamSpec } from "./routes-config";
 import { CONTEXT_WINDOW_MAX, CREATED_MAX, isModelId, isOwnedBy } from "../catalog/catalog-bounds";
 
 /** One model as an upstream lists it. */
@@ -73,7 +73,7 @@ export function parseModelList(text: string, upstream: Pick<UpstreamSpec, "name"
   for (const m of data) {
     const id = (m as { id?: unknown } | null)?.id;
     // An upstream's own name for a model (a route may map a public id to it): short, no control characters.
-    if (typeof id !== "string" || id === "" || id.length > 256 || /[\x00-\x1f\x7f]/.test(id) || seen.has(id)) continue;
+    if (!isUpstreamModel(id) || seen.has(id)) continue;
     if (models.length >= maxIds) {
       overCap++;
       continue;
@@ -81,7 +81,8 @@ export function parseModelList(text: string, upstream: Pick<UpstreamSpec, "name"
     seen.add(id);
     if (!isModelId(id)) invalid++;
     const o = m as { owned_by?: unknown; created?: unknown; max_model_len?: unknown };
-    let ownedBy = typeof o.owned_by === "string" && isOwnedBy(o.owned_by.trim()) ? o.owned_by.trim() : null;
+    const owner = typeof o.owned_by === "string" ? o.owned_by.trim() : "";
+    let ownedBy = isOwnedBy(owner) ? owner : null;
     // Never the upstream's configured name or host.
     if (ownedBy !== null && (ownedBy === upstream.name || (host !== "" && ownedBy.toLowerCase().includes(host)))) ownedBy = null;
     const created = Number.isSafeInteger(o.created) && (o.created as number) >= 0 && (o.created as number) <= CREATED_MAX ? (o.created as number) : null;

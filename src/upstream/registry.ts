@@ -211,13 +211,9 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     return list === null || !list.complete || list.models.has(route.model);
   }
 
-  private servedRoutesOf(publicId: string): Route[] {
+  servedRoutes(publicId: string): Route[] {
     const routes = this.routesOf(publicId);
     return routes.every((r) => this.served(r)) ? routes : routes.filter((r) => this.served(r));
-  }
-
-  servedRoutes(publicId: string): Route[] {
-    return this.servedRoutesOf(publicId);
   }
 
   healthVersion(): number {
@@ -226,7 +222,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
 
   plan(publicId: string, tier: "default" | "priority"): PlannedRoute[] {
     const now = Date.now();
-    return planRoutes(this.servedRoutesOf(publicId), tier).filter((p) => p.route.health.available(now));
+    return planRoutes(this.servedRoutes(publicId), tier).filter((p) => p.route.health.available(now));
   }
 
   hasRoute(publicId: string): boolean {
@@ -281,7 +277,7 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
     const out: OfferedModel[] = [];
     const named = new Map([...(this.table?.models ?? []), ...this.live.models]);
     for (const id of named.keys()) {
-      const route = this.servedRoutesOf(id)[0];
+      const route = this.servedRoutes(id)[0];
       if (!route) continue;
       const listed = this.lists.of(route.upstream)?.models.get(route.model);
       out.push({ id, ownedBy: listed?.ownedBy ?? null, created: listed?.created ?? null, maxModelLen: listed?.maxModelLen ?? null });
@@ -296,13 +292,13 @@ export class ConfiguredRouteRegistry implements RouteRegistry {
   }
 
   routeNamed(publicId: string, label: string): Route | null {
-    return this.servedRoutesOf(publicId).find((r) => r.label === label) ?? null;
+    return this.servedRoutes(publicId).find((r) => r.label === label) ?? null;
   }
 
   snapshot(publicIds: string[]): RouteStatus[] {
     const now = Date.now();
     return publicIds.flatMap((id) =>
-      this.servedRoutesOf(id).map((r) => ({
+      this.servedRoutes(id).map((r) => ({
         model: id, route: r.label, upstream: r.upstream.name, upstreamModel: r.model, weight: r.weight, priority: r.priority,
         state: r.health.state(now), failures: r.health.failures,
       })),

@@ -38,6 +38,9 @@ const Ms = (max: number) => Type.Integer({ minimum: 1, maximum: max });
 /** A route's upstream-side model name: 1 to 256 characters, no control characters (as model lists are read). */
 export const UPSTREAM_MODEL_MAX = 256;
 export const UPSTREAM_MODEL_PATTERN = "^[^\\x00-\\x1f\\x7f]+$";
+const UPSTREAM_MODEL = new RegExp(UPSTREAM_MODEL_PATTERN);
+/** Whether `s` can be an upstream's own name for a model (routes, the live catalog, model lists). */
+export const isUpstreamModel = (s: unknown): s is string => typeof s === "string" && s.length <= UPSTREAM_MODEL_MAX && UPSTREAM_MODEL.test(s);
 
 const UpstreamSchema = Type.Object(
   {
@@ -211,7 +214,7 @@ export async function loadRoutes(text: string, env: Record<string, string | unde
       files.set(path, e instanceof ConfigFileError ? e : new ConfigFileError("cannot read it"));
     }
   }));
-  return parseRoutes(text, env, defaults, files);
+  return routesTable(json, env, defaults, files);
 }
 
 export function parseRoutes(
@@ -220,7 +223,11 @@ export function parseRoutes(
   defaults: RoutesDefaults = { keepAlive: true },
   files: TlsFileTexts = new Map(),
 ): RoutesTable {
-  const json = checkedJson(text);
+  return routesTable(checkedJson(text), env, defaults, files);
+}
+
+/** The table of a checked routes document. */
+function routesTable(json: RoutesJson, env: Record<string, string | undefined>, defaults: RoutesDefaults, files: TlsFileTexts): RoutesTable {
   const upstreams = new Map<string, UpstreamSpec>();
   for (const [name, u] of Object.entries(json.upstreams)) {
     let apiKey = u.api_key === undefined ? null : headerKey(u.api_key, `/upstreams/${name}/api_key`);

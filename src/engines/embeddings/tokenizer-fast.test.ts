@@ -5,7 +5,6 @@ import { rng } from "../../../test/support/seeded-random";
 import { EmbeddingTokenizer } from "./tokenizer";
 import { installFastBpe, plainEncoder } from "./tokenizer-fast";
 
-const random = rng;
 
 const ALPHABET = "aabbcdeeeilmnoorsttu   ..,'";
 const EXOTIC = ["é", "日本", "✓", "😀", "\t", "\n", "<", "<b>", "[x]", "▁▁", "  ", "ǅ", "\u0000", "\ud83d"];
@@ -16,7 +15,7 @@ const EXOTIC = ["é", "日本", "✓", "😀", "\t", "\n", "<", "<b>", "[x]", "�
  * tokens starting with `<`, `[`, tab and `▁`, one of them normalized.
  */
 function learnedTokenizer(mergeCount: number): { json: Record<string, unknown>; config: Record<string, unknown> } {
-  const rnd = random(42);
+  const rnd = rng(42);
   const corpus = Array.from({ length: 400 }, () => Array.from({ length: 40 }, () => ALPHABET[Math.floor(rnd() * ALPHABET.length)]).join("").replaceAll(" ", "▁"));
   const vocab: Record<string, number> = {};
   const add = (p: string) => (vocab[p] ??= Object.keys(vocab).length);
@@ -62,7 +61,7 @@ function learnedTokenizer(mergeCount: number): { json: Record<string, unknown>; 
 }
 
 function texts(count: number, seed: number): string[] {
-  const rnd = random(seed);
+  const rnd = rng(seed);
   return Array.from({ length: count }, () => {
     const n = 1 + Math.floor(rnd() * 120);
     let s = "";

@@ -126,13 +126,6 @@ export class Writer {
     return this.bytes(no, encoder.encode(s));
   }
 
-  /** A nested message, written by `fill`. */
-  message(no: number, fill: (w: Writer) => void): this {
-    const inner = new Writer();
-    fill(inner);
-    return this.bytes(no, inner.finish());
-  }
-
   finish(): Uint8Array {
     const out = new Uint8Array(this.size);
     let at = 0;

@@ -31,9 +31,8 @@ import { ProtocolError } from "./parser";
 
 // The client's whole surface, for callers outside this folder.
 export { ProtocolError, ConnectError, ConnectionClosed, idleConnections, createPool };
-export { targetOf, type ProxySpec, type Target, type TlsOptions } from "./target";
-export { BodyTooLarge, readAllText, readBoundedText, type Body, type ReadResult } from "./body";
-export type { Response1 } from "./exchange";
+export { targetOf, type Target, type TlsOptions } from "./target";
+export { BodyTooLarge, readAllText, readBoundedText } from "./body";
 
 /** A request header (or the request line) would carry a control character: nothing was sent. */
 export class InvalidRequestHeader extends Error {}
