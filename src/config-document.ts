@@ -67,13 +67,7 @@ export class ConfigDocument {
         const stamp = await configFileStamp(path);
         if (stamp === null || stamp === this.stamp) return;
         this.stamp = stamp;
-        let text: string;
-        try {
-          text = await readConfigFile(path);
-        } catch (e) {
-          throw new ConfigFileError(unreadable(e));
-        }
-        apply(await parse(text));
+        apply(await parse(await readConfigFile(path)));
       } catch (err) {
         broken(err);
       } finally {

@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { parseCidrList, type Cidr } from "./net/ip";
 import { HEADER_VALUE_RULE, HEADER_VALUE_UNSAFE } from "./upstream/http1/header-value";
 import { ProxyConfigError, proxySettings, type ProxySettings } from "./upstream/proxy";
+import { CONTEXT_WINDOW_MAX } from "./catalog/catalog-bounds";
 
 export interface Config {
   port: number;
@@ -290,7 +291,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsMaxModels: int(env, "SWITCHYARD_METRICS_MAX_MODELS", 100, 0, 100_000),
     liveConfigPollSeconds: int(env, "SWITCHYARD_LIVE_CONFIG_POLL_SECONDS", 5, 0, 86_400),
     defaultPrice: pricePair(env, "SWITCHYARD_DEFAULT_PRICE"),
-    defaultContextWindow: int(env, "SWITCHYARD_DEFAULT_CONTEXT_WINDOW", 32_768, 1, 100_000_000),
+    defaultContextWindow: int(env, "SWITCHYARD_DEFAULT_CONTEXT_WINDOW", 32_768, 1, CONTEXT_WINDOW_MAX),
     modelAliases: str(env, "SWITCHYARD_MODEL_ALIASES"),
     modelsDir: resolve(str(env, "SWITCHYARD_MODELS_DIR") ?? "./models"),
     rateLimitRpm: int(env, "SWITCHYARD_RATE_LIMIT_RPM", 600, 1, 10_000_000),

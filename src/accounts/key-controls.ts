@@ -191,6 +191,13 @@ export function keyExpired(expiredAtMs: number, param: string | null = null): Do
   return new DomainError("authentication", "key_expired", `This API key expired at ${new Date(expiredAtMs).toISOString()}. Ask for a new key.`, param);
 }
 
+/** A key that cannot be used now — its account disabled, or past its expiry — is refused, the same everywhere it is presented. */
+export function refuseUnusableKey(owner: KeyOwner, param: string | null = null): void {
+  if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
+  const expired = expiredAt(owner.key);
+  if (expired !== null) throw keyExpired(expired, param);
+}
+
 /**
  * The public ids a key's model list lets it call (each entry as written, and the id it resolves
  * to), for the dashboard's playground to offer; null when the key may use every model.

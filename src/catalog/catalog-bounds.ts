@@ -26,7 +26,7 @@ export function isModelId(id: unknown): id is string {
  * no markup.
  */
 export const OWNED_BY_MAX = 64;
-export const OWNED_BY_PATTERN = "^[\\p{L}\\p{M}\\p{N} .,\\-_&'()/+:@!]*[\\p{L}\\p{M}\\p{N}.,\\-_&'()/+:@!][\\p{L}\\p{M}\\p{N} .,\\-_&'()/+:@!]*$";
+const OWNED_BY_PATTERN = "^[\\p{L}\\p{M}\\p{N} .,\\-_&'()/+:@!]*[\\p{L}\\p{M}\\p{N}.,\\-_&'()/+:@!][\\p{L}\\p{M}\\p{N} .,\\-_&'()/+:@!]*$";
 const OWNED_BY = new RegExp(OWNED_BY_PATTERN, "u");
 export const OWNED_BY_RULE = "1 to 64 letters, digits, spaces and . , - _ & ' ( ) / + : @ !";
 

@@ -7,10 +7,8 @@ import { Type, type Static } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import {
   CONTEXT_WINDOW_MAX, CREATED_MAX, DIMENSIONS_MAX, isOwnedBy, MODEL_ID_MAX, MODEL_ID_PATTERN, OWNED_BY_MAX, OWNED_BY_RULE,
-  PRICE_CAP_RULE, PRICE_MAX_USD, priceWithinCap,
+  PRICE_CAP_RULE, priceWithinCap,
 } from "./catalog-bounds";
-
-export { MODEL_ID_MAX, MODEL_ID_PATTERN };
 
 const Decimal = Type.String({ pattern: "^\\d+(\\.\\d{1,9})?$" });
 

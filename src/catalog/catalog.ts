@@ -9,7 +9,7 @@
  */
 import embedded from "./catalog.json" with { type: "json" };
 import { parseUsd, PRIORITY, STANDARD, type Multiplier } from "../billing/money";
-import { ConfigDocument, isInlineDocument, unreadable } from "../config-document";
+import { ConfigDocument, unreadable } from "../config-document";
 import { CatalogError, parseCatalog, type CatalogEntryJson } from "./catalog-format";
 import { isModelId } from "./catalog-bounds";
 import { discoveredEntry, type DiscoverySettings, type OfferedSource } from "./discovered";
@@ -100,9 +100,8 @@ export class Catalog {
 
   /** The catalog of SWITCHYARD_CATALOG (inline, or a file read off the event loop); throws CatalogError naming the variable. */
   static async open(override: string | null, offered: OfferedSource | null = null, discovery?: DiscoverySettings): Promise<Catalog> {
-    const catalog = new Catalog(isInlineDocument(override ?? "{") ? override : null, offered, discovery);
-    if (override !== null && !isInlineDocument(override)) {
-      catalog.document = new ConfigDocument(override);
+    const catalog = new Catalog(override, offered, discovery);
+    if (catalog.document?.path) {
       catalog.applyFile(await catalog.document.load((text) => catalog.parseOverride(text), (why) => new CatalogError(`SWITCHYARD_CATALOG: cannot read ${override} (${why})`)));
     }
     return catalog;

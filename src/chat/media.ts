@@ -215,7 +215,6 @@ export async function prepareMedia<M extends Message>(messages: M[], entry: Mode
   return out ?? messages;
 }
 
-/** The pipeline's entry step: prepares the call's media in place, before the hold. */
 /** What preparing a chat's media parts uses: the media settings, the fair decode queue and the remote fetcher. */
 export interface ChatMediaDeps {
   config: MediaContext["config"];
@@ -223,6 +222,7 @@ export interface ChatMediaDeps {
   mediaFetcher: RemoteMediaFetcher;
 }
 
+/** The pipeline's entry step: prepares the call's media in place, before the hold. */
 export async function prepareChatMedia(
   s: ChatMediaDeps,
   call: { accountId: string; signal: AbortSignal; resolved: { entry: ModelEntry }; request: { messages: Message[] } },

@@ -10,7 +10,7 @@ import { admitRequest, attachRateHeaders, storeRefused, type AdmissionDeps } fro
 import type { AccountLimits } from "../limits/limiter";
 import type { AuthThrottle } from "../limits/auth-throttle";
 import type { ApiKeys, KeyOwner } from "../accounts/api-keys";
-import { expiredAt, keyExpired } from "../accounts/key-controls";
+import { refuseUnusableKey } from "../accounts/key-controls";
 import { contextOf } from "./request-context";
 import { clientAddress } from "./client-address";
 import type { Cidr } from "../net/ip";
@@ -191,9 +191,7 @@ function callerOf(s: KeyIdentityDeps, request: Request, bearer: string | undefin
 
 function callerFrom(s: KeyIdentityDeps, owner: KeyOwner | null): Caller {
   if (!owner) throw new DomainError("authentication", "invalid_api_key", "Incorrect API key provided. Keys are shown once at creation; create a new one if it is lost.");
-  if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
-  const expired = expiredAt(owner.key);
-  if (expired !== null) throw keyExpired(expired);
+  refuseUnusableKey(owner);
   return {
     accountId: owner.accountId,
     keyId: owner.keyId,

@@ -34,11 +34,6 @@ export interface AccountApiDeps extends AdminDeps {
 
 export function registerAccountApi(app: App, s: AccountApiDeps, guard: DashboardGuard): void {
   const admin = new Admin(s);
-  const accountOf = async (request: Request, set: { headers: Record<string, unknown> }) => {
-    dashboardHeaders(set);
-    return (await guard.session(request, "account")).accountId!;
-  };
-
   app.get("/dashboard/api/account", async ({ request, set }) => {
     dashboardHeaders(set);
     const { accountId, keyId, owner } = await guard.account(request);
@@ -69,7 +64,8 @@ export function registerAccountApi(app: App, s: AccountApiDeps, guard: Dashboard
   });
 
   app.get("/dashboard/api/account/generations/:id", async ({ request, set, params }) => {
-    const accountId = await accountOf(request, set);
+    dashboardHeaders(set);
+    const accountId = (await guard.session(request, "account")).accountId!;
     const record = await s.generations.get(accountId, params.id);
     if (!record) throw notFound(`No request with id '${params.id}' for this account.`);
     return record;
@@ -93,14 +89,14 @@ export function registerAccountApi(app: App, s: AccountApiDeps, guard: Dashboard
 
   app.delete("/dashboard/api/account/keys/:id", async ({ request, set, params }) => {
     dashboardHeaders(set);
-    const { session } = await guard.keyManager(request);
+    const { accountId, keyId } = await guard.keyManager(request);
     // Another account's key reads exactly like a key that does not exist.
-    if (!(await s.keys.listForAccount(session.accountId!)).some((k) => k.id === params.id)) {
+    if (!(await s.keys.listForAccount(accountId)).some((k) => k.id === params.id)) {
       throw notFound(`No API key with id '${params.id}' on this account.`);
     }
     const revoked = await admin.revokeKey(params.id);
     guard.sessions.destroyForKey(params.id);
-    return { ...revoked, signed_out: params.id === session.keyId };
+    return { ...revoked, signed_out: params.id === keyId };
   });
 
   registerPlayground(app, guard);

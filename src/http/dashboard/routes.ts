@@ -20,7 +20,7 @@ import { assertSameOriginWrite, DashboardGuard, isHttps } from "./guard";
 import { clearedCookie, cookieValue, DashboardSessions, DEFAULT_SESSION_CAPS, sessionCookie, type Session } from "../../dashboard/sessions";
 import { SignInLimit } from "../../limits/sign-in-limit";
 import type { ApiKeys, KeyOwner } from "../../accounts/api-keys";
-import { allowedModelIds, controlsOf, expiredAt, keyExpired, managesKeys } from "../../accounts/key-controls";
+import { allowedModelIds, controlsOf, managesKeys, refuseUnusableKey } from "../../accounts/key-controls";
 import { registerAccountApi, type AccountApiDeps } from "./account-api";
 import { registerOperatorApi, type OperatorApiDeps } from "./operator-api";
 import { registerOperatorReports, type OperatorReportsDeps } from "./operator-reports";
@@ -139,10 +139,8 @@ export function registerDashboardRoutes(app: App, s: DashboardDeps, docs: RouteD
         s.authThrottle.failure(source);
         throw new DomainError("authentication", "invalid_api_key", "That API key is not valid: it is unknown or was revoked. Keys start with sy- and are shown once, when created.", "secret");
       }
-      if (owner.disabled) throw new DomainError("permission", "account_disabled", "This account is disabled. Contact the operator of this service.");
       // Refused as on /v1 (not a wrong guess: the throttle is not charged).
-      const expired = expiredAt(owner.key);
-      if (expired !== null) throw keyExpired(expired, "secret");
+      refuseUnusableKey(owner, "secret");
       const withKey = signIns.withKey(owner.keyId);
       if (!withKey.ok) throw tooManySignIns(withKey.retryAfterMs, `with this key (${c.dashboardKeySignInsPerMinute} per minute)`);
       session = sessions.create({ kind: "account", accountId: owner.accountId, keyId: owner.keyId, apiKey: key });

@@ -8,7 +8,6 @@ import type { App } from "../route-module";
 import type { RouteDocs } from "../route-docs";
 import { DomainError } from "../../errors";
 import type { Config } from "../../config";
-import { requestMetrics } from "../../metrics/request-metrics";
 import { registerServiceMetrics, type ServiceMetricSources } from "../../metrics/service-metrics";
 import { bearerOf, refuseKeyInQuery } from "../auth";
 
@@ -31,7 +30,6 @@ function authorizeScrape(s: MetricsRouteDeps, request: Request, bearer: string |
 
 export function registerMetricsRoutes(app: App, s: MetricsRouteDeps, docs: RouteDocs): void {
   docs.add({ method: "GET", path: "/metrics", summary: "Prometheus metrics (text exposition format); needs the metrics token when SWITCHYARD_METRICS_TOKEN is set.", auth: "none" });
-  requestMetrics(s.metrics);
   registerServiceMetrics(s);
   app.get("/metrics", ({ request, bearer }) => {
     authorizeScrape(s, request, bearer);
