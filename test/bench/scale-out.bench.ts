@@ -44,7 +44,7 @@ import { Ledger } from "../../src/billing/ledger";
 import { Log } from "../../src/log";
 import { startPostgres, type PgServer } from "../support/postgres";
 import { benchAccount, ROOT, startGatewayProcess, startScriptProcess, startUpstreamProcess, type Proc } from "./lib/processes";
-import { fmt, percentile, runLoad, type LoadResult } from "./lib/load";
+import { cpuSeconds, fmt, median, percentile, runLoad, type LoadResult } from "./lib/load";
 import { ledgerFacts } from "./lib/ledger-facts";
 
 const SETTLEMENTS = Number(process.env.BENCH_SETTLEMENTS ?? 3000);
@@ -100,18 +100,9 @@ interface GatewayRow {
 }
 const gatewayRows: GatewayRow[] = [];
 
-/** CPU seconds (user + system, every thread) of these processes so far, from /proc. */
-function cpuSeconds(pids: number[]): number {
-  const tick = 100; // USER_HZ on Linux
-  let sum = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      sum += (Number(fields[11]) + Number(fields[12])) / tick;
-    } catch {}
-  }
-  return sum;
+/** CPU seconds of these processes so far, every thread (lib/load.ts), summed. */
+async function cpuOf(pids: number[]): Promise<number> {
+  return (await Promise.all(pids.map(cpuSeconds))).reduce((sum: number, s) => sum + (s ?? 0), 0);
 }
 /** PostgreSQL's processes (the postmaster and every backend and worker) now. */
 function postgresPids(): number[] {
@@ -126,10 +117,10 @@ function postgresPids(): number[] {
 /** Runs `work` and returns the CPU it cost these gateways and PostgreSQL (backends that ended meanwhile are missed). */
 async function measured<T>(gatewayPids: number[], work: () => Promise<T>): Promise<{ result: T; gateway: number; postgres: number }> {
   const pgPids = postgresPids();
-  const g0 = cpuSeconds(gatewayPids);
-  const p0 = cpuSeconds(pgPids);
+  const g0 = await cpuOf(gatewayPids);
+  const p0 = await cpuOf(pgPids);
   const result = await work();
-  return { result, gateway: cpuSeconds(gatewayPids) - g0, postgres: cpuSeconds(pgPids) - p0 };
+  return { result, gateway: (await cpuOf(gatewayPids)) - g0, postgres: (await cpuOf(pgPids)) - p0 };
 }
 const serialRows: { mode: string; p50: number; p99: number }[] = [];
 const accountIds = (n: number) => Array.from({ length: n }, (_, k) => `acct_bench_${k}`);
@@ -254,6 +245,10 @@ try {
     const warnings = logs.flatMap((l) => l.split("\n").filter((line) => /"level":"(warn|error)"/.test(line))).slice(-10);
     throw new Error(`${x.label}${x.mode.mode}, ${x.n} account(s): ${(e as Error).message}\n${warnings.join("\n")}`);
   };
+  /** `total` requests to a row's gateways, split between its accounts' keys. */
+  const send = (x: Setup, total: number, concurrency = CONCURRENCY) => load(x.gateways, x.accts.map((a) => a.key), total, concurrency).catch((e) => failed(x, e));
+  /** Statements a row's gateways have sent so far (none on SQLite). */
+  const statementsSoFar = async (x: Setup) => (x.mode.pg ? (await Promise.all(x.gateways.map(statementsOf))).reduce((a, b) => a + b, 0) : 0);
   try {
     // Every row of one account count runs at once, idle but for its turn; rounds rotate their
     // order, so that a slow moment of this shared machine falls on every row alike.
@@ -268,18 +263,17 @@ try {
             const gwEnv = url ? { ...env, SWITCHYARD_DATABASE_URL: mode.delayed ? delayedUrl(url) : url } : env;
             for (let k = 0; k < mode.instances; k++) x.gateways.push(await startGatewayProcess(gwEnv, { root, logFile }));
             for (let k = 0; k < n; k++) x.accts.push(await benchAccount(x.gateways[k % x.gateways.length]!.url, "1000000"));
-            x.served += (await load(x.gateways, x.accts.map((a) => a.key), WARMUP).catch((e) => failed(x, e))).requests;
+            x.served += (await send(x, WARMUP)).requests;
           }
         }
         for (let round = 0; round < ROUNDS; round++) {
           for (let i = 0; i < setups.length; i++) {
             const x = setups[(i + round) % setups.length]!;
             // Its leases went back while the other rows ran (idle 5 s): steady state first.
-            x.served += (await load(x.gateways, x.accts.map((a) => a.key), ROUND_WARMUP).catch((e) => failed(x, e))).requests;
-            const before = x.mode.pg ? (await Promise.all(x.gateways.map(statementsOf))).reduce((a, b) => a + b, 0) : 0;
-            const { result: r, gateway, postgres } = await measured(x.gateways.map((g) => g.proc.pid), () => load(x.gateways, x.accts.map((a) => a.key), Math.round(REQUESTS / ROUNDS)))
-              .catch((e) => failed(x, e));
-            const after = x.mode.pg ? (await Promise.all(x.gateways.map(statementsOf))).reduce((a, b) => a + b, 0) : 0;
+            x.served += (await send(x, ROUND_WARMUP)).requests;
+            const before = await statementsSoFar(x);
+            const { result: r, gateway, postgres } = await measured(x.gateways.map((g) => g.proc.pid), () => send(x, Math.round(REQUESTS / ROUNDS)));
+            const after = await statementsSoFar(x);
             x.rounds.push(r);
             x.served += r.requests;
             x.gatewayCpu += gateway;
@@ -289,7 +283,7 @@ try {
         }
         for (const x of setups) {
           if (n === 1 && SERIAL > 0 && x.mode.serialMode) {
-            const serial = await load(x.gateways, x.accts.map((a) => a.key), SERIAL, 1).catch((e) => failed(x, e));
+            const serial = await send(x, SERIAL, 1);
             x.served += serial.requests;
             serialRows.push({ mode: `${x.label}${x.mode.serialMode}`, p50: serial.p50, p99: serial.p99 });
           }
@@ -321,10 +315,9 @@ try {
           }
           const requests = x.rounds.reduce((a, r) => a + r.requests, 0);
           const latencies = x.rounds.flatMap((r) => r.latencies).sort((a, b) => a - b);
-          const rps = x.rounds.map((r) => r.rps).sort((a, b) => a - b);
           gatewayRows.push({
             mode: `${x.label}${x.mode.mode}`, accounts: n, statements: x.mode.pg ? x.statements / requests : null,
-            r: { requests, errors: 0, firstError: null, seconds: NaN, rps: percentile(rps, 50), p50: percentile(latencies, 50), p99: percentile(latencies, 99), latencies },
+            r: { requests, errors: 0, firstError: null, seconds: NaN, rps: median(x.rounds.map((r) => r.rps)), p50: percentile(latencies, 50), p99: percentile(latencies, 99), latencies },
             cpu: { gateway: (x.gatewayCpu * 1e6) / requests, postgres: (x.postgresCpu * 1e6) / requests },
           });
         }

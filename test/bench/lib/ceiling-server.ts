@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { BENCH_ADMIN_TOKEN, benchAccount } from "./processes";
+import { BENCH_ADMIN_TOKEN, benchAccount, freePort } from "./processes";
 
 export interface ServerSpec {
   label: string;
@@ -24,13 +24,6 @@ export interface Server {
   pid: number;
   key: string;
   stop(): Promise<void>;
-}
-
-function freePort(): number {
-  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = s.port!;
-  s.stop(true);
-  return port;
 }
 
 /** Starts `spec` on `modelsDir` and waits until `model` is listed (weights loaded), up to 10 minutes. */

@@ -7,7 +7,7 @@
 import { existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Proc } from "./processes";
+import { freePort, type Proc } from "./processes";
 
 export function nginxBinary(): string | null {
   const candidates = [process.env.BENCH_NGINX, Bun.which("nginx"), "/usr/sbin/nginx"];
@@ -65,9 +65,3 @@ http {
   };
 }
 
-function freePort(): number {
-  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = s.port!;
-  s.stop(true);
-  return port;
-}

@@ -69,7 +69,7 @@ export async function startScriptProcess(file: string, env: Record<string, strin
 }
 
 /** A loopback port that was free a moment ago. */
-function freePort(): number {
+export function freePort(): number {
   const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
   const port = s.port!;
   s.stop(true);

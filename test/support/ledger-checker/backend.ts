@@ -39,7 +39,6 @@ export interface Snapshot {
   accounts: { id: string; balance: number; reserved: number; leased: number }[];
   /** Σ pending direct hold amounts per account, and their request ids. */
   pendingByAccount: Map<string, number>;
-  pendingCount: number;
   pendingIds: Set<string>;
   /** Ledger entries not seen before, oldest first (per account). */
   newEntries: SnapshotEntry[];

@@ -198,11 +198,9 @@ export async function postgresBackend(): Promise<LedgerBackend> {
         }));
         const pendingByAccount = new Map<string, number>();
         const pendingIds = new Set<string>();
-        let pendingCount = 0;
         for (const r of (await tx`SELECT request_id, account_id, amount::text AS amount FROM holds WHERE state = 'pending'`) as { request_id: string; account_id: string; amount: string }[]) {
           pendingByAccount.set(r.account_id, (pendingByAccount.get(r.account_id) ?? 0) + Number(r.amount));
           pendingIds.add(r.request_id);
-          pendingCount++;
         }
         const floor = accounts.length > 0 ? Math.min(...accounts.map((a) => lastSeen.get(a.id) ?? 0)) : 0;
         const rows = (await tx`
@@ -231,7 +229,7 @@ export async function postgresBackend(): Promise<LedgerBackend> {
           leases.set(`${r.instance_id}|${r.kind}|${r.subject}`, Number(r.amount));
         }
         await tx`COMMIT`;
-        return { accounts, pendingByAccount, pendingCount, pendingIds, newEntries, keys, pendingByKey, leases } satisfies Snapshot;
+        return { accounts, pendingByAccount, pendingIds, newEntries, keys, pendingByKey, leases } satisfies Snapshot;
       } catch (e) {
         await tx`ROLLBACK`.catch(() => {});
         throw e;

@@ -316,7 +316,7 @@ export async function runLedgerChecker(backend: LedgerBackend, opts: CheckerOpti
       if (ledger.pendingHolds() !== 0) fail(`instance ${i}: the ledger counts ${ledger.pendingHolds()} open holds after every request ended`);
       if (ledger.book.size !== 0) fail(`instance ${i}: ${ledger.book.size} holds still booked after every request ended`);
     }
-    if (snap.pendingCount !== 0) fail(`direct holds still pending after every request ended: ${[...snap.pendingIds].slice(0, 5).join(", ")}`);
+    if (snap.pendingIds.size !== 0) fail(`direct holds still pending after every request ended: ${[...snap.pendingIds].slice(0, 5).join(", ")}`);
     // With nothing in flight, an instance's lease in memory is never more than the database's
     // (it takes a lease in only once granted, and gives one back before it is returned).
     for (let i = 0; i < n; i++) {

@@ -106,11 +106,9 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
       const accounts = (d.query("SELECT id, balance, reserved FROM accounts ORDER BY id").all() as { id: string; balance: number; reserved: number }[]).map((a) => ({ ...a, leased: 0 }));
       const pendingByAccount = new Map<string, number>();
       const pendingIds = new Set<string>();
-      let pendingCount = 0;
       for (const r of d.query("SELECT request_id, account_id, amount FROM holds WHERE state = 'pending'").all() as { request_id: string; account_id: string; amount: number }[]) {
         pendingByAccount.set(r.account_id, (pendingByAccount.get(r.account_id) ?? 0) + r.amount);
         pendingIds.add(r.request_id);
-        pendingCount++;
       }
       const newEntries = d
         .query(
@@ -120,7 +118,7 @@ export function sqliteBackend(options: SqliteBackendOptions = {}): LedgerBackend
         )
         .all(sinceId) as Snapshot["newEntries"];
       const keys = (d.query("SELECT id, reserved, period_start, period_spent, limit_reset FROM api_keys ORDER BY id").all() as Omit<Snapshot["keys"][number], "leased">[]).map((k) => ({ ...k, leased: 0 }));
-      return { accounts, pendingByAccount, pendingCount, pendingIds, newEntries, keys, pendingByKey: new Map(), leases: new Map() };
+      return { accounts, pendingByAccount, pendingIds, newEntries, keys, pendingByKey: new Map(), leases: new Map() };
     },
   };
 }
