@@ -14,7 +14,8 @@
  *    req/s and server CPU µs per request, by thread group. At
  *    concurrency 1: p50 latency against the model's own time (bare ORT, batch 1, same ids).
  * 2. The real embedding model, when its weights are there: tokens/s at concurrency 64 against
- *    bare ONNX Runtime batches of 32 of the same ids (ORT's default options), interleaved; and
+ *    bare ONNX Runtime batches of 32 of the same ids (ORT's default options), interleaved, every
+ *    answer counted up to the last one (the server answers 32 at a time); and
  *    concurrency 1 against bare batch 1.
  * 3. Speech, when voice-82m is there: server CPU for a text against bare ORT (default options) on
  *    the same phoneme ids and style rows (lib/ceiling-speech.ts; REFERENCE_PYTHON adds Python's ORT).
@@ -71,8 +72,9 @@ if (process.env.BENCH_BASELINE) specs.push({ label: `baseline ${process.env.BENC
 /** `vary`: every request's text differs (a counter appended), so no cache of the tokenizer helps. */
 type Body = { model: string; input: string; encoding_format: "base64" | "float" };
 
-function post(s: Server, body: Body, concurrency: number, seconds: number, vary = false): Promise<LoadResult> {
-  return httpLoad({ url: s.url + "/v1/embeddings", headers: { "content-type": "application/json", authorization: `Bearer ${s.key}` }, body: JSON.stringify(body), ...(vary ? { varyAt: body.input.slice(0, -1) } : {}), concurrency, seconds }, child);
+/** `everyAnswer`: see httpLoad (the real model's cells). */
+function post(s: Server, body: Body, concurrency: number, seconds: number, vary = false, everyAnswer = false): Promise<LoadResult> {
+  return httpLoad({ url: s.url + "/v1/embeddings", headers: { "content-type": "application/json", authorization: `Bearer ${s.key}` }, body: JSON.stringify(body), ...(vary ? { varyAt: body.input.slice(0, -1) } : {}), concurrency, seconds }, child, everyAnswer);
 }
 
 /**
@@ -80,9 +82,9 @@ function post(s: Server, body: Body, concurrency: number, seconds: number, vary 
  * queued (the client stops waiting for them); one more request, answered after them, lets them
  * drain before anything else is measured.
  */
-async function cell(s: Server, body: Body, concurrency: number, seconds = SECONDS, vary = false) {
+async function cell(s: Server, body: Body, concurrency: number, seconds = SECONDS, vary = false, everyAnswer = false) {
   const before = snapshot(s.pid);
-  const load = await post(s, body, concurrency, seconds, vary);
+  const load = await post(s, body, concurrency, seconds, vary, everyAnswer);
   const cpu = cpuPerRequest(s.pid, before, snapshot(s.pid), load.requests);
   await fetch(s.url + "/v1/embeddings", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${s.key}` }, body: JSON.stringify(body) }).then((r) => r.arrayBuffer());
   return { load, cpu };
@@ -166,7 +168,7 @@ async function realModel(): Promise<void> {
     const tokenizer = loadTokenizer(real);
     const ids = tokenizer.encodeText(TEXT);
     const model = join(real, "onnx", "model.onnx");
-    console.log(`\n## The real embedding model (${real}): concurrency ${C} against bare ONNX Runtime batches of 32, ${ids.length}-token input, ${SECONDS} s per cell; load average ${loadAverage()}`);
+    console.log(`\n## The real embedding model (${real}): concurrency ${C} against bare ONNX Runtime batches of 32, ${ids.length}-token input, ${SECONDS} s per cell, every answer counted (lib/http-load.ts, everyAnswer); load average ${loadAverage()}`);
     await withServers(work, "embedding-300m", async (servers) => {
       const body: Body = { model: "embedding-300m", input: TEXT, encoding_format: "base64" };
       const rows: { bare: BareEmbedResult | null; ours: Map<string, Cell> }[] = [];
@@ -174,7 +176,7 @@ async function realModel(): Promise<void> {
       for (let r = 0; r < ROUNDS; r++) {
         const bare = bareOrNote(await child("bare-embed", { model, ids, batch: 32, seconds: SECONDS, padId: tokenizer.padId }));
         const ours = new Map<string, Cell>();
-        for (const s of rotated(servers, r)) ours.set(s.label, await cell(s, body, C));
+        for (const s of rotated(servers, r)) ours.set(s.label, await cell(s, body, C, SECONDS, false, true));
         rows.push({ bare, ours });
       }
       const bares = rows.map((x) => x.bare).filter((b): b is BareEmbedResult => b !== null);

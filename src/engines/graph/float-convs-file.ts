@@ -1,6 +1,7 @@
 /**
  * The float-convolution graph of a model (float-convs.ts), made once and kept beside it as
- * `<model>.float-convs.onnx`, as the optimised graph is (../optimised-graph.ts): a later load
+ * `<model>.float-convs-2d.onnx` (named for its 2-D convolutions: a `<model>.float-convs.onnx` an
+ * earlier version made, with 1-D ones, is not read), as the optimised graph is (../optimised-graph.ts): a later load
  * reuses it while it is newer than the model. Written through a private temporary folder and a
  * rename, so no half-written graph is ever under that name. A folder that cannot be written gets
  * the graph in memory instead (made again at each load, ~1 s for Kokoro's int8 graph); a model
@@ -14,7 +15,7 @@ import { floatConvs } from "./float-convs";
 export type GraphSource = { path: string; bytes?: undefined; note?: string } | { path?: undefined; bytes: Uint8Array; note: string };
 
 export function floatConvsName(modelFile: string): string {
-  return `${basename(modelFile).replace(/\.onnx$/, "")}.float-convs.onnx`;
+  return `${basename(modelFile).replace(/\.onnx$/, "")}.float-convs-2d.onnx`;
 }
 
 const marker = new TextEncoder().encode("ConvInteger");

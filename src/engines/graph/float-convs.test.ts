@@ -39,7 +39,7 @@ function quantisedModel(): Uint8Array {
     { op: "Floor", inputs: ["bias_a_div"], outputs: ["bias_a_floor"] },
     { op: "Cast", inputs: ["bias_a_floor"], outputs: ["bias_a_int"], attrs: { to: onnxType("int32") } },
     { op: "Reshape", inputs: ["bias_a_int", "bias_shape"], outputs: ["bias_a_q"] },
-    { op: "ConvInteger", inputs: ["xq", "wa", "xzp", "wa_zp"], outputs: ["ya_int"], attrs: { kernel_shape: [3], pads: [1, 1], strides: [1], dilations: [1], group: 1 }, name: "conv_a" },
+    { op: "ConvInteger", inputs: ["xq", "wa", "xzp", "wa_zp"], outputs: ["ya_int"], attrs: { auto_pad: "NOTSET", kernel_shape: [3], pads: [1, 1], strides: [1], dilations: [1], group: 1 }, name: "conv_a" },
     { op: "Add", inputs: ["ya_int", "bias_a_q"], outputs: ["ya_biased"] },
     { op: "Cast", inputs: ["ya_biased"], outputs: ["ya_f"], attrs: { to: onnxType("float32") } },
     { op: "Mul", inputs: ["ya_f", "sa"], outputs: ["a"] },
@@ -101,12 +101,14 @@ describe("floatConvs", () => {
     const g = readModel(made.model!);
     const ops = g.nodes.map((n) => `${n.opType}:${n.name}`);
     expect(ops.filter((o) => o.startsWith("ConvInteger"))).toEqual(["ConvInteger:conv_c"]);
-    expect(ops.filter((o) => o.startsWith("Conv:"))).toEqual(["Conv:conv_a_float", "Conv:conv_b_float"]);
+    // Each as a 2-D convolution of height 1 (ORT's blocked CPU kernels), between an Unsqueeze and a Squeeze.
+    expect(ops.filter((o) => /^(Conv|Unsqueeze|Squeeze):/.test(o))).toEqual(["Unsqueeze:conv_a_to_2d", "Conv:conv_a_float", "Squeeze:conv_a_to_1d", "Unsqueeze:conv_b_to_2d", "Conv:conv_b_float", "Squeeze:conv_b_to_1d"]);
     // The bias arithmetic of chain a is gone; the quantiser stays for chain c.
     for (const gone of ["Div", "Floor", "Reshape", "Add"]) expect(ops.some((o) => o.startsWith(`${gone}:`))).toBe(false);
     expect(ops.some((o) => o.startsWith("DynamicQuantizeLinear"))).toBe(true);
     // Initializers only chain c still needs, and the float weights.
-    expect(g.initializers.map((t) => t.name).sort()).toEqual(["bias_a", "wa_float", "wb", "wb_float", "wb_scale"]);
+    expect(g.initializers.map((t) => t.name).sort()).toEqual(["bias_a", "float_convs_height_axis", "wa_float", "wb", "wb_float", "wb_scale"]);
+    expect(g.initializers.find((t) => t.name === "wa_float")!.dims).toEqual([3, C, 1, 3]);
   });
 
   test("the float Convs compute conv(x, (W_q − W_zp)·W_scale) + bias, and the quantised graph comes close to it", async () => {
@@ -140,7 +142,7 @@ describe("floatConvsGraph", () => {
     const model = join(dir, "model_quantized.onnx");
     writeFileSync(model, quantisedModel());
     const first = floatConvsGraph(model);
-    expect(first).toEqual({ path: join(dir, "model_quantized.float-convs.onnx"), note: "made (2 float convolutions, 1 left quantised)" });
+    expect(first).toEqual({ path: join(dir, "model_quantized.float-convs-2d.onnx"), note: "made (2 float convolutions, 1 left quantised)" });
     expect(readFileSync(first.path!).length).toBeGreaterThan(0);
     expect(floatConvsGraph(model)).toEqual({ path: first.path!, note: "reused" });
     // A model replaced after the graph was made: made again.

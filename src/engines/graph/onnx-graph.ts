@@ -10,6 +10,9 @@ import { BYTES, type Field, readFields, text, integers, Writer, ProtobufError } 
 export const FLOAT = 1;
 export const UINT8 = 2;
 export const INT8 = 3;
+export const INT64 = 7;
+/** AttributeProto.type INTS. */
+const ATTRIBUTE_INTS = 7;
 
 export interface GraphNode {
   /** The node's own bytes (its payload inside the graph), to copy it unchanged. */
@@ -140,6 +143,29 @@ export function floatInitializerBytes(name: string, dims: readonly number[], val
   const view = new DataView(le.buffer);
   for (let i = 0; i < values.length; i++) view.setFloat32(i * 4, values[i]!, true);
   return w.bytes(9, le).finish();
+}
+
+/** An int64 initializer's bytes (raw_data, little-endian). */
+export function int64InitializerBytes(name: string, dims: readonly number[], values: readonly number[]): Uint8Array {
+  const w = new Writer();
+  for (const d of dims) w.int(1, d);
+  w.int(2, INT64).string(8, name);
+  const le = new Uint8Array(values.length * 8);
+  const view = new DataView(le.buffer);
+  values.forEach((v, i) => view.setBigInt64(i * 8, BigInt(v), true));
+  return w.bytes(9, le).finish();
+}
+
+/** The integers of an attribute (AttributeProto.ints), from its bytes. */
+export function attributeInts(bytes: Uint8Array): number[] {
+  return integers(bytes, readFields(bytes), 8);
+}
+
+/** A list-of-integers attribute's bytes (non-negative values: kernel shapes, pads, strides). */
+export function intsAttributeBytes(name: string, values: readonly number[]): Uint8Array {
+  const w = new Writer().string(1, name);
+  for (const v of values) w.int(8, v);
+  return w.int(20, ATTRIBUTE_INTS).finish();
 }
 
 /**

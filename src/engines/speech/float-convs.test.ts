@@ -18,7 +18,7 @@ test("an int8 graph's convolutions run as float ones, made once and reused", asy
   const first = await SpeechEngine.load(dir, "cpu");
   try {
     expect(first.describe().float_convs).toBe("made (1 float convolutions)");
-    expect(existsSync(join(dir, "onnx", "model.float-convs.onnx"))).toBe(true);
+    expect(existsSync(join(dir, "onnx", "model.float-convs-2d.onnx"))).toBe(true);
     const job = { ids: [50, 51, 52], style: first.voices.style(["af_sky"], 3), speed: 1 };
     const wave = await first.synthesize(job);
     expect(wave.length).toBe(STYLE_DIM + (3 + 2) * SAMPLES_PER_TOKEN);
@@ -35,6 +35,6 @@ test("a graph without quantised convolutions is loaded as it is", async () => {
   const dir = writeTinyKokoro(join(modelsDir, "plain"));
   const engine = await SpeechEngine.load(dir, "cpu");
   expect(engine.describe().float_convs).toBeUndefined();
-  expect(existsSync(join(dir, "onnx", "model.float-convs.onnx"))).toBe(false);
+  expect(existsSync(join(dir, "onnx", "model.float-convs-2d.onnx"))).toBe(false);
   await engine.close();
 });
