@@ -36,6 +36,7 @@ import { writeFreeEmbeddingModel } from "./lib/free-embedding-model";
 import { benchSpeechCeiling } from "./lib/ceiling-speech";
 import { writeEmbeddingModel } from "../support/embedding-fixture";
 import { loadTokenizer } from "../../src/engines/embeddings/tokenizer";
+import { median } from "./lib/load";
 
 if (process.argv[2] === "--child") {
   await runChild(process.argv[3]!, process.argv[4]!);
@@ -61,7 +62,6 @@ const CELLS = [
   ["float", "float", false],
   ["base64, a new text each request", "base64", true],
 ] as const;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "–");
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "–");
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "–");

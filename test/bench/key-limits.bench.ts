@@ -17,6 +17,7 @@ import { SqliteKeyRecords } from "../../src/store/sqlite/accounts";
 import { ApiKeys, NO_CONTROLS } from "../../src/accounts/api-keys";
 import { Ledger } from "../../src/billing/ledger";
 import { Log } from "../../src/log";
+import { median } from "./lib/load";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
 const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 64);
@@ -61,7 +62,6 @@ async function run(withKey: boolean): Promise<{ rate: number; cpuUs: number }> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const without: { rate: number; cpuUs: number }[] = [];
 const withKey: { rate: number; cpuUs: number }[] = [];
 for (let round = 0; round < 5; round++) {

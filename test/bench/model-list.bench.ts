@@ -10,11 +10,11 @@
  */
 import { startHarness } from "../support/harness";
 import { startFakeUpstream } from "../support/fake-upstream";
+import { median } from "./lib/load";
 
 const sizes = (process.env.BENCH_SIZES ?? "1000,10000,30000").split(",").map(Number);
 const REPEAT = 20;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t = performance.now();
   await fn();

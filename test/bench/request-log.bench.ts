@@ -14,6 +14,7 @@ import { openStore } from "../../src/store/database";
 import { SqliteReports } from "../../src/store/sqlite/reports";
 import { newRequestId } from "../../src/http/request-context";
 import type { RequestLogFilter } from "../../src/generations/request-log";
+import { median } from "./lib/load";
 
 const N = Number(process.env.BENCH_REQUESTS ?? 200_000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 500);
@@ -43,7 +44,6 @@ db.transaction(() => {
 })();
 
 const reports = new SqliteReports(db);
-const median = (xs: number[]) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
 async function time(fn: () => Promise<unknown>): Promise<number> {
   const xs: number[] = [];
   for (let r = 0; r < RUNS; r++) {

@@ -25,6 +25,7 @@ import { decodeAudio } from "../support/audio-decode";
 import { HARBOUR_PASSAGE } from "./lib/passage";
 import { timedSpeech } from "./lib/timed-speech";
 import type { SpeechEngine } from "../../src/engines/speech/engine";
+import { median } from "./lib/load";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -49,8 +50,6 @@ async function measure(h: Harness, key: string, format: string): Promise<Row> {
   const { samples, sampleRate } = await decodeAudio(format, bytes);
   return { format, ttfbMs, totalMs, audioSeconds: samples.length / sampleRate, bytes: bytes.length };
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Closed loop at `concurrency`: first audio and real-time factor per request, audio served per second. */
 async function underLoad(h: Harness, key: string, concurrency: number): Promise<string> {

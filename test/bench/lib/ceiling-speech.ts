@@ -17,6 +17,7 @@ import type { BareSpeechResult } from "./ceiling-child";
 import { startServer, type Server, type ServerSpec } from "./ceiling-server";
 import { cpuSeconds, loadAverage, snapshot } from "./server-cpu";
 import { HARBOUR_PASSAGE } from "./passage";
+import { median } from "./load";
 
 export interface SpeechCeilingOptions {
   models: string | undefined;
@@ -29,8 +30,6 @@ interface Arm {
   cpu: number;
   audio: number;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 function pickVoice(dir: string): string {
   const voices = readdirSync(join(dir, "voices")).filter((f) => f.endsWith(".bin")).map((f) => f.slice(0, -4)).sort();

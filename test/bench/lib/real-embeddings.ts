@@ -13,6 +13,7 @@ import * as ort from "onnxruntime-node";
 import type { Harness } from "../../support/harness";
 import { DEFAULT_BATCHING, loadTokenizer, type EmbeddingEngine } from "../../../src/engines/embeddings/engine";
 import type { EmbeddingTokenizer } from "../../../src/engines/embeddings/tokenizer";
+import { median } from "./load";
 
 const SUBJECTS = ["the committee", "a small team", "our new intern", "the regional office", "every reviewer", "the finance group", "an outside auditor", "the board"];
 const ACTIONS = ["reviewed the proposal", "asked for a revised budget", "read the quarterly report", "questioned the schedule", "approved the hiring plan", "found two errors"];
@@ -22,8 +23,6 @@ const TAILS = ["by next quarter.", "before the holidays, as agreed last month.",
 export function benchTexts(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `${SUBJECTS[i % SUBJECTS.length]} ${ACTIONS[(i * 5) % ACTIONS.length]} ${TAILS[(i * 3) % TAILS.length]} (${i})`);
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 class BareEmbeddings {
   private constructor(private readonly session: ort.InferenceSession, readonly padId: number) {}

@@ -21,13 +21,13 @@ import { loadVocab } from "../../../src/engines/speech/engine";
 import { VoiceBank } from "../../../src/engines/speech/voices";
 import { HARBOUR_PASSAGE } from "./passage";
 import { timedSpeech, type TimedSpeech } from "./timed-speech";
+import { median } from "./load";
 
 export const VOICE = "jf_alpha";
 const RATE = 24_000;
 
 export const LONG_TEXT = HARBOUR_PASSAGE.slice(0, 1009);
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const cpuSeconds = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1e6;
 
 /** Silence per -40 dBFS over 20 ms windows, as the reference script measures it. */
