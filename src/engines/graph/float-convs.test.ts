@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
@@ -149,6 +149,18 @@ describe("floatConvsGraph", () => {
     const later = new Date(statSync(first.path!).mtimeMs + 10_000);
     utimesSync(model, later, later);
     expect(floatConvsGraph(model).note).toStartWith("made");
+  });
+
+  test("an earlier version's 1-D graph and its optimised graphs are removed once the 2-D graph is saved; other files stay", () => {
+    const dir = join(tmp, "upgraded");
+    mkdirSync(dir);
+    const model = join(dir, "model.onnx");
+    writeFileSync(model, quantisedModel());
+    const earlier = ["model.float-convs.onnx", "model.float-convs.opt.cpu.ort1.30.0.onnx", "model.float-convs.opt.cpu.ort1.30.0.onnx_data"];
+    const others = ["model.opt.cpu.ort1.30.0.onnx", "other.float-convs.onnx"];
+    for (const f of [...earlier, ...others]) writeFileSync(join(dir, f), "x");
+    expect(floatConvsGraph(model).note).toStartWith("made");
+    expect(readdirSync(dir).sort()).toEqual(["model.float-convs-2d.onnx", "model.onnx", ...others].sort());
   });
 
   test("a model without quantised convolutions is loaded as it is, and nothing is written", () => {
