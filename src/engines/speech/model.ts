@@ -16,9 +16,10 @@ import { openOnnxSession, type OnnxRunner, type TensorData } from "../onnx-runne
  * threads (ORT's default) 1.47, sleeping threads 1.02-1.10; with float convolutions 0.71-0.86
  * spinning, 0.65-0.76 sleeping (spinning only while a run lasts: 0.74-0.95; one thread: 7% less
  * CPU, 50% more time per chunk). Bare ORT 1.32 in Python, default options, int8 graph: 0.62-0.87.
- * The float convolutions as 2-D ones (graph/float-convs.ts): 0.62-0.64 against 0.64-0.68 for the
- * 1-D ones, sleeping threads, same chunks, in turn (ORT 1.32). The server over HTTP, same chunks:
- * 0.94-1.10x Python ORT's CPU (2026-11-28). test/bench/embeddings-ceiling.bench.ts compares the
+ * The float convolutions as 2-D ones (graph/float-convs.ts): 0.60-0.64 against 0.64-0.68 for the
+ * 1-D ones, sleeping threads, same chunks, in turn (ORT 1.32). The server over HTTP, same chunks,
+ * one run: 30.5 CPU s with 2-D convolutions against 31.8 with 1-D ones, 0.96x against 1.03x
+ * Python ORT's default session (2026-11-28). test/bench/embeddings-ceiling.bench.ts compares the
  * server with both bare sessions.
  */
 export const SPEECH_SESSION_TUNING: SessionTuning = { spinning: false, floatConvs: true };
