@@ -15,17 +15,20 @@ import { floatConvs } from "./float-convs";
 /** What to load: a file, or bytes when the graph could not be saved; `note` says which and why. */
 export type GraphSource = { path: string; bytes?: undefined; note?: string } | { path?: undefined; bytes: Uint8Array; note: string };
 
+/** The model file's name without `.onnx`: what the graphs kept beside it are named after. */
+const stem = (modelFile: string) => basename(modelFile).replace(/\.onnx$/, "");
+
 export function floatConvsName(modelFile: string): string {
-  return `${basename(modelFile).replace(/\.onnx$/, "")}.float-convs-2d.onnx`;
+  return `${stem(modelFile)}.float-convs-2d.onnx`;
 }
 
 const marker = new TextEncoder().encode("ConvInteger");
 
 /** An earlier version's 1-D graph of the same model and its optimised graphs (`.opt.*`, weights included). */
 function earlierGraphs(dir: string, modelFile: string): string[] {
-  const stem = `${basename(modelFile).replace(/\.onnx$/, "")}.float-convs.`;
+  const earlier = `${stem(modelFile)}.float-convs.`;
   try {
-    return readdirSync(dir).filter((f) => f === `${stem}onnx` || f.startsWith(`${stem}opt.`));
+    return readdirSync(dir).filter((f) => f === `${earlier}onnx` || f.startsWith(`${earlier}opt.`));
   } catch {
     return [];
   }

@@ -15,11 +15,11 @@
  *
  * A one-dimensional convolution is written as a two-dimensional one of height 1 between an
  * Unsqueeze and a Squeeze: ORT's CPU provider runs 2-D float convolutions in its blocked NCHWc
- * layout (its level "all" optimisations), not 1-D ones, and on Kokoro that took another 5–8% off
+ * layout (its level "all" optimisations), not 1-D ones, and on Kokoro that took another 4–8% off
  * the CPU per audio second (0.655 → 0.603, Python ORT 1.32, same chunks; outputs within 30 dB SNR
  * of the 1-D graph's, the difference of float summation orders through the vocoder).
  */
-import { FLOAT, INT8, INT64, UINT8, attributeInts, floatInitializerBytes, int64InitializerBytes, intsAttributeBytes, nodeBytes, readModel, writeModel, type GraphNode, type Initializer, type OnnxGraph } from "./onnx-graph";
+import { FLOAT, INT8, UINT8, attributeInts, floatInitializer, int64Initializer, intsAttributeBytes, nodeBytes, readModel, writeModel, type GraphNode, type Initializer, type OnnxGraph } from "./onnx-graph";
 
 export interface FloatConvResult {
   /** The rewritten model, or null when no chain matched (nothing to gain). */
@@ -139,7 +139,7 @@ export function floatConvs(modelBytes: Uint8Array): FloatConvResult {
     const wName = fresh(`${c.conv.inputs[1]}_float`);
     const as2d = c.weightDims.length === 3 ? attributes2d(c.conv.attributes) : null;
     const dims = as2d ? [c.weightDims[0]!, c.weightDims[1]!, 1, c.weightDims[2]!] : c.weightDims;
-    g.initializers.push({ bytes: floatInitializerBytes(wName, dims, c.weights), name: wName, dims, dataType: FLOAT, raw: null, int32: [], float32: [], external: false });
+    g.initializers.push(floatInitializer(wName, dims, c.weights));
     const weightsAndBias = [wName, ...(c.bias ? [c.bias] : [])];
     if (!as2d) {
       floatConv.set(c.conv, [graphNode(`${c.conv.name}_float`, "Conv", [c.input, ...weightsAndBias], [c.output], c.conv.attributes)]);
@@ -147,7 +147,7 @@ export function floatConvs(modelBytes: Uint8Array): FloatConvResult {
     }
     if (!heightAxis) {
       heightAxis = fresh("float_convs_height_axis");
-      g.initializers.push({ bytes: int64InitializerBytes(heightAxis, [1], [2]), name: heightAxis, dims: [1], dataType: INT64, raw: null, int32: [], float32: [], external: false });
+      g.initializers.push(int64Initializer(heightAxis, [1], [2]));
     }
     const x4 = fresh(`${c.output}_2d_input`);
     const y4 = fresh(`${c.output}_2d_output`);

@@ -145,8 +145,22 @@ export function floatInitializerBytes(name: string, dims: readonly number[], val
   return w.bytes(9, le).finish();
 }
 
-/** An int64 initializer's bytes (raw_data, little-endian). */
-export function int64InitializerBytes(name: string, dims: readonly number[], values: readonly number[]): Uint8Array {
+/** A new initializer as `g.initializers` holds it: its bytes, and what is read from them. */
+function newInitializer(name: string, dims: readonly number[], dataType: number, bytes: Uint8Array): Initializer {
+  return { bytes, name, dims: [...dims], dataType, raw: null, int32: [], float32: [], external: false };
+}
+
+/** A new float32 initializer (raw_data, little-endian). */
+export function floatInitializer(name: string, dims: readonly number[], values: Float32Array): Initializer {
+  return newInitializer(name, dims, FLOAT, floatInitializerBytes(name, dims, values));
+}
+
+/** A new int64 initializer (raw_data, little-endian). */
+export function int64Initializer(name: string, dims: readonly number[], values: readonly number[]): Initializer {
+  return newInitializer(name, dims, INT64, int64InitializerBytes(name, dims, values));
+}
+
+function int64InitializerBytes(name: string, dims: readonly number[], values: readonly number[]): Uint8Array {
   const w = new Writer();
   for (const d of dims) w.int(1, d);
   w.int(2, INT64).string(8, name);
