@@ -4,37 +4,39 @@ import { KOKORO_VOCAB } from "./kokoro-vocab";
 import { codePoints } from "../billing/prices";
 
 describe("planSpeech", () => {
-  test("short sentences: the first is a chunk of its own, the rest share one, covering the whole input", () => {
-    const text = "First sentence. Second one! Third?";
+  test("sentences share a chunk, covering the whole input", () => {
+    const text = "Good morning to all of you. Yes. No!";
     const chunks = planSpeech(text, "us", KOKORO_VOCAB);
-    expect(chunks.map((c) => c.text)).toEqual(["First sentence. ", "Second one! Third?"]);
+    expect(chunks.map((c) => c.text)).toEqual(["Good morning to all of you. ", "Yes. No!"]);
     expect(chunks.reduce((n, c) => n + c.chars, 0)).toBe(codePoints(text));
     // A joined chunk is its text converted whole, not its sentences' ids laid end to end.
     expect(chunks[1]!.ids).toEqual(tokenize(chunks[1]!.phonemes, KOKORO_VOCAB));
-    expect(chunks[1]!.phonemes).toContain("! ");
+    expect(chunks[1]!.phonemes).toContain(". ");
   });
 
-  test("after the first chunk, whole sentences are joined into chunks of at most 200, 400, then 510 tokens", () => {
+  test("after the first chunk, each chunk is whole sentences, at most as many tokens as all the chunks before it (and 510)", () => {
     const sentence = "This sentence takes the tiny model a little while to speak aloud. ";
     const one = planSpeech(sentence, "us", KOKORO_VOCAB)[0]!.ids.length;
     const text = sentence.repeat(24);
     const chunks = planSpeech(text, "us", KOKORO_VOCAB);
-    const budgets = [FIRST_CHUNK_TOKENS, 2 * FIRST_CHUNK_TOKENS, 4 * FIRST_CHUNK_TOKENS, 510, 510];
-    expect(chunks.length).toBe(5);
-    chunks.forEach((c, i) => {
-      expect(c.ids.length).toBeLessThanOrEqual(budgets[i]!);
-      // Whole sentences only, as many as fit (one more would not).
+    let before = chunks[0]!.ids.length;
+    chunks.slice(1).forEach((c, i) => {
+      const budget = Math.min(510, before);
       const n = c.text.length / sentence.length;
       expect(c.text).toBe(sentence.repeat(n));
-      if (i < chunks.length - 1) expect((n + 1) * (one + 1) - 1).toBeGreaterThan(budgets[i]!);
+      if (n > 1) expect(c.ids.length).toBeLessThanOrEqual(budget);
+      // As many as fit: one more sentence would not (the last chunk takes what is left).
+      if (i < chunks.length - 2) expect((n + 1) * (one + 1) - 1).toBeGreaterThan(budget);
+      before += c.ids.length;
     });
+    expect(chunks.map((c) => c.text.length / sentence.length)).toEqual([1, 1, 1, 2, 4, 7, 7, 1]);
     expect(chunks.map((c) => c.text).join("")).toBe(text);
-    expect(chunks.slice(1).map((c) => c.pauseBeforeMs)).toEqual([PAUSES_MS.sentence, PAUSES_MS.sentence, PAUSES_MS.sentence, PAUSES_MS.sentence]);
+    expect(chunks.slice(1).every((c) => c.pauseBeforeMs === PAUSES_MS.sentence)).toBe(true);
   });
 
   test("a paragraph ends a chunk, and a slice cut from a giant number joins nothing", () => {
-    const paragraphs = planSpeech("Hello. One.\n\nTwo. Three.", "us", KOKORO_VOCAB);
-    expect(paragraphs.map((c) => c.text)).toEqual(["Hello. ", "One.\n\n", "Two. Three."]);
+    const paragraphs = planSpeech("Good morning to all of you. One.\n\nTwo. Three.", "us", KOKORO_VOCAB);
+    expect(paragraphs.map((c) => c.text)).toEqual(["Good morning to all of you. ", "One.\n\n", "Two. Three."]);
     expect(paragraphs[2]!.pauseBeforeMs).toBe(PAUSES_MS.paragraph);
     const number = "7".repeat(600) + ". ";
     const giant = planSpeech("Hi. " + number + "Bye.", "us", KOKORO_VOCAB);
@@ -65,7 +67,8 @@ describe("planSpeech", () => {
     const clauses = "When the ferry finally came in, forty-two passengers stepped onto the pier and walked toward the old fish market by the harbour. Then it rained.";
     const a = planSpeech(clauses, "us", KOKORO_VOCAB);
     expect(a[0]!.text).toBe("When the ferry finally came in, ");
-    expect(a[1]!.text).toBe("forty-two passengers stepped onto the pier and walked toward the old fish market by the harbour. Then it rained.");
+    expect(a[1]!.text).toBe("forty-two passengers stepped onto the pier and walked toward the old fish market by the harbour. ");
+    expect(a[2]!.text).toBe("Then it rained.");
     const words = "the long road went on and on past the fields and the farms and the rivers and the hills and the little towns that nobody remembers anymore at all until the very end.";
     const b = planSpeech(words, "us", KOKORO_VOCAB);
     expect(b[0]!.ids.length).toBeLessThanOrEqual(FIRST_CHUNK_TOKENS);

@@ -100,24 +100,27 @@ export function planSpeech(text: string, dialect: Dialect, vocab: Vocab, maxToke
       last.text += pendingText;
     } else chunks.push({ text: pendingText, chars: pendingChars, phonemes: "", ids: [], pauseBeforeMs: 0 });
   }
-  const planned = growChunks(chunks, dialect, vocab, maxTokens, firstChunkTokens);
+  const planned = growChunks(chunks, dialect, vocab, maxTokens);
   for (let i = 1; i < planned.length; i++) planned[i]!.pauseBeforeMs = pauseAfter(planned[i - 1]!.text);
   return planned;
 }
 
 /**
- * After the first chunk, whole sentences are joined into chunks of `first` × 2, × 4, … tokens (at
- * most `max`), as Kokoro's own pipeline joins them: every model call makes ~0.3 s of silence
- * before its speech and ~0.7 s after it, which the server synthesises and then cuts. With a call
- * per sentence that was 12% of the audio made; joined, the same text takes 3-7% less CPU (Kokoro
- * int8, ORT 1.32, measured in turn). Doubling keeps the stream ahead of playback: a chunk takes
- * well under its predecessor's playing time to synthesise (the model runs several times faster
- * than real time on two CPU cores). A paragraph still ends a chunk, so its longer pause stays; a
- * slice cut from a giant "word" (no text of its own) is never joined.
+ * After the first chunk, whole sentences are joined into chunks of at most as many tokens as all
+ * the chunks before them together (and at most `max`), as Kokoro's own pipeline joins sentences:
+ * every model call makes ~0.3 s of silence before its speech and ~0.7 s after it, which the
+ * server synthesises and then cuts. With a call per sentence that was 12% of the audio made.
+ * Why the budget is what came before: a chunk is synthesised while the audio before it plays, so
+ * a chunk no longer than that audio keeps the stream ahead of playback whenever the model runs
+ * at least twice as fast as real time. On two CPU cores one stream of the bench's 1,000-character
+ * passage came 2.0-2.3 s from running dry at its closest (one run of six: 0.7 s), as with a chunk
+ * per sentence (2.0-2.3 s), and took 10-14% less time; budgets that doubled from the first chunk
+ * on took 17% less but came within 0.5-0.8 s. A paragraph still ends a chunk, so its longer
+ * pause stays; a slice cut from a giant "word" (no text of its own) is never joined.
  */
-function growChunks(pieces: SpeechChunk[], dialect: Dialect, vocab: Vocab, max: number, first: number): SpeechChunk[] {
+function growChunks(pieces: SpeechChunk[], dialect: Dialect, vocab: Vocab, max: number): SpeechChunk[] {
   const out: SpeechChunk[] = pieces.slice(0, 1);
-  let budget = Math.min(max, first * 2);
+  let before = pieces[0]?.ids.length ?? 0;
   let group: SpeechChunk[] = [];
   // A joined text converts to its pieces' ids with a word break between sentences: one token each.
   let tokens = 0;
@@ -125,15 +128,13 @@ function growChunks(pieces: SpeechChunk[], dialect: Dialect, vocab: Vocab, max: 
     const joined = group.length > 1 ? convert(group.map((c) => c.text).join(""), dialect, vocab) : null;
     if (joined && joined.ids.length <= max) out.push({ ...joined, chars: group.reduce((n, c) => n + c.chars, 0) });
     else out.push(...group);
+    before += tokens;
     group = [];
     tokens = 0;
   };
   for (const piece of pieces.slice(1)) {
     const last = group[group.length - 1];
-    if (last && !(joinable(last) && piece.phonemes !== "" && tokens + 1 + piece.ids.length <= budget)) {
-      flush();
-      budget = Math.min(max, budget * 2);
-    }
+    if (last && !(joinable(last) && piece.phonemes !== "" && tokens + 1 + piece.ids.length <= Math.min(max, before))) flush();
     tokens += (group.length > 0 ? 1 : 0) + piece.ids.length;
     group.push(piece);
   }
