@@ -126,9 +126,9 @@ function growChunks(pieces: SpeechChunk[], dialect: Dialect, vocab: Vocab, max: 
   let tokens = 0;
   const flush = () => {
     const joined = group.length > 1 ? convert(group.map((c) => c.text).join(""), dialect, vocab) : null;
-    if (joined && joined.ids.length <= max) out.push({ ...joined, chars: group.reduce((n, c) => n + c.chars, 0) });
-    else out.push(...group);
-    before += tokens;
+    const made = joined && joined.ids.length <= max ? [{ ...joined, chars: group.reduce((n, c) => n + c.chars, 0) }] : group;
+    for (const c of made) before += c.ids.length;
+    out.push(...made);
     group = [];
     tokens = 0;
   };
