@@ -20,8 +20,7 @@ let key: string;
 let accountId: string;
 
 const SENTENCE = "This sentence takes the tiny model a little while to speak aloud. ";
-/** Six chunks: 1, 1, 1, 2, 4 and 7 sentences (src/text/frontend.ts growChunks). */
-const LONG = SENTENCE.repeat(16);
+const LONG = SENTENCE.repeat(8);
 
 function speech(body: Record<string, unknown>, signal?: AbortSignal) {
   return postSpeech(h.base, key, { model: "voice-82m", voice: "af_heart", response_format: "pcm", ...body }, signal);
@@ -59,16 +58,16 @@ afterAll(() => stopSpeechStack(h, modelsDir));
 describe("speech streaming", () => {
   test("the first audio bytes arrive before the later sentences are synthesised", async () => {
     const chunks = planSpeech(LONG, "us", KOKORO_VOCAB);
-    expect(chunks.length).toBe(6);
+    expect(chunks.length).toBe(8);
     const before = engine().chunksSynthesised;
     const res = await speech({ input: LONG });
     expect(res.status).toBe(200);
     const { reader, first } = await firstBytes(res);
     const doneAtFirstByte = engine().chunksSynthesised - before;
-    // Sentence 1 (and at most the chunk queued behind it) were done; four or more were still to come.
+    // Sentence 1 (and at most the one queued behind it) were done; six or more were still to come.
     expect(doneAtFirstByte).toBeLessThanOrEqual(2);
     const rest = await drain(reader);
-    expect(engine().chunksSynthesised - before).toBe(6);
+    expect(engine().chunksSynthesised - before).toBe(8);
     expect(first.length + rest).toBeGreaterThan(first.length);
   }, 20_000);
 
@@ -114,7 +113,7 @@ describe("speech disconnects", () => {
 
   test("FLAC is sent whole: leaving while it is synthesised pays nothing, staying gets one complete file", async () => {
     const before = ledgerState(h, accountId);
-    // Sixty sentences (thirteen chunks) take the test model far longer than the wait below.
+    // Sixty chunks take the test model far longer than the wait below.
     const gone = new AbortController();
     const left = speech({ input: SENTENCE.repeat(60).trim(), response_format: "flac" }, gone.signal).catch((e) => e);
     await Bun.sleep(30);

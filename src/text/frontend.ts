@@ -2,10 +2,10 @@
  * The speech text front end: input text → chunks the model can take in one call. Each chunk is a
  * contiguous slice of the input (so its characters can be billed when its audio is delivered),
  * normalised, converted to phonemes and to token ids, with at most `maxTokens` ids (Kokoro: 510,
- * plus the two pad tokens). Sentences too long for one call are cut at clauses, then words. The
- * first chunk is kept short (its first clauses, at most FIRST_CHUNK_TOKENS phonemes) so the first
- * audio follows the first few words; after it, whole sentences share chunks that grow (growChunks).
- * Each chunk carries the pause that goes before it, from the punctuation that ended the previous one.
+ * plus the two pad tokens). Sentences are chunks of their own so audio can stream per sentence;
+ * longer ones are cut at clauses, then words. The first chunk is kept short (its first clauses,
+ * at most FIRST_CHUNK_TOKENS phonemes) so the first audio follows the first few words. Each chunk
+ * carries the pause that goes before it, from the punctuation that ended the previous one.
  */
 import { codePoints } from "../billing/prices";
 import { phonemize } from "./g2p";
@@ -100,51 +100,8 @@ export function planSpeech(text: string, dialect: Dialect, vocab: Vocab, maxToke
       last.text += pendingText;
     } else chunks.push({ text: pendingText, chars: pendingChars, phonemes: "", ids: [], pauseBeforeMs: 0 });
   }
-  const planned = growChunks(chunks, dialect, vocab, maxTokens);
-  for (let i = 1; i < planned.length; i++) planned[i]!.pauseBeforeMs = pauseAfter(planned[i - 1]!.text);
-  return planned;
-}
-
-/**
- * After the first chunk, whole sentences are joined into chunks of at most as many tokens as all
- * the chunks before them together (and at most `max`), as Kokoro's own pipeline joins sentences:
- * every model call makes ~0.3 s of silence before its speech and ~0.7 s after it, which the
- * server synthesises and then cuts. With a call per sentence that was 12% of the audio made.
- * Why the budget is what came before: a chunk is synthesised while the audio before it plays, so
- * a chunk no longer than that audio keeps the stream ahead of playback whenever the model runs
- * at least twice as fast as real time. On two CPU cores one stream of the bench's 1,000-character
- * passage came 2.0-2.3 s from running dry at its closest (one run of six: 0.7 s), as with a chunk
- * per sentence (2.0-2.3 s), and took 10-14% less time; budgets that doubled from the first chunk
- * on took 17% less but came within 0.5-0.8 s. A paragraph still ends a chunk, so its longer
- * pause stays; a slice cut from a giant "word" (no text of its own) is never joined.
- */
-function growChunks(pieces: SpeechChunk[], dialect: Dialect, vocab: Vocab, max: number): SpeechChunk[] {
-  const out: SpeechChunk[] = pieces.slice(0, 1);
-  let before = pieces[0]?.ids.length ?? 0;
-  let group: SpeechChunk[] = [];
-  // A joined text converts to its pieces' ids with a word break between sentences: one token each.
-  let tokens = 0;
-  const flush = () => {
-    const joined = group.length > 1 ? convert(group.map((c) => c.text).join(""), dialect, vocab) : null;
-    const made = joined && joined.ids.length <= max ? [{ ...joined, chars: group.reduce((n, c) => n + c.chars, 0) }] : group;
-    for (const c of made) before += c.ids.length;
-    out.push(...made);
-    group = [];
-    tokens = 0;
-  };
-  for (const piece of pieces.slice(1)) {
-    const last = group[group.length - 1];
-    if (last && !(joinable(last) && piece.phonemes !== "" && tokens + 1 + piece.ids.length <= Math.min(max, before))) flush();
-    tokens += (group.length > 0 ? 1 : 0) + piece.ids.length;
-    group.push(piece);
-  }
-  if (group.length > 0) flush();
-  return out;
-}
-
-/** A piece the next one can join: it has text of its own and does not end a paragraph. */
-function joinable(c: SpeechChunk): boolean {
-  return c.phonemes !== "" && pauseAfter(c.text) !== PAUSES_MS.paragraph;
+  for (let i = 1; i < chunks.length; i++) chunks[i]!.pauseBeforeMs = pauseAfter(chunks[i - 1]!.text);
+  return chunks;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Backpressure of a speech stream: a client that stops reading stops synthesis (one chunk is
  * prefetched); one that stays stalled is cut off after the stall timeout and its delivered usage
- * is only the chunks whose audio it took.
+ * is only the sentences whose audio it took.
  */
 import { expect, test } from "bun:test";
 import { createEncoder } from "../../audio/encoder";

@@ -1,12 +1,11 @@
 /**
  * One speech request as a metered source (metering/metered-stream.ts): chunks are synthesised in
  * order (the next one queued while the current one is encoded), each chunk's audio is encoded and
- * written as soon as it is ready, so the first bytes leave after the first chunk (the first clause). The first
+ * written as soon as it is ready, so the first bytes leave after the first sentence. The first
  * chunk is synthesised before the stream exists (startSpeechStream), so a request that cannot
  * start (queue full, engine failure, client gone) still gets a proper error status. Each write
  * carries the input characters whose audio it completes: a client that leaves pays for the
- * chunks (whole sentences after the first) whose audio its connection took; a failed synthesis is
- * never billed.
+ * sentences whose audio its connection took; a failed synthesis is never billed.
  */
 import type { AudioEncoder } from "../../audio/encoder";
 import { concatBytes, floatToInt16 } from "../../audio/pcm";
