@@ -24,10 +24,14 @@ import type * as Ort from "onnxruntime-node";
 
 export type Provider = "cpu" | "cuda";
 
+/** The model file's name without `.onnx`: what the graphs kept beside it are named after. */
+export function graphStem(modelFile: string): string {
+  return basename(modelFile).replace(/\.onnx$/, "");
+}
+
 /** `model.opt.cuda.ort1.30.0.onnx` for `model.onnx`. */
 export function optimisedName(modelFile: string, provider: Provider, ortVersion: string): string {
-  const stem = basename(modelFile).replace(/\.onnx$/, "");
-  return `${stem}.opt.${provider}.ort${ortVersion}.onnx`;
+  return `${graphStem(modelFile)}.opt.${provider}.ort${ortVersion}.onnx`;
 }
 
 export interface OptimisedGraph {
@@ -43,7 +47,7 @@ type CreateSession = (path: string, options: Ort.InferenceSession.SessionOptions
 
 /** Older versions' files of the same model and provider (never the current one). */
 function staleFiles(dir: string, modelFile: string, provider: Provider, current: string): string[] {
-  const prefix = `${basename(modelFile).replace(/\.onnx$/, "")}.opt.${provider}.ort`;
+  const prefix = `${graphStem(modelFile)}.opt.${provider}.ort`;
   try {
     return readdirSync(dir).filter((f) => f.startsWith(prefix) && !f.startsWith(current));
   } catch {

@@ -73,8 +73,13 @@ if (process.env.BENCH_BASELINE) specs.push({ label: `baseline ${process.env.BENC
 type Body = { model: string; input: string; encoding_format: "base64" | "float" };
 
 /** `everyAnswer`: see httpLoad (the real model's cells). */
-function post(s: Server, body: Body, concurrency: number, seconds: number, vary = false, everyAnswer = false): Promise<LoadResult> {
-  return httpLoad({ url: s.url + "/v1/embeddings", headers: { "content-type": "application/json", authorization: `Bearer ${s.key}` }, body: JSON.stringify(body), ...(vary ? { varyAt: body.input.slice(0, -1) } : {}), concurrency, seconds }, child, everyAnswer);
+interface CellOptions {
+  vary?: boolean;
+  everyAnswer?: boolean;
+}
+
+function post(s: Server, body: Body, concurrency: number, seconds: number, o: CellOptions): Promise<LoadResult> {
+  return httpLoad({ url: s.url + "/v1/embeddings", headers: { "content-type": "application/json", authorization: `Bearer ${s.key}` }, body: JSON.stringify(body), ...(o.vary ? { varyAt: body.input.slice(0, -1) } : {}), concurrency, seconds }, child, o.everyAnswer);
 }
 
 /**
@@ -82,9 +87,9 @@ function post(s: Server, body: Body, concurrency: number, seconds: number, vary 
  * queued (the client stops waiting for them); one more request, answered after them, lets them
  * drain before anything else is measured.
  */
-async function cell(s: Server, body: Body, concurrency: number, seconds = SECONDS, vary = false, everyAnswer = false) {
+async function cell(s: Server, body: Body, concurrency: number, seconds = SECONDS, o: CellOptions = {}) {
   const before = snapshot(s.pid);
-  const load = await post(s, body, concurrency, seconds, vary, everyAnswer);
+  const load = await post(s, body, concurrency, seconds, o);
   const cpu = cpuPerRequest(s.pid, before, snapshot(s.pid), load.requests);
   await fetch(s.url + "/v1/embeddings", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${s.key}` }, body: JSON.stringify(body) }).then((r) => r.arrayBuffer());
   return { load, cpu };
@@ -132,9 +137,9 @@ async function freeModel(): Promise<void> {
         for (const [vectors, format, vary] of CELLS) {
           for (const s of rotated(servers, r)) {
             const body: Body = { model: "embedding-300m", input: TEXT, encoding_format: format };
-            if (r === 0) await cell(s, body, C, 3, vary); // warm-up: JIT, arenas
+            if (r === 0) await cell(s, body, C, 3, { vary }); // warm-up: JIT, arenas
             const key = `${s.label}|${vectors}`;
-            rows.set(key, [...(rows.get(key) ?? []), await cell(s, body, C, SECONDS, vary)]);
+            rows.set(key, [...(rows.get(key) ?? []), await cell(s, body, C, SECONDS, { vary })]);
           }
         }
       }
@@ -176,7 +181,7 @@ async function realModel(): Promise<void> {
       for (let r = 0; r < ROUNDS; r++) {
         const bare = bareOrNote(await child("bare-embed", { model, ids, batch: 32, seconds: SECONDS, padId: tokenizer.padId }));
         const ours = new Map<string, Cell>();
-        for (const s of rotated(servers, r)) ours.set(s.label, await cell(s, body, C, SECONDS, false, true));
+        for (const s of rotated(servers, r)) ours.set(s.label, await cell(s, body, C, SECONDS, { everyAnswer: true }));
         rows.push({ bare, ours });
       }
       const bares = rows.map((x) => x.bare).filter((b): b is BareEmbedResult => b !== null);

@@ -9,24 +9,22 @@
  * without a quantised convolution is left as it is, found by a byte search before any parsing.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
 import { floatConvs } from "./float-convs";
+import { graphStem } from "../optimised-graph";
 
 /** What to load: a file, or bytes when the graph could not be saved; `note` says which and why. */
 export type GraphSource = { path: string; bytes?: undefined; note?: string } | { path?: undefined; bytes: Uint8Array; note: string };
 
-/** The model file's name without `.onnx`: what the graphs kept beside it are named after. */
-const stem = (modelFile: string) => basename(modelFile).replace(/\.onnx$/, "");
-
 export function floatConvsName(modelFile: string): string {
-  return `${stem(modelFile)}.float-convs-2d.onnx`;
+  return `${graphStem(modelFile)}.float-convs-2d.onnx`;
 }
 
 const marker = new TextEncoder().encode("ConvInteger");
 
 /** An earlier version's 1-D graph of the same model and its optimised graphs (`.opt.*`, weights included). */
 function earlierGraphs(dir: string, modelFile: string): string[] {
-  const earlier = `${stem(modelFile)}.float-convs.`;
+  const earlier = `${graphStem(modelFile)}.float-convs.`;
   try {
     return readdirSync(dir).filter((f) => f === `${earlier}onnx` || f.startsWith(`${earlier}opt.`));
   } catch {

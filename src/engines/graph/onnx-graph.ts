@@ -134,15 +134,20 @@ export function nodeBytes(n: { name: string; opType: string; domain?: string; in
   return w.finish();
 }
 
-/** A float32 initializer's bytes (raw_data, little-endian). */
-export function floatInitializerBytes(name: string, dims: readonly number[], values: Float32Array): Uint8Array {
+/** An initializer's bytes: dims, data type, name and its little-endian values as raw_data. */
+function rawInitializerBytes(name: string, dims: readonly number[], dataType: number, le: Uint8Array): Uint8Array {
   const w = new Writer();
   for (const d of dims) w.int(1, d);
-  w.int(2, FLOAT).string(8, name);
+  w.int(2, dataType).string(8, name);
+  return w.bytes(9, le).finish();
+}
+
+/** A float32 initializer's bytes (raw_data, little-endian). */
+export function floatInitializerBytes(name: string, dims: readonly number[], values: Float32Array): Uint8Array {
   const le = new Uint8Array(values.length * 4);
   const view = new DataView(le.buffer);
   for (let i = 0; i < values.length; i++) view.setFloat32(i * 4, values[i]!, true);
-  return w.bytes(9, le).finish();
+  return rawInitializerBytes(name, dims, FLOAT, le);
 }
 
 /** A new initializer as `g.initializers` holds it: its bytes, and what is read from them. */
@@ -161,13 +166,10 @@ export function int64Initializer(name: string, dims: readonly number[], values: 
 }
 
 function int64InitializerBytes(name: string, dims: readonly number[], values: readonly number[]): Uint8Array {
-  const w = new Writer();
-  for (const d of dims) w.int(1, d);
-  w.int(2, INT64).string(8, name);
   const le = new Uint8Array(values.length * 8);
   const view = new DataView(le.buffer);
   values.forEach((v, i) => view.setBigInt64(i * 8, BigInt(v), true));
-  return w.bytes(9, le).finish();
+  return rawInitializerBytes(name, dims, INT64, le);
 }
 
 /** The integers of an attribute (AttributeProto.ints), from its bytes. */
