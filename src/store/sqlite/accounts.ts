@@ -18,6 +18,8 @@ export function keyListing(r: StoredKey): ApiKeyListing {
   return { ...r, models: r.models === null ? null : (JSON.parse(r.models) as string[]) };
 }
 import { writeOrUnavailable } from "./failures";
+import { ForeignCommits } from "./foreign-commits";
+import { GrantFigures } from "./grant-figures";
 
 export class SqliteAccountRecords implements AccountRecords {
   private readonly q;
@@ -54,20 +56,17 @@ export class SqliteAccountRecords implements AccountRecords {
 
 export class SqliteKeyRecords implements KeyRecords {
   private readonly q;
-  private seenVersion = -1;
-  /**
-   * data_version was read in this turn of the event loop. Reading it costs a statement (more than
-   * the rest of a cached lookup); requests handled in the same turn share one read, so a commit
-   * made elsewhere is seen from the next turn on (a request sent after it is read in a later turn).
-   */
-  private versionFresh = false;
-  private readonly versionStale = () => {
-    this.versionFresh = false;
-  };
+  /** Commits of other connections, noticed once per turn of the event loop (foreign-commits.ts). */
+  private readonly foreign: ForeignCommits;
+  private seenEpoch: number;
+  /** The ledger's cached key figures: a key's update forgets them (grant-figures.ts). */
+  private readonly figures: GrantFigures;
 
   constructor(private readonly db: Store) {
+    this.foreign = ForeignCommits.of(db);
+    this.seenEpoch = this.foreign.epoch();
+    this.figures = GrantFigures.of(db);
     this.q = {
-      dataVersion: db.query<{ data_version: number }, []>("PRAGMA data_version"),
       // Correlated subqueries, not a JOIN: bun:sqlite ran the JOIN form ~10x slower (12 µs vs
       // 1.3 µs per lookup). The limits come along so a cache hit needs no account read at all.
       byHash: db.query<KeyOwnerRow, [string]>(
@@ -126,6 +125,7 @@ export class SqliteKeyRecords implements KeyRecords {
     if (p.models !== undefined) put("models", p.models === null ? null : JSON.stringify(p.models));
     if (p.rate_limit_rpm !== undefined) put("rate_limit_rpm", p.rate_limit_rpm);
     if (set.length === 0) return this.q.byId.get(id) !== null;
+    this.figures.forgetKey(id);
     return writeOrUnavailable(() => this.db.query(`UPDATE api_keys SET ${set.join(", ")} WHERE id = ?`).run(...values, id)).changes > 0;
   }
 
@@ -153,12 +153,9 @@ export class SqliteKeyRecords implements KeyRecords {
 
   /** Any commit by another connection (the CLI, say) moves SQLite's data_version. */
   changedElsewhere(): boolean {
-    if (this.versionFresh) return false;
-    this.versionFresh = true;
-    setImmediate(this.versionStale);
-    const version = this.q.dataVersion.get()!.data_version;
-    if (version === this.seenVersion) return false;
-    this.seenVersion = version;
+    const epoch = this.foreign.epoch();
+    if (epoch === this.seenEpoch) return false;
+    this.seenEpoch = epoch;
     return true;
   }
 }

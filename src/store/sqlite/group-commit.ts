@@ -66,6 +66,17 @@ export interface GroupCommitOptions {
   onFailure?: (e: StoreUnavailable) => void;
   /** A failed fsync or an I/O error on commit: nothing more is written; the owner must stop or reopen. */
   onFatal?: (e: StoreUnavailable) => void;
+  batchState?: BatchState;
+}
+
+/**
+ * What a batch's writes build up in memory (charge-batch.ts): `flush` writes it inside the
+ * transaction, before COMMIT or, with a savepoint per write, after each write (a throw fails the
+ * batch or that write, as a write's own would); `discard` forgets it on a rollback.
+ */
+export interface BatchState {
+  flush(): void;
+  discard(): void;
 }
 
 export const DEFAULT_LOCK_WAIT_MS = 2_000;
@@ -97,6 +108,7 @@ export class GroupCommit {
   private readonly fsync: FsyncFn;
   private readonly onFailure: (e: StoreUnavailable) => void;
   private readonly onFatal: (e: StoreUnavailable) => void;
+  private readonly state: BatchState | null;
   /**
    * Prepared once: bun:sqlite's db.transaction() builds a new wrapper per call, which cost more
    * than the writes themselves at gateway rates.
@@ -109,6 +121,7 @@ export class GroupCommit {
     this.fsync = options.fsync ?? nodeFsync;
     this.onFailure = options.onFailure ?? (() => {});
     this.onFatal = options.onFatal ?? (() => {});
+    this.state = options.batchState ?? null;
     const mode = (db.query("PRAGMA journal_mode").get() as { journal_mode?: string } | null)?.journal_mode;
     /** The connection's own synchronous level, restored after each deferred-sync commit. */
     const synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
@@ -333,22 +346,21 @@ export class GroupCommit {
    */
   private runWrites(batch: Pending<any>[], isolated: boolean): Outcome[] | null {
     const outcomes: Outcome[] = new Array(batch.length);
-    const { sql } = this;
+    const { sql, state } = this;
     sql.begin.run();
     try {
       for (let i = 0; i < batch.length; i++) {
         if (isolated) sql.savepoint.run();
         try {
           outcomes[i] = { ok: true, value: batch[i]!.write() };
+          // What the writes built in memory: written with each write's savepoint, or once before COMMIT.
+          if (isolated || i === batch.length - 1) state?.flush();
           if (isolated) sql.releaseSavepoint.run();
         } catch (error) {
+          state?.discard();
           // The disk, not the write, failed: SQLite may have rolled the whole transaction back.
           if (storageFailure(error)) throw error;
-          if (!isolated) {
-            if (this.db.inTransaction) sql.rollback.run();
-            this.replays++;
-            return null;
-          }
+          if (!isolated) return this.replay();
           sql.rollbackSavepoint.run();
           sql.releaseSavepoint.run();
           outcomes[i] = { ok: false, error };
@@ -356,10 +368,18 @@ export class GroupCommit {
       }
       sql.commit.run();
     } catch (error) {
+      state?.discard();
       if (this.db.inTransaction) sql.rollback.run();
       throw error;
     }
     return outcomes;
+  }
+
+  /** A write (or the flush) of a batch without savepoints threw: nothing of it is written; it runs again with them. */
+  private replay(): null {
+    if (this.db.inTransaction) this.sql.rollback.run();
+    this.replays++;
+    return null;
   }
 
   /**

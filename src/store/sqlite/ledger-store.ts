@@ -1,15 +1,17 @@
 /**
  * The ledger's storage port on the embedded SQLite database (see billing/ledger-store.ts for what
  * each operation promises). One process owns the data directory (data-dir-lock.ts), so its hold
- * book (billing/hold-book.ts) knows everything that is held: a hold is granted in memory, by one
- * read of the account's balance (and its key's figures) in the same turn as the booking — the
- * balance minus what is booked must cover it — and nothing is written for it. Another process (the
- * CLI) may only add credits to a data directory a server holds (cli/commands refuses deductions
- * there), so a balance read here can only have grown since.
+ * book (billing/hold-book.ts) knows everything that is held: a hold is granted in memory, against
+ * the account's balance (and its key's figures) in the same turn as the booking — the balance
+ * minus what is booked must cover it — and nothing is written for it. Those figures are read once
+ * and cached until a write changes them (grant-figures.ts). Another process (the CLI) may only add
+ * credits to a data directory a server holds (cli/commands refuses deductions there), so a balance
+ * read here can only have grown since.
  *
  * Charges and credits go through one in-order group-commit queue (group-commit.ts) and resolve
- * once fsynced. A charge's own write debits the balance, writes its immutable entry and counts the
- * key's spend, so the book stops counting its hold at the commit (the balance has it by then).
+ * once fsynced. A charge's write inserts its immutable entry and takes its amount from the
+ * batch's running balance and key spend, which are written once per batch just before it commits
+ * (charge-batch.ts); so the book stops counting its hold at the commit (the balance has it by then).
  */
 import type { Store } from "../database";
 import { StoreUnavailable, type GrantRequest, type GrantResult, type LedgerEntryRow, type LedgerStore, type PostRequest, type PostResult } from "../../billing/ledger-store";
@@ -19,14 +21,12 @@ import { InternalError, invalidField, notFound } from "../../errors";
 import { formatUsd, MAX_BALANCE } from "../../billing/money";
 import { GroupCommit, type GroupCommitOptions } from "./group-commit";
 import { StoredResponseWriter } from "./responses";
+import { ChargeBatch } from "./charge-batch";
+import { GrantFigures } from "./grant-figures";
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-/** The start of a key's period by its limit_reset, from the day, week and month starts bound as `day`, `week`, `month`. */
-const keyPeriodSql = (day: string, week: string, month: string) =>
-  `(CASE limit_reset WHEN 'daily' THEN ${day} WHEN 'weekly' THEN ${week} WHEN 'monthly' THEN ${month} ELSE 0 END)`;
-
-export type SqliteLedgerOptions = Omit<GroupCommitOptions, "onFailure" | "onFatal"> & {
+export type SqliteLedgerOptions = Omit<GroupCommitOptions, "onFailure" | "onFatal" | "batchState"> & {
   /**
    * A server holds this data directory (this store is the CLI's, beside it): deductions are refused,
    * since only the server knows what its requests in flight hold.
@@ -34,46 +34,35 @@ export type SqliteLedgerOptions = Omit<GroupCommitOptions, "onFailure" | "onFata
   besideServer?: boolean;
 };
 
-interface KeyFigures {
-  spend_limit: number | null;
-  limit_reset: "daily" | "weekly" | "monthly" | null;
-  period_start: number;
-  period_spent: number;
-}
-
 export class SqliteLedgerStore implements LedgerStore {
   readonly commits: GroupCommit;
   private readonly failureListeners: ((e: StoreUnavailable) => void)[] = [];
   private readonly fatalListeners: ((e: StoreUnavailable) => void)[] = [];
   private readonly q;
   private readonly responses: StoredResponseWriter;
+  /** The batch's running balances and key spend, written once per batch (charge-batch.ts). */
+  private readonly charges: ChargeBatch;
+  /** What grants read, cached until a write changes it (grant-figures.ts). */
+  private readonly figures: GrantFigures;
 
   /** @param db the full-sync connection every ledger write goes through (busy_timeout 0 when serving) */
   private readonly besideServer: boolean;
 
   constructor(private readonly db: Store, options: SqliteLedgerOptions = {}) {
     this.besideServer = options.besideServer ?? false;
+    this.charges = new ChargeBatch(db);
+    this.figures = GrantFigures.of(db);
     this.commits = new GroupCommit(db, {
       ...options,
+      batchState: this.charges,
       onFailure: (e) => this.failureListeners.forEach((l) => l(e)),
       onFatal: (e) => this.fatalListeners.forEach((l) => l(e)),
     });
     this.responses = new StoredResponseWriter(db);
     this.q = {
       account: db.query<{ balance: number; reserved: number }, [string]>("SELECT balance, reserved FROM accounts WHERE id = ?"),
-      key: db.query<KeyFigures, [string, string]>("SELECT spend_limit, limit_reset, period_start, period_spent FROM api_keys WHERE id = ? AND account_id = ?"),
       existingCharge: db.query<{ amount: number; balance_after: number }, [string]>(
         "SELECT amount, balance_after FROM ledger_entries WHERE request_id = ? AND kind = 'charge'",
-      ),
-      // One statement reads and lowers the balance (the CHECK refuses a negative one).
-      debit: db.query<{ balance: number }, [number, string]>("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2 RETURNING balance"),
-      // The charge counts in the key's period of the hold's time (by the key's limit_reset now); a
-      // period older than the stored one counts against the stored one: it never moves backwards.
-      countKey: db.query<{ period_start: number }, [number, string, number, number, number]>(
-        `UPDATE api_keys SET spent = spent + ?1,
-                             period_spent = CASE WHEN ${keyPeriodSql("?3", "?4", "?5")} > period_start THEN ?1 ELSE period_spent + ?1 END,
-                             period_start = MAX(period_start, ${keyPeriodSql("?3", "?4", "?5")})
-          WHERE id = ?2 RETURNING period_start`,
       ),
       setBalance: db.query<never, [number, string]>("UPDATE accounts SET balance = ? WHERE id = ?"),
       insertAccount: db.query<never, [string, string, number]>("INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)"),
@@ -91,15 +80,15 @@ export class SqliteLedgerStore implements LedgerStore {
     };
   }
 
-  /** Synchronous: one read of the account (and key), and the booking, in the same turn. */
+  /** Synchronous: the account's (and key's) figures, and the booking, in the same turn. */
   grant(g: GrantRequest, book: HoldBook): GrantResult {
     if (!validAmount(g.amount)) throw new RangeError(`bad hold amount ${g.amount}`);
-    const acct = this.q.account.get(g.accountId);
+    const acct = this.figures.account(g.accountId);
     // `reserved` is what an older version left held in the database (0 once released at start-up).
     const available = acct ? acct.balance - acct.reserved - book.held(g.accountId) : 0;
     if (available < g.amount) return { ok: false, available: Math.max(0, available) };
     if (g.key) {
-      const key = this.q.key.get(g.key.id, g.accountId);
+      const key = this.figures.key(g.key.id, g.accountId);
       if (!key) throw new InternalError(`grant of ${g.requestId}: no key ${g.key.id} for account ${g.accountId}`);
       if (key.spend_limit !== null) {
         const left = key.spend_limit - spentInPeriod(key, g.key.periods) - book.heldByKey(g.key.id);
@@ -120,14 +109,15 @@ export class SqliteLedgerStore implements LedgerStore {
       // A repeat (an answer lost with a crash) returns the first charge.
       const existing = this.q.existingCharge.get(p.requestId);
       if (existing) return { charged: -existing.amount, balanceAfter: existing.balance_after, fresh: false };
-      const debited = this.q.debit.get(p.amount, p.accountId);
-      if (!debited) throw new InternalError(`post of ${p.requestId}: no account ${p.accountId}`);
-      const balanceAfter = debited.balance;
+      // The balance and the key's spend are written once for the whole batch (charge-batch.ts).
+      const balanceAfter = this.charges.debit(p.accountId, p.amount, p.requestId);
+      this.figures.forgetAccount(p.accountId);
       let countedAt: number | null = null;
       if (p.keyId !== null) {
-        const period = periodStarts(p.holdCreatedAt * 1000);
-        const row = this.q.countKey.get(p.amount, p.keyId, period.day, period.week, period.month);
-        countedAt = Math.max(p.holdCreatedAt, row?.period_start ?? 0);
+        // The charge counts in the key's period of the hold's time (by the key's limit_reset now).
+        const periodStart = this.charges.countKey(p.keyId, p.amount, periodStarts(p.holdCreatedAt * 1000));
+        this.figures.forgetKey(p.keyId);
+        countedAt = Math.max(p.holdCreatedAt, periodStart ?? 0);
       }
       this.q.insertEntry.run(
         p.accountId, "charge", -p.amount, balanceAfter, p.requestId, p.endpoint, p.model, p.serviceTier,
@@ -145,6 +135,9 @@ export class SqliteLedgerStore implements LedgerStore {
       return Promise.reject(invalidField("amount", "cannot be deducted here while a Switchyard server serves this data directory: it holds requests in flight in memory, so deduct through it (POST /admin/accounts/{id}/credits with a negative amount, or the dashboard), or stop it first"));
     }
     return this.commits.submit(() => {
+      // Reads the balance: what the batch's charges so far took from it must be written first.
+      this.charges.flush();
+      this.figures.forgetAccount(accountId);
       const acct = this.q.account.get(accountId);
       if (!acct) throw notFound(`No account with id '${accountId}'.`);
       // Decided when the write runs, against what is held at that moment.
@@ -168,6 +161,7 @@ export class SqliteLedgerStore implements LedgerStore {
       if (credits > MAX_BALANCE) {
         throw invalidField("credits", `the balance may not exceed ${formatUsd(MAX_BALANCE)} USD`);
       }
+      this.figures.forgetAccount(a.id);
       this.q.insertAccount.run(a.id, a.name, a.createdAt);
       if (credits === 0) return;
       this.q.setBalance.run(credits, a.id);
@@ -183,6 +177,8 @@ export class SqliteLedgerStore implements LedgerStore {
    */
   releaseAbandoned(): Promise<number> {
     return this.commits.submit(() => {
+      this.charges.flush();
+      this.figures.forgetAll();
       const n = this.db.query("UPDATE holds SET state = 'voided', closed_at = ? WHERE state = 'pending'").run(nowSeconds()).changes;
       this.db.run("UPDATE accounts SET reserved = 0 WHERE reserved <> 0");
       this.db.run("UPDATE api_keys SET reserved = 0 WHERE reserved <> 0");
