@@ -10,7 +10,7 @@
  *      upstream), plus end-to-end latency against the same upstream hit directly.
  * Run alone: ./node_modules/.bin/bun test/bench/ledger.bench.ts
  *
- *   BENCH_SETTLEMENTS (4000)  BENCH_INFLIGHT (64)  BENCH_REQUESTS (2000)  BENCH_CONCURRENCY (16)
+ *   BENCH_SETTLEMENTS (4000)  BENCH_INFLIGHT (64)  BENCH_REQUESTS (2000)  BENCH_CONCURRENCY (16)  BENCH_HOLD_CHARGES (48000)
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -20,6 +20,7 @@ import { SqliteLedgerStore } from "../../src/store/sqlite/ledger-store";
 import { Ledger } from "../../src/billing/ledger";
 import type { Hold } from "../../src/billing/hold";
 import { HoldBook } from "../../src/billing/hold-book";
+import { periodStarts } from "../../src/billing/key-periods";
 import { Log } from "../../src/log";
 import { benchAccount, startGatewayProcess, startUpstreamProcess } from "./lib/processes";
 import { fmt, runLoad } from "./lib/load";
@@ -28,6 +29,8 @@ const SETTLEMENTS = Number(process.env.BENCH_SETTLEMENTS ?? 4000);
 const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 64);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+/** Holds and charges per cell of the CPU table (after a fifth as many to warm up). */
+const HOLD_CHARGES = Number(process.env.BENCH_HOLD_CHARGES ?? 48_000);
 
 /** Settles `n` held requests with `inflight` settlements outstanding at any time. */
 async function settlementsPerSecond(maxBatch: number, n: number, inflight: number) {
@@ -82,20 +85,24 @@ console.log(`group commit speed-up: ${fmt(group.perSecond / single.perSecond, 1)
  * CPU (all threads) per reserve + post when `batch` requests' holds share one commit and their
  * charges the next: what a hold and a charge cost the SQLite store at that batch size.
  */
-async function cpuPerSettlement(batch: number, rounds: number) {
+/** `withKey`: each request is made with a key that has a daily spend limit, as a client's requests are. */
+async function cpuPerSettlement(batch: number, rounds: number, withKey: boolean) {
   const dir = mkdtempSync(join(tmpdir(), "switchyard-ledger-bench-"));
   const db = openStore(dir, { busyTimeoutMs: 0 });
   try {
     const store = new SqliteLedgerStore(db);
     await store.createAccount({ id: "acct_bench", name: "bench", createdAt: 0 }, 1_000_000_000_000, "bench credits");
+    db.run("INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at, spend_limit, limit_reset) VALUES ('key_bench', 'acct_bench', 'bench', 'sk', 'bench', 0, 1000000000000, 'daily')");
     const book = new HoldBook();
+    const now = Math.floor(Date.now() / 1000);
+    const key = withKey ? { id: "key_bench", periods: periodStarts(now * 1000) } : undefined;
     let seq = 0;
     const round = async () => {
       const ids = Array.from({ length: batch }, () => `req_${(seq++).toString(36).padStart(10, "0")}`);
       // A hold is booked in memory (no write); the charge is the one durable write.
-      for (const requestId of ids) store.grant({ requestId, accountId: "acct_bench", amount: 50_000, endpoint: "/v1/chat/completions", model: "m", createdAt: 0 }, book);
+      for (const requestId of ids) store.grant({ requestId, accountId: "acct_bench", amount: 50_000, endpoint: "/v1/chat/completions", model: "m", createdAt: now, key }, book);
       await Promise.all(ids.map((requestId) => store.post({
-        requestId, accountId: "acct_bench", keyId: null, amount: 40_000, holdAmount: 50_000, direct: false, holdCreatedAt: 0,
+        requestId, accountId: "acct_bench", keyId: key ? key.id : null, amount: 40_000, holdAmount: 50_000, direct: false, holdCreatedAt: now,
         endpoint: "/v1/chat/completions", model: "m", inputTokens: 12, outputTokens: 20, serviceTier: "default",
       }, () => book.remove(requestId))));
     };
@@ -111,9 +118,12 @@ async function cpuPerSettlement(batch: number, rounds: number) {
 }
 
 console.log("");
-console.log("| requests per batch | CPU µs per hold + charge (all threads) |");
-console.log("|---:|---:|");
-for (const batch of [1, 4, 8, 32]) console.log(`| ${batch} | ${fmt(await cpuPerSettlement(batch, Math.max(200, Math.round(16_000 / batch))), 1)} |`);
+console.log("| requests per batch | CPU µs per hold + charge (all threads), no key | with a key |");
+console.log("|---:|---:|---:|");
+for (const batch of [1, 4, 8, 32]) {
+  const rounds = Math.max(200, Math.round(HOLD_CHARGES / batch));
+  console.log(`| ${batch} | ${fmt(await cpuPerSettlement(batch, rounds, false), 1)} | ${fmt(await cpuPerSettlement(batch, rounds, true), 1)} |`);
+}
 
 // Gateway overhead with limits and billing on: one account, limits enforced (set high enough
 // that none refuses), every request reserved, settled durably and metered.
