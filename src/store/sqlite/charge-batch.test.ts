@@ -1,6 +1,7 @@
 /**
  * A batch's charges take their amounts from running figures written once before the commit
- * (charge-batch.ts): what they write must be exactly what one transaction per charge writes.
+ * (charge-batch.ts): what they write must be exactly what one transaction per charge writes. And
+ * the figures grants are checked against, cached (grant-figures.ts), must follow every write.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
