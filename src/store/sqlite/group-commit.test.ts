@@ -81,6 +81,48 @@ describe("group commit", () => {
   });
 });
 
+describe("state a batch's writes build in memory (BatchState)", () => {
+  /** Sums what the writes add and writes the sum to the counter once, as charge-batch.ts does balances. */
+  function summing() {
+    let pending = 0;
+    const log: string[] = [];
+    const state = {
+      flush() {
+        log.push(`flush ${pending}`);
+        if (pending > 100) throw new RangeError("the sum breaks a rule");
+        db.run("UPDATE counter SET n = n + ?", [pending]);
+        pending = 0;
+      },
+      discard() {
+        log.push("discard");
+        pending = 0;
+      },
+    };
+    return { state, log, add: (v: number) => () => ((pending += v), v) };
+  }
+
+  test("is written once, just before the batch commits", async () => {
+    commits.close();
+    const s = summing();
+    commits = new GroupCommit(db, { batchState: s.state });
+    expect(await Promise.all([commits.submit(s.add(1)), commits.submit(s.add(2)), commits.submit(s.add(3))])).toEqual([1, 2, 3]);
+    expect(s.log).toEqual(["flush 6"]);
+    expect(counter()).toBe(6);
+  });
+
+  test("a flush that throws fails only the write that made it break, after a replay with a flush per write", async () => {
+    commits.close();
+    const s = summing();
+    commits = new GroupCommit(db, { batchState: s.state });
+    const outcomes = await Promise.allSettled([commits.submit(s.add(1)), commits.submit(s.add(500)), commits.submit(s.add(3))]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(commits.replays).toBe(1);
+    // The whole batch's flush threw and was discarded; the replay flushed after each write.
+    expect(s.log).toEqual(["flush 504", "discard", "flush 1", "flush 500", "discard", "flush 3"]);
+    expect(counter()).toBe(4);
+  });
+});
+
 describe("a failed fsync is final", () => {
   /** An fsync that fails once with EIO, then would succeed: as Linux reports a lost write-back once. */
   function failingOnce() {
