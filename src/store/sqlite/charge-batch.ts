@@ -17,15 +17,11 @@
  */
 import type { Store } from "../database";
 import type { BatchState } from "./group-commit";
-import { periodOf, type LimitReset, type PeriodStarts } from "../../billing/key-periods";
+import { periodOf, type KeySpend, type PeriodStarts } from "../../billing/key-periods";
 import { InternalError } from "../../errors";
 
-interface KeyCounters {
-  limit_reset: LimitReset | null;
-  spent: number;
-  period_start: number;
-  period_spent: number;
-}
+/** A key's stored spend figures and its spend in all. */
+type KeyCounters = KeySpend & { spent: number };
 
 export class ChargeBatch implements BatchState {
   private readonly balances = new Map<string, number>();

@@ -16,7 +16,7 @@
  * One cache per connection (`GrantFigures.of`), so that every writer on it forgets in the same one.
  */
 import type { Store } from "../database";
-import type { LimitReset } from "../../billing/key-periods";
+import type { KeySpend } from "../../billing/key-periods";
 import { ForeignCommits } from "./foreign-commits";
 
 export interface AccountFigures {
@@ -24,12 +24,8 @@ export interface AccountFigures {
   reserved: number;
 }
 
-export interface KeyFigures {
-  spend_limit: number | null;
-  limit_reset: LimitReset | null;
-  period_start: number;
-  period_spent: number;
-}
+/** A key's limit and the spend figures its limit is checked against (billing/key-periods.ts). */
+export type KeyFigures = KeySpend & { spend_limit: number | null };
 
 /** Bounds the memory a flood of accounts and keys could take; the cache simply starts over. */
 const MAX_ENTRIES = 10_000;
