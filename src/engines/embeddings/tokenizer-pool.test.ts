@@ -112,7 +112,7 @@ test("vectors' JSON text is written in the threads: the vectors are moved there 
       // Moved, not copied: this thread no longer holds them, so it did not write the text.
       expect(sent.every((v) => v.buffer.byteLength === 0)).toBe(true);
     }
-    expect(JSON.parse((await pool.writeVectors(make(), { dims: 768, format: "float" }))[0]!)).toEqual([...make()[0]!]);
+    expect(Float32Array.from(JSON.parse((await pool.writeVectors(make(), { dims: 768, format: "float" }))[0]!))).toEqual(make()[0]!);
   } finally {
     pool.close();
   }

@@ -3,6 +3,7 @@
  * Matryoshka representation learning, so a prefix of the vector is itself a usable embedding once
  * rescaled to unit length), and the two wire encodings.
  */
+import { writeFloat32s } from "./float32-text";
 
 /** The first `dims` components, rescaled to unit L2 norm (all-zero stays zero). */
 export function truncateAndNormalise(v: Float32Array, dims: number): Float32Array {
@@ -27,26 +28,9 @@ export function toBase64(v: Float32Array): string {
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
 }
 
-/** Plain numbers for JSON; each is the exact float32 value. */
+/** Plain numbers, each the exact float32 value (benchmarks compare the old JSON.stringify path with writeFloat32s). */
 export function toFloats(v: Float32Array): number[] {
   return Array.from(v);
-}
-
-/**
- * The JSON array of `v`'s values, the very text JSON.stringify(toFloats(v)) writes (each the
- * shortest decimal that reads back as the exact float32 value; a non-finite value, which JSON
- * cannot hold, as null), in about a third of its time: no array of boxed numbers is made, and
- * each number goes to its decimal once (~25 µs for 768 floats here, against ~60).
- */
-export function writeFloats(v: Float32Array): string {
-  let s = "[";
-  for (let i = 0; i < v.length; i++) {
-    const x = v[i]!;
-    if (i > 0) s += ",";
-    // x - x is 0 for every finite number and NaN for NaN and ±Infinity.
-    s += x - x === 0 ? x : "null";
-  }
-  return s + "]";
 }
 
 /** How one vector goes on the wire: its width after truncation and its encoding. */
@@ -57,10 +41,10 @@ export interface RowEncoding {
 
 /**
  * The JSON text of one `embedding` value, ready to be spliced into the response body: the base64
- * string (quoted) or the array of floats. Made where the model ran (the inference worker), so the
- * event loop only concatenates strings.
+ * string (quoted) or the array of floats (float32-text.ts). Written in the event loop for small
+ * requests and by the tokenizer threads for large ones (engine.ts embedEncoded).
  */
 export function encodeEmbedding(v: Float32Array, e: RowEncoding): string {
   const cut = truncateAndNormalise(v, e.dims);
-  return e.format === "base64" ? `"${toBase64(cut)}"` : writeFloats(cut);
+  return e.format === "base64" ? `"${toBase64(cut)}"` : writeFloat32s(cut);
 }
