@@ -6,8 +6,8 @@
  * the model's value, the same as from the base64 encoding.
  *
  * Why not `String(x)`: a double's shortest text needs up to 17 digits for a widened float32, so
- * the body is ~70% larger, and double-to-text was the largest single cost of a float response
- * (docs/local-models.md, "What a request costs the server").
+ * the body is ~70% larger, and JavaScriptCore's double-to-text was the largest single cost of a
+ * float response in the event loop (~30% of it, profiled with a model that costs nothing).
  *
  * How: round x to p significant digits with one multiplication by an exact power of ten, divide
  * back (the very double a parser makes of that text, both operands being exact) and check that
