@@ -57,8 +57,8 @@ for (const idType of ["int64", "int32"] as const) {
         [1009, 3, 3, 3, 0, 0],
         [big + 1000, 1000, 3, 3, 0, 0].map((x) => Math.fround(x)),
       ]);
-      // Each vector has a buffer of its own (it may be moved to another thread).
-      expect(new Set(out.map((v) => v.buffer)).size).toBe(3);
+      // The vectors are views of the batch's one output buffer (the tokenizer pool copies those it moves).
+      expect(new Set(out.map((v) => v.buffer)).size).toBe(1);
     } finally {
       await model.close();
     }

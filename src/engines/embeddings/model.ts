@@ -87,8 +87,10 @@ export class EmbeddingModel {
   /**
    * Runs one batch. Sequences are right-padded with the pad id to the longest one; the attention
    * mask keeps padding out of the pooling. The feed buffers are built for this run only, so they
-   * are moved to the worker rather than copied; each vector comes back in a buffer of its own,
-   * so it can be moved on in turn (to a tokenizer thread that writes its JSON text).
+   * are moved to the worker rather than copied. The vectors are views of the batch's one output
+   * buffer: a buffer of its own per vector cost the event loop ~5 µs a request once the base64
+   * encoder asked for it (a typed array's `buffer` is made on first use); the tokenizer pool
+   * copies the few it moves to a thread (tokenizer-pool.ts writeVectors).
    */
   async embed(batch: readonly (readonly number[])[]): Promise<Float32Array[]> {
     if (batch.length === 0) return [];
@@ -129,7 +131,7 @@ export class EmbeddingModel {
     const data = result[this.info.output]!.data as Float32Array;
     const d = this.info.dimensions;
     const vectors: Float32Array[] = [];
-    for (let r = 0; r < rows; r++) vectors.push(data.slice(r * d, (r + 1) * d));
+    for (let r = 0; r < rows; r++) vectors.push(data.subarray(r * d, (r + 1) * d));
     return vectors;
   }
 

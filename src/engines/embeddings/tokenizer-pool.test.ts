@@ -113,6 +113,13 @@ test("vectors' JSON text is written in the threads: the vectors are moved there 
       expect(sent.every((v) => v.buffer.byteLength === 0)).toBe(true);
     }
     expect(Float32Array.from(JSON.parse((await pool.writeVectors(make(), { dims: 768, format: "float" }))[0]!))).toEqual(make()[0]!);
+    // Views of one shared buffer (a batch's output) are copied, not moved: the buffer stays whole for the others.
+    const shared = new Float32Array(3 * 768);
+    make().forEach((v, k) => shared.set(v, k * 768));
+    const views = [0, 1, 2].map((k) => shared.subarray(k * 768, (k + 1) * 768));
+    expect(await pool.writeVectors(views.slice(0, 2), { dims: 768, format: "float" })).toEqual(make().slice(0, 2).map((v) => encodeEmbedding(v, { dims: 768, format: "float" })));
+    expect(shared.byteLength).toBe(3 * 768 * 4);
+    expect(views[2]).toEqual(make()[2]!);
   } finally {
     pool.close();
   }

@@ -83,13 +83,16 @@ export class TokenizerPool {
   }
 
   /**
-   * The JSON text of each vector's `embedding` value (vectors.ts encodeEmbedding). The vectors'
-   * buffers are moved to the thread: the caller must not use them afterwards.
+   * The JSON text of each vector's `embedding` value (vectors.ts encodeEmbedding). Vectors that
+   * own their whole buffers have them moved to the thread: the caller must not use them afterwards.
    */
   writeVectors(vectors: Float32Array[], encoding: RowEncoding): Promise<string[]> {
     const here = () => vectors.map((v) => encodeEmbedding(v, encoding));
+    // Views of a shared buffer (a batch's output, model.ts) are copied first: moving that buffer
+    // would take it from the other requests' vectors, and cloning a view clones all of it.
     const whole = vectors.every((v) => v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) && new Set(vectors.map((v) => v.buffer)).size === vectors.length;
-    return this.send<string[]>(vectors.length, { type: "write", vectors, encoding }, whole ? vectors.map((v) => v.buffer as ArrayBuffer) : [], here);
+    const own = whole ? vectors : vectors.map((v) => v.slice());
+    return this.send<string[]>(vectors.length, { type: "write", vectors: own, encoding }, own.map((v) => v.buffer as ArrayBuffer), here);
   }
 
   /** Sends a job to the least busy thread; done here when none is alive or the thread dies. */

@@ -85,6 +85,24 @@ describe("charges of one batch", () => {
     expect(state(db).entries.filter((e: any) => e.kind === "charge").map((e: any) => e.balance_after)).toEqual([9900, 9850]);
   });
 
+  test("a repeated charge, in the same batch or a later one, is answered with the first and changes nothing", async () => {
+    const { db, store } = await open();
+    const first = charge("acct_a", "key_a", 100, 0);
+    const other = charge("acct_a", "key_a", 7, 0);
+    // The repeat asks for a different amount: the first charge stands.
+    const [a, again, b] = await Promise.all([store.post(first), store.post({ ...first, amount: 60, holdAmount: 60 }), store.post(other)]);
+    expect(a).toEqual({ charged: 100, balanceAfter: 9900, fresh: true });
+    expect(again).toEqual({ charged: 100, balanceAfter: 9900, fresh: false });
+    expect(b).toEqual({ charged: 7, balanceAfter: 9893, fresh: true });
+    let committed = 0;
+    expect(await store.post({ ...first, amount: 1, holdAmount: 1 }, () => committed++)).toEqual({ charged: 100, balanceAfter: 9900, fresh: false });
+    // Its committed callback still runs: the hold it settles stops counting.
+    expect(committed).toBe(1);
+    expect(state(db).accounts[0]).toEqual({ id: "acct_a", balance: 9893 });
+    expect(state(db).keys[0]).toMatchObject({ id: "key_a", spent: 107, period_spent: 107 });
+    expect(state(db).entries.filter((e: any) => e.kind === "charge")).toHaveLength(2);
+  });
+
   test("a credit in the middle of a batch sees the charges queued before it", async () => {
     const { db, store } = await open();
     const book = new HoldBook();

@@ -34,6 +34,9 @@ export type SqliteLedgerOptions = Omit<GroupCommitOptions, "onFailure" | "onFata
   besideServer?: boolean;
 };
 
+/** A charge's write found its request already charged; post() answers with that first charge. */
+class RepeatedCharge extends Error {}
+
 export class SqliteLedgerStore implements LedgerStore {
   readonly commits: GroupCommit;
   private readonly failureListeners: ((e: StoreUnavailable) => void)[] = [];
@@ -71,6 +74,13 @@ export class SqliteLedgerStore implements LedgerStore {
            input_tokens, output_tokens, characters, reason, created_at, key_id, counted_at, cached_tokens, cache_write_tokens, cache_saved)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      // A charge of a request already charged is not written (the unique index ledger_charge_once): changes is 0.
+      insertCharge: db.query(
+        `INSERT INTO ledger_entries (account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier,
+           input_tokens, output_tokens, characters, reason, created_at, key_id, counted_at, cached_tokens, cache_write_tokens, cache_saved)
+         VALUES (?, 'charge', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (request_id) WHERE kind = 'charge' DO NOTHING`,
+      ),
       pendingCount: db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM holds WHERE state = 'pending'"),
       entries: db.query<LedgerEntryRow, [string, number]>(
         `SELECT id, account_id, kind, amount, balance_after, request_id, endpoint, model, service_tier, input_tokens, output_tokens,
@@ -104,11 +114,8 @@ export class SqliteLedgerStore implements LedgerStore {
     // The store's own check of the ceiling.
     if (p.amount > p.holdAmount) return Promise.reject(new InternalError(`post of ${p.requestId}: ${p.amount} exceeds its hold of ${p.holdAmount}`));
     if (p.direct) return Promise.reject(new InternalError(`post of ${p.requestId}: this store grants no direct holds`));
-    return this.commits.submit((): PostResult => {
+    const write = this.commits.submit((): PostResult => {
       const at = nowSeconds();
-      // A repeat (an answer lost with a crash) returns the first charge.
-      const existing = this.q.existingCharge.get(p.requestId);
-      if (existing) return { charged: -existing.amount, balanceAfter: existing.balance_after, fresh: false };
       // The balance and the key's spend are written once for the whole batch (charge-batch.ts).
       const balanceAfter = this.charges.debit(p.accountId, p.amount, p.requestId);
       this.figures.forgetAccount(p.accountId);
@@ -119,14 +126,25 @@ export class SqliteLedgerStore implements LedgerStore {
         this.figures.forgetKey(p.keyId);
         countedAt = Math.max(p.holdCreatedAt, periodStart ?? 0);
       }
-      this.q.insertEntry.run(
-        p.accountId, "charge", -p.amount, balanceAfter, p.requestId, p.endpoint, p.model, p.serviceTier,
+      const written = this.q.insertCharge.run(
+        p.accountId, -p.amount, balanceAfter, p.requestId, p.endpoint, p.model, p.serviceTier,
         p.inputTokens ?? 0, p.outputTokens ?? 0, p.characters ?? 0, p.note ?? null, at, p.keyId, countedAt ?? p.holdCreatedAt,
         p.cachedTokens ?? 0, p.cacheWriteTokens ?? 0, p.cacheSaved ?? 0,
-      );
+      ).changes;
+      // Charged before (an answer lost, then asked again): this write fails, which rolls back its
+      // debit and key count with it (group-commit.ts), and the first charge is answered below. No
+      // read per charge looks for one first: the index finds it in the insert.
+      if (written === 0) throw new RepeatedCharge();
       if (p.storedResponse) this.responses.write(p.storedResponse);
       return { charged: p.amount, balanceAfter, fresh: true };
     }, "durable", committed);
+    return write.catch((e: unknown) => {
+      if (!(e instanceof RepeatedCharge)) throw e;
+      const existing = this.q.existingCharge.get(p.requestId);
+      if (!existing) throw new InternalError(`post of ${p.requestId}: its charge was found in the insert but not read back`);
+      committed?.();
+      return { charged: -existing.amount, balanceAfter: existing.balance_after, fresh: false };
+    });
   }
 
   adjust(accountId: string, amount: number, reason: string, book: HoldBook): Promise<{ balanceAfter: number }> {
