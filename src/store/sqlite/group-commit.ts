@@ -32,10 +32,12 @@
  * rolled the transaction back, so no write of it can be trusted to commit. A full disk or a lock
  * is not final: the next batch tries again.
  */
-import { closeSync, fsync as nodeFsync, fsyncSync, openSync } from "node:fs";
 import type { Store } from "../database";
 import { StoreUnavailable } from "../../billing/ledger-store";
 import { isBusy, isIoError, storageFailure } from "./failures";
+import { WalSync, type FsyncFn } from "./wal-sync";
+
+export type { FsyncFn } from "./wal-sync";
 
 /** What the caller of a write waits for. */
 export type WriteWait = "commit" | "durable";
@@ -52,8 +54,6 @@ interface Pending<T> {
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
-export type FsyncFn = (fd: number, callback: (err: NodeJS.ErrnoException | null) => void) => void;
 
 export interface GroupCommitOptions {
   /** 1 turns group commit off (one transaction per write), for comparison. */
@@ -98,14 +98,10 @@ export class GroupCommit {
   background = 0;
   /** Batches run a second time, one savepoint per write, because a write in them threw. */
   replays = 0;
-  /** The WAL file's descriptor, once it exists (null: not a WAL database, or not opened yet). */
-  private walFd: number | null = null;
-  private readonly walPath: string | null;
-  private syncing: Promise<void> | null = null;
-  private nextSync: Promise<void> | null = null;
+  /** The WAL's fsync off the event loop (null: not a WAL database, or one that does not sync each commit). */
+  private readonly wal: WalSync | null;
   private readonly maxBatch: number;
   private readonly lockWaitMs: number;
-  private readonly fsync: FsyncFn;
   private readonly onFailure: (e: StoreUnavailable) => void;
   private readonly onFatal: (e: StoreUnavailable) => void;
   private readonly state: BatchState | null;
@@ -118,7 +114,6 @@ export class GroupCommit {
   constructor(private readonly db: Store, options: GroupCommitOptions = {}) {
     this.maxBatch = options.maxBatch ?? 512;
     this.lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
-    this.fsync = options.fsync ?? nodeFsync;
     this.onFailure = options.onFailure ?? (() => {});
     this.onFatal = options.onFatal ?? (() => {});
     this.state = options.batchState ?? null;
@@ -127,7 +122,7 @@ export class GroupCommit {
     const synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
     // Only a connection that syncs every commit (FULL=2, EXTRA=3) has a sync worth moving off the loop.
     const syncsEachCommit = synchronous >= 2;
-    this.walPath = syncsEachCommit && mode === "wal" && db.filename && db.filename !== ":memory:" ? `${db.filename}-wal` : null;
+    this.wal = syncsEachCommit && mode === "wal" && db.filename && db.filename !== ":memory:" ? new WalSync(`${db.filename}-wal`, options.fsync) : null;
     this.sql = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -176,15 +171,7 @@ export class GroupCommit {
         this.db.run(`PRAGMA busy_timeout = ${previous}`);
       }
     }
-    if (this.walFd !== null) {
-      try {
-        fsyncSync(this.walFd);
-      } catch {
-        // Nothing can be done about it at shutdown; the commits themselves happened.
-      }
-      closeSync(this.walFd);
-      this.walFd = null;
-    }
+    this.wal?.syncBlocking();
   }
 
   /** Whether an fsync or a commit failed with an I/O error (every write is refused since). */
@@ -197,6 +184,7 @@ export class GroupCommit {
     if (this.closed) return;
     this.flush();
     this.closed = true;
+    this.wal?.close(new StoreUnavailable("io", "the store is closed"));
   }
 
   /**
@@ -210,8 +198,7 @@ export class GroupCommit {
     this.queue = [];
     const gone = new StoreUnavailable("io", "the process stopped before this write");
     for (const p of dropped) p.reject(gone);
-    if (this.walFd !== null) closeSync(this.walFd);
-    this.walFd = null;
+    this.wal?.close(gone);
   }
 
   private clearLockRetry(): void {
@@ -225,7 +212,7 @@ export class GroupCommit {
     while (this.queue.length > 0) {
       const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
       this.queue = batch === this.queue ? [] : this.queue.slice(this.maxBatch);
-      const deferSync = !blocking && this.walPath !== null;
+      const deferSync = !blocking && this.wal !== null;
       let outcomes: Outcome[];
       try {
         outcomes = this.runBatch(batch, deferSync);
@@ -268,7 +255,7 @@ export class GroupCommit {
         settle();
         continue;
       }
-      this.durable().then(settle, (error) => {
+      this.wal!.durable().then(settle, (error) => {
         // Committed, but perhaps never on disk: not acknowledged, and nothing is written again.
         const failure = error instanceof StoreUnavailable ? error : new StoreUnavailable("io", `fsync of the WAL failed after commit: ${(error as Error)?.message ?? error}`);
         for (const i of durable) batch[i]!.reject(failure);
@@ -290,14 +277,7 @@ export class GroupCommit {
     const dropped = this.queue;
     this.queue = [];
     for (const p of dropped) p.reject(failure);
-    if (this.walFd !== null) {
-      try {
-        closeSync(this.walFd);
-      } catch {
-        // Already failing; the descriptor is dropped either way.
-      }
-      this.walFd = null;
-    }
+    this.wal?.close(failure);
     // The owner hears first: a server stops here (one log line), before the ledger logs anything.
     this.onFatal(failure);
     this.onFailure(failure);
@@ -380,44 +360,5 @@ export class GroupCommit {
     if (this.db.inTransaction) this.sql.rollback.run();
     this.replays++;
     return null;
-  }
-
-  /**
-   * Resolves once an fsync of the WAL that started after this call has finished. One fsync runs at
-   * a time; commits made while it runs share the next one.
-   */
-  private durable(): Promise<void> {
-    if (!this.syncing) {
-      this.syncing = this.fsyncWal().finally(() => {
-        this.syncing = null;
-      });
-      return this.syncing;
-    }
-    if (!this.nextSync) {
-      const next = () => {
-        this.nextSync = null;
-        return this.durable();
-      };
-      this.nextSync = this.syncing.then(next, next);
-    }
-    return this.nextSync;
-  }
-
-  private fsyncWal(): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (this.broken) {
-        reject(this.broken);
-        return;
-      }
-      try {
-        // The WAL exists once the first commit wrote to it; SQLite keeps the same file (it only
-        // rewinds it) while any connection is open, so one descriptor serves for the process.
-        this.walFd ??= openSync(this.walPath!, "r+");
-      } catch (error) {
-        reject(error);
-        return;
-      }
-      this.fsync(this.walFd, (error) => (error ? reject(error) : resolve()));
-    });
   }
 }
