@@ -138,8 +138,10 @@ export class SqliteLedgerStore implements LedgerStore {
       if (p.storedResponse) this.responses.write(p.storedResponse);
       return { charged: p.amount, balanceAfter, fresh: true };
     }, "durable", committed);
-    return write.catch((e: unknown) => {
+    return write.catch(async (e: unknown) => {
       if (!(e instanceof RepeatedCharge)) throw e;
+      // Answered once the first charge is on disk too: it may be in this very batch, not yet synced.
+      await this.commits.submit(() => undefined, "durable");
       const existing = this.q.existingCharge.get(p.requestId);
       if (!existing) throw new InternalError(`post of ${p.requestId}: its charge was found in the insert but not read back`);
       committed?.();
