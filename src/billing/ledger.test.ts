@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore, type Store } from "../store/database";
 import { SqliteLedgerStore } from "../store/sqlite/ledger-store";
-import type { FsyncFn } from "../store/sqlite/group-commit";
+import type { FsyncFn } from "../store/sqlite/wal-sync";
 import { Log } from "../log";
 import { DomainError } from "../errors";
 import { Ledger, MAX_BALANCE, PROBE_INTERVAL_MS, type ClampRecord } from "./ledger";

@@ -1,5 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { float32Text, writeFloat32s } from "./float32-text";
+import { writeFloat32s } from "./float32-text";
+
+/** One value's text: the array's one element. */
+const float32Text = (x: number) => writeFloat32s(Float32Array.of(x)).slice(1, -1);
 
 /** The shortest text by brute force: the fewest significant digits whose decimal reads back as the float32 `x`. */
 function shortest(x: number): string {

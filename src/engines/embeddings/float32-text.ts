@@ -88,7 +88,7 @@ function tenDigits(m: number): number {
  * Writes the JSON text of the float32 value `x` at `out[at]` and returns where it ends. `out` needs
  * 24 free bytes. A non-finite value, which JSON cannot hold, is written as null.
  */
-export function putFloat32(x: number, out: Uint8Array, at: number): number {
+function putFloat32(x: number, out: Uint8Array, at: number): number {
   if (x === 0) {
     out[at] = DIGIT0;
     return at + 1;
@@ -167,10 +167,4 @@ export function writeFloat32s(v: Float32Array): string {
   }
   out[at++] = 93; // ]
   return Buffer.from(out.buffer, out.byteOffset, at).toString("latin1");
-}
-
-/** The JSON text of one float32 value (tests and single values; arrays use writeFloat32s). */
-export function float32Text(x: number): string {
-  const out = new Uint8Array(32);
-  return Buffer.from(out.buffer, 0, putFloat32(x, out, 0)).toString("latin1");
 }

@@ -19,7 +19,8 @@
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { mkdirSync } from "node:fs";
-import { GroupCommit, type FsyncFn } from "../sqlite/group-commit";
+import { GroupCommit } from "../sqlite/group-commit";
+import type { FsyncFn } from "../sqlite/wal-sync";
 import type { PostRequest } from "../../billing/ledger-store";
 
 /** What the database answered for one shipped charge. */

@@ -37,8 +37,6 @@ import { StoreUnavailable } from "../../billing/ledger-store";
 import { isBusy, isIoError, storageFailure } from "./failures";
 import { WalSync, type FsyncFn } from "./wal-sync";
 
-export type { FsyncFn } from "./wal-sync";
-
 /** What the caller of a write waits for. */
 export type WriteWait = "commit" | "durable";
 
