@@ -95,6 +95,17 @@ describe("the tokenizer's fast paths give the library's ids", () => {
     for (const text of texts(1000, 11)) expect(fast.encode(text, { add_special_tokens: false }).ids).toEqual(slow.encode(text, { add_special_tokens: false }).ids);
   });
 
+  test("once the fast BPE has the merges the tokenizer lets the library's copies go, and leaves the caller's tokenizer.json whole", () => {
+    const spec = learnedTokenizer(300);
+    const fast = library(spec);
+    expect(installFastBpe(fast)).toBe(true);
+    const held = fast as unknown as { tokenizer: { model: { merges: unknown[] } }; model: { merges: unknown[]; config: { merges: unknown[] } } };
+    expect([held.model.merges.length, held.model.config.merges.length, held.tokenizer.model.merges.length]).toEqual([0, 0, 0]);
+    expect((spec.json.model as { merges: unknown[] }).merges.length).toBe(300);
+    const slow = library(spec);
+    for (const text of texts(500, 13)) expect(fast.encode(text, { add_special_tokens: false }).ids).toEqual(slow.encode(text, { add_special_tokens: false }).ids);
+  });
+
   test("the short path declines texts that may hold an added token, raw or normalized", () => {
     const plain = plainEncoder(library(learnedTokenizer(50)))!;
     expect(plain("a b")).not.toBeNull();

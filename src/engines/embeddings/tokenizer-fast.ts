@@ -19,10 +19,14 @@ type Fn<A extends unknown[], R> = ((...args: A) => R) | null;
 
 /** The parts of the library's Tokenizer and BPE model used here. */
 interface Internals {
+  /** The parsed tokenizer.json, as given. */
+  tokenizer?: { model?: unknown };
   normalizer: Fn<[string], string>;
   pre_tokenizer: Fn<[string, { section_index: number }], string[]>;
   post_processor: { config?: { type?: string } } | null;
   model: Fn<[string[]], string[]> & {
+    /** Its part of tokenizer.json. */
+    config?: Record<string, unknown>;
     bpe?: (token: string) => string[];
     merges?: unknown;
     bpe_ranks?: unknown;
@@ -73,7 +77,8 @@ class RecentPieces {
 
 /** Replaces the BPE model's merging with BpeMerges; false when the model is not a plain BPE. */
 export function installFastBpe(tok: Tokenizer): boolean {
-  const model = (tok as unknown as Internals).model;
+  const t = tok as unknown as Internals;
+  const model = t.model;
   const merges = model?.merges;
   if (typeof model?.bpe !== "function" || !Array.isArray(merges) || !(model.tokens_to_ids instanceof Map) || !Array.isArray(model.vocab)) return false;
   if (model.end_of_word_suffix || model.continuing_subword_suffix) return false;
@@ -91,6 +96,15 @@ export function installFastBpe(tok: Tokenizer): boolean {
   };
   // The library's own rank table (JSON-string keys, ~100 MB for Gemma's 514,906 merges) is no longer read.
   model.bpe_ranks = new Map();
+  // Nor are the merges (only the library's constructor reads them). Its list is the parsed
+  // tokenizer.json's own array, held by the model's config and by the tokenizer's copy of the JSON:
+  // both are swapped for shallow copies without it (the caller's object is left as it was), so a
+  // tokenizer.json parsed for this tokenizer alone lets them go. For Gemma that is 1.85 of the
+  // heap's 2.17 million objects (every full collection marks them) and ~45 MB per tokenizer, one
+  // per thread that tokenizes.
+  model.merges = [];
+  if (model.config) model.config = { ...model.config, merges: [] };
+  if (t.tokenizer?.model) t.tokenizer = { ...t.tokenizer, model: model.config };
   return true;
 }
 
