@@ -103,8 +103,10 @@ export function installFastBpe(tok: Tokenizer): boolean {
   // heap's 2.17 million objects (every full collection marks them) and ~45 MB per tokenizer, one
   // per thread that tokenizes.
   model.merges = [];
-  if (model.config) model.config = { ...model.config, merges: [] };
-  if (t.tokenizer?.model) t.tokenizer = { ...t.tokenizer, model: model.config };
+  if (model.config) {
+    model.config = { ...model.config, merges: [] };
+    if (t.tokenizer?.model) t.tokenizer = { ...t.tokenizer, model: model.config };
+  }
   return true;
 }
 
