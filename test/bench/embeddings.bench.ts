@@ -15,8 +15,9 @@
  * Before the HTTP table it prints the event loop's own work per request, the part that does not
  * scale with the GPU: tokenising the text, and writing the answer, once as the route first did
  * (768 floats as an array through JSON.stringify) and once as it does now (float32-text.ts
- * writeFloat32s, each value's shortest float32 text, or base64, spliced into the body). A one-text request does both in the event loop; requests
- * with more than 1,000 characters or 4 × 768 floats hand them to a tokenizer thread
+ * writeFloat32s, each value's shortest float32 text, or base64, spliced into the body). A
+ * one-text request does both in the event loop; requests with more than 1,000 characters or
+ * 4 × 768 floats hand them to a tokenizer thread
  * (engine.ts DEFAULT_HAND_OFF). embeddings-ceiling.bench.ts measures the whole server per request.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
