@@ -10,7 +10,8 @@
  * in the database instead; those are voided there, retried while it cannot write.)
  *
  * Invariants — each is enforced here, by the hold book or by the store, asserted where it can
- * break, and tested (ledger.test.ts and the seeded randomized checker, test/ledger-checker.test.ts):
+ * break, and tested (ledger.test.ts, hold expiry in ledger-lifecycle.test.ts, and the seeded
+ * randomized checker, test/ledger-checker.test.ts):
  *   1. balance ≥ 0, always (store CHECK constraints; holds are granted only from what is available).
  *   2. held(account) = Σ amounts of its open holds, and what is held never exceeds what the store
  *      lets this process spend: the balance (SQLite), or its lease plus direct holds (PostgreSQL).
@@ -48,34 +49,9 @@ import { Hold, type HoldLedger, type HoldSpec, type Quote, type SettleRequest, t
 import { HoldBook } from "./hold-book";
 import { PROBE_INTERVAL_MS, StoreHealth } from "./store-health";
 import { VoidRetries } from "./void-retries";
+import type { ClampRecord, HoldEvent, LedgerOptions } from "./ledger-types";
 
-export { MAX_BALANCE, PROBE_INTERVAL_MS };
-
-export interface LedgerOptions {
-  /** After a store failure, new holds are refused without a write for this long (ms). */
-  probeIntervalMs?: number;
-  /** A hold pending longer than this (seconds) is voided by expireHolds() (see hold-expiry.ts). */
-  holdExpirySeconds?: number;
-  /** The clock holds are dated and expired by, and key limit periods read from (ms); tests and the randomized checker move it. */
-  now?: () => number;
-}
-
-/** A clamped charge, for the metric. */
-export interface ClampRecord {
-  requestId: string;
-  endpoint: string;
-  model: string;
-  reported: number;
-  held: number;
-}
-
-/** A hold's change of state, for observers (metrics, tests): taken, charged, or released unposted. */
-export interface HoldEvent {
-  requestId: string;
-  accountId: string;
-  amount: number;
-  state: "pending" | "posted" | "voided";
-}
+export { MAX_BALANCE, PROBE_INTERVAL_MS, type ClampRecord, type HoldEvent, type LedgerOptions };
 
 export class Ledger implements HoldLedger {
   private readonly settledListeners: ((c: ChargeRecord) => void)[] = [];
