@@ -3,7 +3,8 @@
  * one run. Five processes: a fast fake upstream (replies encoded once, test/bench/lib/fast-upstream.ts),
  * a bare Bun.serve proxy doing the same fetch and JSON rewrite (test/bench/lib/bare-proxy.ts),
  * Switchyard (billing, limits, metrics and the info-level request log all on; the log goes to a
- * file), and this load generator.
+ * file), and this load generator. The paths and what is checked of them (replies, warm-up, the
+ * ledger, the request log): test/bench/lib/hotpath-paths.ts.
  *
  *   1. CPU µs per request of the proxying process (run time of all its threads, from /proc)
  *      and req/s, for: direct to the upstream, the bare proxy, Switchyard; plain, streamed (20
@@ -36,7 +37,7 @@ import { join } from "node:path";
 import { readdirSync, readFileSync } from "node:fs";
 import { benchAccount, ROOT, startGatewayProcess, startScriptProcess, type Proc } from "./lib/processes";
 import { cpuSeconds, fmt, median, percentile, runLoad, threadCpuSeconds, type LoadResult } from "./lib/load";
-import { ledgerFacts } from "./lib/ledger-facts";
+import { body, checkLedger, checkReplies, logFile, logLines, warmUntilQuiet, type Mode, type Target } from "./lib/hotpath-paths";
 import { printStageTable } from "./lib/profile-stages";
 import { nginxBinary, startNginxProxy } from "./lib/nginx-proxy";
 
@@ -54,17 +55,9 @@ const JIT_QUIET_US = 3;
 const SERIAL_REQUESTS = Number(process.env.BENCH_SERIAL_REQUESTS ?? 40);
 const STREAM_CHUNKS = 20;
 const PACE_MS = 1;
+/** Warm-up: BENCH_WARMUP requests per mode first, then slices until the JIT threads are quiet. */
+const WARM_UP = { from: WARMUP, max: WARMUP_MAX, quietUs: JIT_QUIET_US };
 
-interface Mode {
-  key: "plain" | "streamed" | "paced";
-  label: string;
-  stream: boolean;
-  /** Path prefix on the upstream (and the bare proxy, which forwards paths as they are). */
-  prefix: string;
-  /** The model Switchyard routes to that prefix (SWITCHYARD_ROUTES below). */
-  model: string;
-  requests: number;
-}
 const MODES: Mode[] = [
   { key: "plain", label: "plain", stream: false, prefix: "", model: "glm-4.6", requests: REQUESTS },
   { key: "streamed", label: "streamed", stream: true, prefix: "", model: "glm-4.6", requests: REQUESTS },
@@ -120,7 +113,6 @@ const GATEWAY_ENV = {
   SWITCHYARD_CONCURRENCY_LIMIT: "100000",
   SWITCHYARD_LOG_LEVEL: "info",
 };
-const logFile = (dir: string) => join(dir, "gateway.log");
 /** With --profile or --threads, BENCH_BASELINE says which checkout to look into (default: this one). */
 const GATEWAY_ROOT = PROFILE ? (BASELINE ?? ROOT) : ROOT;
 const gateway = await track(
@@ -133,23 +125,6 @@ const baseline = BASELINE && !PROFILE ? await track(startGatewayProcess(GATEWAY_
  * this one how much time there is and what the other threads spend.
  */
 const unprofiled = PROFILER ? await track(startGatewayProcess(GATEWAY_ENV, { logFile, root: GATEWAY_ROOT })) : null;
-
-interface Target {
-  name: string;
-  /** The process whose CPU is the cost of this path (null: direct, nothing in between). */
-  proc: Proc | null;
-  /** A Switchyard: its data directory and account, for the ledger check and its log. */
-  gateway?: { dataDir: string; accountId: string; requests: number };
-  url(m: Mode): string;
-  headers: Record<string, string>;
-  /** The model a client names on this path. */
-  model(m: Mode): string;
-  /** Replies pass through untouched (the upstream's own model name). */
-  passthrough?: boolean;
-}
-
-const body = (model: string, stream: boolean) =>
-  JSON.stringify({ model, messages: [{ role: "user", content: "Say hello in one short sentence." }], max_tokens: 64, stream });
 
 async function switchyardTarget(name: string, g: Proc & { dataDir: string }): Promise<Target> {
   const acct = await benchAccount(g.url, "1000000");
@@ -179,14 +154,14 @@ try {
     return r;
   };
 
-  for (const t of targets) await checkReplies(t);
+  for (const t of targets) await checkReplies(t, selected, STREAM_CHUNKS);
 
   if (PROFILE) {
     const plainSy = unprofiled ? await switchyardTarget("Switchyard (unprofiled)", unprofiled) : sy;
     const measured = plainSy.proc!.proc.pid;
     await load(sy, PROFILE, WARMUP, CONCURRENCY);
     if (plainSy !== sy) await load(plainSy, PROFILE, WARMUP, CONCURRENCY);
-    const warmed = await warmUntilQuiet(plainSy !== sy ? [sy, plainSy] : [sy], (t, m, n) => load(t, m, n, CONCURRENCY));
+    const warmed = await warmUntilQuiet(plainSy !== sy ? [sy, plainSy] : [sy], selected, (t, m, n) => load(t, m, n, CONCURRENCY), WARM_UP);
     console.log(`warm-up until the JIT threads were quiet: ${[...warmed].map(([name, n]) => `${name} ${n}`).join(", ")} requests`);
     // For attaching an outside profiler (perf record -p) to the measured run.
     console.log(`gateway pid ${measured}: measuring`);
@@ -221,7 +196,7 @@ try {
     }
   } else {
     for (const t of targets) for (const m of selected) await load(t, m, WARMUP, CONCURRENCY);
-    const warmed = await warmUntilQuiet(targets.filter((t) => t.proc !== null), (t, m, n) => load(t, m, n, CONCURRENCY));
+    const warmed = await warmUntilQuiet(targets.filter((t) => t.proc !== null), selected, (t, m, n) => load(t, m, n, CONCURRENCY), WARM_UP);
 
     // 1. CPU per request and throughput.
     type Sample = { cpu: number | null; upstreamCpu: number | null; clientCpu: number; rps: number };
@@ -369,56 +344,6 @@ try {
   await stopAll();
 }
 
-/**
- * Warms every proxying path until its JIT compiler threads are quiet: slices of `slice` requests
- * of each mode until the JIT threads used less than JIT_QUIET_US per request over the last slice
- * (or WARMUP_MAX requests per mode). Returns the warm-up requests each path took, per mode.
- */
-async function warmUntilQuiet(ts: Target[], run: (t: Target, m: Mode, n: number) => Promise<unknown>): Promise<Map<string, number>> {
-  const slice = 2000;
-  const taken = new Map<string, number>();
-  for (const t of ts) {
-    let n = WARMUP;
-    for (; n < WARMUP_MAX; n += slice) {
-      const before = jitSeconds(await threadCpuSeconds(t.proc!.proc.pid));
-      for (const m of selected) await run(t, m, slice);
-      const perRequest = ((jitSeconds(await threadCpuSeconds(t.proc!.proc.pid)) - before) * 1e6) / (slice * selected.length);
-      if (perRequest < JIT_QUIET_US) break;
-    }
-    taken.set(t.name, n);
-  }
-  return taken;
-}
-
-function jitSeconds(threads: Map<string, number>): number {
-  let s = 0;
-  for (const [name, sec] of threads) if (/JIT|WarmUp/i.test(name)) s += sec;
-  return s;
-}
-
-/** Every gateway request charged exactly once, nothing left held, and the books balance. */
-function checkLedger(t: Target): void {
-  const g = t.gateway!;
-  const ledger = ledgerFacts(g.dataDir, g.accountId);
-  const exact = ledger.sum === ledger.balance;
-  console.log(`${t.name} billing: ${ledger.charges} charge entries for ${g.requests} requests; pending holds ${ledger.pendingHolds}; ledger sum equals balance: ${exact}`);
-  if (ledger.charges !== g.requests || ledger.pendingHolds !== 0 || !exact) process.exitCode = 1;
-}
-
-/** The request lines of a gateway's JSON log. */
-function logLines(dataDir: string): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [];
-  for (const line of readFileSync(logFile(dataDir), "utf8").split("\n")) {
-    if (!line.includes('"msg":"request"')) continue;
-    try {
-      out.push(JSON.parse(line) as Record<string, unknown>);
-    } catch {
-      // A line cut short at shutdown.
-    }
-  }
-  return out;
-}
-
 function verdict(value: number | null, limit: number): string {
   return value === null ? "n/a" : `${fmt(value, limit < 10 ? 2 : 0)} ${value <= limit ? "met" : "MISSED"}`;
 }
@@ -428,28 +353,5 @@ function loadAverage(): string {
     return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
   } catch {
     return "n/a";
-  }
-}
-
-/**
- * One request of each kind through a path: a completion naming the model asked for, and a stream
- * with every content chunk and [DONE] (and, through Switchyard, nothing of the upstream's).
- */
-async function checkReplies(t: Target): Promise<void> {
-  const rewritten = t.gateway !== undefined;
-  for (const m of selected) {
-    const res = await fetch(t.url(m), { method: "POST", headers: { "content-type": "application/json", ...t.headers }, body: body(t.model(m), m.stream) });
-    if (t.gateway) t.gateway.requests++;
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${t.name} (${m.label}): ${res.status} ${text.slice(0, 300)}`);
-    const model = t.passthrough ? "upstream-model" : t.model(m);
-    if (!m.stream) {
-      if (!text.includes(`"model":"${model}"`) || !text.includes('"choices"')) throw new Error(`${t.name}: unexpected reply ${text.slice(0, 300)}`);
-      continue;
-    }
-    const chunks = text.split("\n\n").filter((e) => e.includes('"content":" tok"') || e.includes('"content":"Hello"')).length;
-    if (chunks !== STREAM_CHUNKS || !text.includes("data: [DONE]") || (rewritten && text.includes("upstream"))) {
-      throw new Error(`${t.name} (${m.label}): stream had ${chunks} content chunks:\n${text.slice(0, 500)}`);
-    }
   }
 }
