@@ -68,6 +68,17 @@ test("the optimised graph is made on the first load, reused on the next, and ans
   await Promise.all([plain, first, second].map((s) => s.session.release()));
 });
 
+test("on a provider the tuning keeps plain, the plain graph is loaded and no optimised graph is made", async () => {
+  const { dir, path } = model();
+  const cpu = await createSession(path, "cpu", { optimisedGraph: true, plainGraphOn: ["cpu"] });
+  expect(cpu.graph).toBe("plain graph on cpu (it runs faster there)");
+  expect(opt(dir)).toEqual([]);
+  // Another provider's exception leaves this one's optimised graph as before.
+  const other = await createSession(path, "cpu", { optimisedGraph: true, plainGraphOn: ["cuda"] });
+  expect(other.graph).toBe("made");
+  await Promise.all([cpu, other].map((s) => s.session.release()));
+});
+
 test("a new ONNX Runtime version makes a new graph and deletes the old version's", async () => {
   const { dir, path } = model();
   const ort = await loadOrt();
