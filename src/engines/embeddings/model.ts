@@ -16,7 +16,7 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 /**
  * Spinning: a batch-1 request is a few dozen short operators, and waking sleeping threads for
  * each added ~10 ms to a ~40 ms run. The plain graph on CPU: ORT's saved graph orders the same
- * nodes so that they ran 4–5% slower there (see SessionTuning.plainGraphOn).
+ * nodes so that they ran 2–5% slower there (see SessionTuning.plainGraphOn).
  */
 export const EMBEDDING_SESSION_TUNING: SessionTuning = { spinning: true, plainGraphOn: ["cpu"] };
 
