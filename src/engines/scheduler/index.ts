@@ -87,6 +87,8 @@ export class Scheduler<I, O> {
    * batched regardless; this only concerns the idle case.
    */
   private waitForCompany = true;
+  /** A pump is queued for the end of this turn (pumpAfterThisTurn). */
+  private pumpQueued = false;
   private readonly metrics: SchedulerMetrics | null;
   /** Jobs queued per account. */
   private readonly perAccount = new Map<string, number>();
@@ -151,6 +153,22 @@ export class Scheduler<I, O> {
       (job.priority ? this.priorityLane : this.normalLane).push(job);
       this.perAccount.set(account, this.queuedFor(account) + 1);
       this.metrics?.depth(this.queued);
+      this.pumpAfterThisTurn();
+    });
+  }
+
+  /**
+   * The queue is looked at once the current synchronous run of submits is over, not at each: the
+   * inputs of one request are submitted in one loop, and an idle scheduler that does not wait for
+   * company would otherwise start a batch with the first alone and run the rest in the next one
+   * (twice the latency, and a model whose numbers depend on its batch would answer the same request
+   * differently by what ran before it).
+   */
+  private pumpAfterThisTurn(): void {
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    queueMicrotask(() => {
+      this.pumpQueued = false;
       this.pump();
     });
   }

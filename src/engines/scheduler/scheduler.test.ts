@@ -88,6 +88,14 @@ describe("Scheduler", () => {
     await six;
   });
 
+  test("jobs submitted together (one request's inputs) run as one batch even when the idle wait is off", async () => {
+    const r = recorder();
+    const s = make(r.run, { maxWaitMs: 60_000 });
+    await s.submit(1, { cost: 1, priority: true }); // ran alone: the idle wait is off
+    await Promise.all([s.submit(2, { cost: 1 }), s.submit(3, { cost: 1 }), s.submit(4, { cost: 1 })]);
+    expect(r.batches).toEqual([[1], [2, 3, 4]]);
+  });
+
   test("a full batch does not wait", async () => {
     const r = recorder();
     const s = make(r.run, { maxWaitMs: 60_000, maxBatchSize: 2 });
