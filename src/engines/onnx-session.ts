@@ -102,11 +102,11 @@ export async function createSession(modelPath: string, provider: "cpu" | "cuda",
   const source = tuning.floatConvs ? floatConvsGraph(modelPath) : { path: modelPath };
   const convs = source.note ? { floatConvs: source.note } : {};
   // A graph only in memory (its folder could not be written) has no optimised graph saved beside it.
-  const load = (p: "cpu" | "cuda", options: Ort.InferenceSession.SessionOptions): Promise<{ session: Ort.InferenceSession; graph?: string }> => {
-    if (source.bytes) return ort.InferenceSession.create(source.bytes, options).then((session) => ({ session }));
-    if (tuning.optimisedGraph !== true) return open(ort, source.path, p, options, false);
-    if (tuning.plainGraphOn?.includes(p)) return open(ort, source.path, p, options, false).then(({ session }) => ({ session, graph: `plain graph on ${p} (it runs faster there)` }));
-    return open(ort, source.path, p, options, true);
+  const load = async (p: "cpu" | "cuda", options: Ort.InferenceSession.SessionOptions): Promise<{ session: Ort.InferenceSession; graph?: string }> => {
+    if (source.bytes) return { session: await ort.InferenceSession.create(source.bytes, options) };
+    const plainHere = tuning.optimisedGraph === true && tuning.plainGraphOn?.includes(p) === true;
+    const opened = await open(ort, source.path, p, options, tuning.optimisedGraph === true && !plainHere);
+    return plainHere ? { session: opened.session, graph: `plain graph on ${p} (it runs faster there)` } : opened;
   };
   if (provider === "cuda") {
     try {
