@@ -31,6 +31,8 @@ export interface SessionMeta {
   graph?: string;
   /** The float-convolution graph's fate, when one was asked for and the model has quantised convolutions. */
   floatConvs?: string;
+  /** The fused graph's fate, when one was asked for on this provider and the model has what it fuses. */
+  fusions?: string;
   inputNames: readonly string[];
   outputNames: readonly string[];
   inputMetadata: readonly Ort.InferenceSession.ValueMetadata[];
@@ -63,6 +65,7 @@ export function sessionMeta(created: CreatedSession): SessionMeta {
     ...(created.fallback ? { fallback: created.fallback } : {}),
     ...(created.graph ? { graph: created.graph } : {}),
     ...(created.floatConvs ? { floatConvs: created.floatConvs } : {}),
+    ...(created.fusions ? { fusions: created.fusions } : {}),
     inputNames: [...s.inputNames],
     outputNames: [...s.outputNames],
     inputMetadata: plainMeta(s.inputMetadata),

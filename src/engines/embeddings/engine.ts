@@ -195,6 +195,7 @@ export class EmbeddingEngine implements LocalEngine {
       max_batch_tokens: this.batching.maxBatchTokens,
       tokenizer_threads: this.pool?.size ?? 0,
       ...(i.graph ? { graph: i.graph } : {}),
+      ...(i.fusions ? { fusions: i.fusions } : {}),
     };
   }
 

@@ -16,15 +16,18 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 /**
  * Spinning: a batch-1 request is a few dozen short operators, and waking sleeping threads for
  * each added ~10 ms to a ~40 ms run. The plain graph on CPU: ORT's saved graph orders the same
- * nodes so that they ran 2–5% slower there (see SessionTuning.plainGraphOn).
+ * nodes so that they ran 2–5% slower there (see SessionTuning.plainGraphOn). Fusions on CPU: the
+ * transformer's GELU and attention layout in fewer passes (graph/transformer-fusions.ts).
  */
-export const EMBEDDING_SESSION_TUNING: SessionTuning = { spinning: true, plainGraphOn: ["cpu"] };
+export const EMBEDDING_SESSION_TUNING: SessionTuning = { spinning: true, plainGraphOn: ["cpu"], fusionsOn: ["cpu"] };
 
 export interface EmbeddingModelInfo {
   provider: "cpu" | "cuda";
   fallback?: string;
   /** The optimised graph's fate when one was asked for ("made", "reused", or why not). */
   graph?: string;
+  /** The fused graph's fate (graph/transformer-fusions.ts) when it applies. */
+  fusions?: string;
   inputs: ReturnType<typeof describeIo>;
   outputs: ReturnType<typeof describeIo>;
   output: string;
@@ -50,7 +53,7 @@ export class EmbeddingModel {
 
   static async load(modelPath: string, provider: "cpu" | "cuda", padId: number, thread: "worker" | "inline" = "worker", tuning: SessionTuning = EMBEDDING_SESSION_TUNING): Promise<EmbeddingModel> {
     const session = await openOnnxSession(modelPath, provider, thread, tuning);
-    const { provider: used, fallback, graph } = session.meta;
+    const { provider: used, fallback, graph, fusions } = session.meta;
     try {
       const ids = tensorMeta(session.meta.inputMetadata, "input_ids");
       const mask = tensorMeta(session.meta.inputMetadata, "attention_mask");
@@ -71,6 +74,7 @@ export class EmbeddingModel {
         provider: used,
         ...(fallback ? { fallback } : {}),
         ...(graph ? { graph } : {}),
+        ...(fusions ? { fusions } : {}),
         inputs: describeIo(session.meta.inputMetadata),
         outputs: describeIo(session.meta.outputMetadata),
         output: out.name,

@@ -11,7 +11,9 @@ export const FLOAT = 1;
 export const UINT8 = 2;
 export const INT8 = 3;
 export const INT64 = 7;
-/** AttributeProto.type INTS. */
+/** AttributeProto.type FLOAT, INT and INTS. */
+const ATTRIBUTE_FLOAT = 1;
+const ATTRIBUTE_INT = 2;
 const ATTRIBUTE_INTS = 7;
 
 export interface GraphNode {
@@ -182,6 +184,28 @@ export function intsAttributeBytes(name: string, values: readonly number[]): Uin
   const w = new Writer().string(1, name);
   for (const v of values) w.int(8, v);
   return w.int(20, ATTRIBUTE_INTS).finish();
+}
+
+/** An integer attribute's bytes (a non-negative value: a flag, an axis count). */
+export function intAttributeBytes(name: string, value: number): Uint8Array {
+  return new Writer().string(1, name).int(3, value).int(20, ATTRIBUTE_INT).finish();
+}
+
+/** A float attribute's bytes. */
+export function floatAttributeBytes(name: string, value: number): Uint8Array {
+  return new Writer().string(1, name).float32(2, value).int(20, ATTRIBUTE_FLOAT).finish();
+}
+
+/**
+ * Adds an opset import for `domain` (ModelProto.opset_import = 8: domain = 1, version = 2) unless
+ * the model has one: a node of a domain the model does not import is refused at load.
+ */
+export function importOpset(g: OnnxGraph, domain: string, version: number): void {
+  for (const f of g.modelOther) {
+    const [field] = readFields(f);
+    if (field?.no === 8 && field.wire === BYTES && one(f, readFields(f, field.from, field.to), 1) === domain) return;
+  }
+  g.modelOther.push(new Writer().bytes(8, new Writer().string(1, domain).int(2, version).finish()).finish());
 }
 
 /**

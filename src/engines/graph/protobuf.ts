@@ -126,6 +126,14 @@ export class Writer {
     return this.bytes(no, encoder.encode(s));
   }
 
+  /** A float field (wire type fixed32, little-endian). */
+  float32(no: number, v: number): this {
+    this.varint(no * 8 + FIXED32);
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setFloat32(0, v, true);
+    return this.raw(b);
+  }
+
   finish(): Uint8Array {
     const out = new Uint8Array(this.size);
     let at = 0;
