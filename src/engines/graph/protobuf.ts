@@ -24,16 +24,26 @@ export interface Field {
 
 export class ProtobufError extends Error {}
 
+/**
+ * A varint's value. Past 7 bytes (53 bits, what a double holds exactly) it is read as the int64 it
+ * encodes: a negative int64 is written in 10 bytes as 2^64 + n, which a double would round to 2^64.
+ */
 function varint(buf: Uint8Array, at: number): [value: number, next: number] {
   let value = 0;
   let scale = 1;
   for (let i = at; i < buf.length && i < at + 10; i++) {
     const b = buf[i]!;
     value += (b & 0x7f) * scale;
-    if (b < 0x80) return [value, i + 1];
+    if (b < 0x80) return [i - at < 7 ? value : wideVarint(buf, at, i), i + 1];
     scale *= 128;
   }
   throw new ProtobufError(`truncated varint at byte ${at}`);
+}
+
+function wideVarint(buf: Uint8Array, at: number, last: number): number {
+  let v = 0n;
+  for (let i = last; i >= at; i--) v = (v << 7n) | BigInt(buf[i]! & 0x7f);
+  return Number(BigInt.asIntN(64, v));
 }
 
 /** The fields of the message in `buf[from, to)`, in the order they are written. */
@@ -83,7 +93,7 @@ export function integers(buf: Uint8Array, fields: Field[], no: number): number[]
   return out;
 }
 
-/** A varint read as an unsigned number, as the int64 it encodes (small negatives come as 2^64 − n). */
+/** A varint read as an unsigned number, as the int64 it encodes (negatives come as such already: varint). */
 function signed64(v: number): number {
   return v >= 2 ** 63 ? v - 2 ** 64 : v;
 }

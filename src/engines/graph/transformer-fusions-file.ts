@@ -22,7 +22,7 @@ export function fusedGraph(modelPath: string): GraphSource {
     make(bytes) {
       const f = fuseTransformer(bytes);
       if (!f.model) return { model: null };
-      const what = [f.gelu && `${f.gelu} tanh GELUs as FastGelu`, f.keyTranspose && `${f.keyTranspose} transposed keys read in place`, f.singleHead && `${f.singleHead} single-head transposes as reshapes`].filter(Boolean).join(", ");
+      const what = [f.gelu && `${f.gelu} tanh GELUs as FastGelu`, f.keyTranspose && `${f.keyTranspose} transposed keys read in place`, f.singleHead && `${f.singleHead} single-head transposes as reshapes`, f.rotary && `${f.rotary} rotary embeddings as one operator`].filter(Boolean).join(", ");
       return { model: f.model, what };
     },
     failed: (why) => `fusions not made (${why}); plain graph`,

@@ -33,12 +33,26 @@ function geluNodes(p: string, x: string, out: string, form: "mul" | "pow"): Node
   ];
 }
 
+/** The rotate-half rotary embedding of `x` (last axis 4 wide) into `out`, with tables cos_full and sin_full [S, 4]. */
+function ropeNodes(p: string, x: string, out: string): NodeSpec[] {
+  return [
+    { op: "Slice", inputs: [x, "i0", "i2", "last"], outputs: [`${p}_lo`] },
+    { op: "Slice", inputs: [x, "i2", "i4", "last"], outputs: [`${p}_hi`] },
+    { op: "Neg", inputs: [`${p}_hi`], outputs: [`${p}_neg`] },
+    { op: "Concat", inputs: [`${p}_neg`, `${p}_lo`], outputs: [`${p}_rot`], attrs: { axis: -1 } },
+    { op: "Mul", inputs: [x, "cos_full"], outputs: [`${p}_a`] },
+    { op: "Mul", inputs: [`${p}_rot`, "sin_full"], outputs: [`${p}_b`] },
+    { op: "Add", inputs: [`${p}_a`, `${p}_b`], outputs: [out] },
+  ];
+}
+
 /**
  * x [B, S, H] through: GELU a (x·x·x) times an up projection; GELU b (Pow, operands swapped);
  * GELU c, whose tanh is also a graph output (left); and attention with two query heads and one
- * key/value head: K normalised per position, Kᵀ a Transpose into the scores' MatMul and its scale,
- * V straight from its Reshape; the heads' output transposed back (two heads: left); and one
- * "wide" transpose of K times a [1, 1, 2, 4] constant, whose axis 2 is 2 (left).
+ * key/value head: Q and K rotated by position (rotary tables from Range(0, S, 1)), K normalised
+ * per position, Kᵀ a Transpose into the scores' MatMul and its scale, V straight from its Reshape
+ * (also an output: "v_heads"); the heads' output transposed back (two heads: left); and one "wide"
+ * transpose of K times a [1, 1, 2, 4] constant, whose axis 2 is 2 (left).
  */
 function encoderModel(): Uint8Array {
   const w = (name: string, dims: number[], seed: number): InitializerSpec => ({ name, type: "float32", dims, data: seededFloats(dims.reduce((a, b) => a * b, 1), seed, 0.5) });
@@ -54,9 +68,19 @@ function encoderModel(): Uint8Array {
     { op: "MatMul", inputs: ["x", "w_c"], outputs: ["gc_x"] },
     ...geluNodes("gc", "gc_x", "gelu_c", "mul"),
     { op: "Identity", inputs: ["gc_t"], outputs: ["tanh_c"] },
+    { op: "Shape", inputs: ["x"], outputs: ["x_shape"] },
+    { op: "Gather", inputs: ["x_shape", "scalar1"], outputs: ["seq"] },
+    { op: "Range", inputs: ["scalar0", "seq", "scalar1"], outputs: ["positions"] },
+    { op: "Cast", inputs: ["positions"], outputs: ["positions_f"], attrs: { to: 1 } },
+    { op: "Unsqueeze", inputs: ["positions_f", "i1"], outputs: ["position_rows"] },
+    { op: "Mul", inputs: ["position_rows", "inv_freq"], outputs: ["freqs"] },
+    { op: "Concat", inputs: ["freqs", "freqs"], outputs: ["freqs2"], attrs: { axis: -1 } },
+    { op: "Cos", inputs: ["freqs2"], outputs: ["cos_full"] },
+    { op: "Sin", inputs: ["freqs2"], outputs: ["sin_full"] },
     { op: "MatMul", inputs: ["x", "w_q"], outputs: ["qf"] },
     { op: "Reshape", inputs: ["qf", "heads2"], outputs: ["q4"] },
-    { op: "Transpose", inputs: ["q4"], outputs: ["q"], attrs: { perm: [0, 2, 1, 3] } },
+    { op: "Transpose", inputs: ["q4"], outputs: ["q_plain"], attrs: { perm: [0, 2, 1, 3] } },
+    ...ropeNodes("q_rope", "q_plain", "q"),
     { op: "MatMul", inputs: ["x", "w_k"], outputs: ["kf"] },
     { op: "Reshape", inputs: ["kf", "heads1"], outputs: ["k4"] },
     { op: "Mul", inputs: ["k4", "k4"], outputs: ["k_sq"] },
@@ -66,7 +90,8 @@ function encoderModel(): Uint8Array {
     { op: "Reciprocal", inputs: ["k_rms"], outputs: ["k_inv"] },
     { op: "Mul", inputs: ["k4", "k_inv"], outputs: ["k_n"] },
     { op: "Mul", inputs: ["k_n", "k_norm"], outputs: ["k_w"] },
-    { op: "Transpose", inputs: ["k_w"], outputs: ["k"], attrs: { perm: [0, 2, 1, 3] } },
+    { op: "Transpose", inputs: ["k_w"], outputs: ["k_plain"], attrs: { perm: [0, 2, 1, 3] } },
+    ...ropeNodes("k_rope", "k_plain", "k"),
     { op: "Transpose", inputs: ["k"], outputs: ["k_t"], attrs: { perm: [0, 1, 3, 2] } },
     { op: "MatMul", inputs: ["q", "k_t"], outputs: ["scores"] },
     { op: "Mul", inputs: ["scores", "scale"], outputs: ["scaled"] },
@@ -75,6 +100,7 @@ function encoderModel(): Uint8Array {
     { op: "Reshape", inputs: ["vf", "heads1"], outputs: ["v4"] },
     { op: "Transpose", inputs: ["v4"], outputs: ["v"], attrs: { perm: [0, 2, 1, 3] } },
     { op: "MatMul", inputs: ["probs", "v"], outputs: ["o"] },
+    { op: "Identity", inputs: ["v"], outputs: ["v_heads"] },
     { op: "Transpose", inputs: ["o"], outputs: ["o_t"], attrs: { perm: [0, 2, 1, 3] } },
     { op: "Reshape", inputs: ["o_t", "hidden"], outputs: ["attn"] },
     { op: "Mul", inputs: ["k4", "widen"], outputs: ["k_wide"] },
@@ -82,13 +108,18 @@ function encoderModel(): Uint8Array {
   ];
   return buildOnnxModel({
     inputs: [{ name: "x", type: "float32", dims: [B, S, H] }],
-    outputs: ([["mlp", [B, S, 12]], ["gelu_b", [B, S, 6]], ["gelu_c", [B, S, 6]], ["tanh_c", [B, S, 6]], ["attn", [B, S, H]], ["wide", [B, 2, S, 4]]] as const).map(([name, dims]) => ({ name, type: "float32" as const, dims: [...dims] })),
+    outputs: ([["mlp", [B, S, 12]], ["gelu_b", [B, S, 6]], ["gelu_c", [B, S, 6]], ["tanh_c", [B, S, 6]], ["attn", [B, S, H]], ["wide", [B, 2, S, 4]], ["v_heads", [B, 1, S, 4]]] as const).map(([name, dims]) => ({ name, type: "float32" as const, dims: [...dims] })),
     initializers: [
       w("w_gate", [H, 12], 1), w("w_up", [H, 12], 2), w("w_b", [H, 6], 3), w("w_c", [H, 6], 4),
       w("w_q", [H, 8], 5), w("w_k", [H, 4], 6), w("w_v", [H, 4], 7), w("k_norm", [4], 8), w("widen", [1, 1, 2, 4], 9),
       scalar("three", 3), scalar("c044715", 0.044715), scalar("sqrt2pi", Math.sqrt(2 / Math.PI)), scalar("one", 1), scalar("half", 0.5),
       scalar("eps", 1e-6), scalar("scale", 0.5),
       shape("heads2", [0, 0, 2, 4]), shape("heads1", [0, 0, 1, 4]), shape("hidden", [0, 0, H]),
+      { name: "inv_freq", type: "float32", dims: [1, 2], data: [1, 0.1] },
+      ...([["i0", 0], ["i1", 1], ["i2", 2], ["i4", 4]] as const).map(([name, v]) => ({ name, type: "int64" as const, dims: [1], data: [v] })),
+      shape("last", [-1]),
+      { name: "scalar0", type: "int64", dims: [], data: [0] },
+      { name: "scalar1", type: "int64", dims: [], data: [1] },
     ],
     nodes,
   });
@@ -110,8 +141,8 @@ describe("fuseTransformer", () => {
   const plain = encoderModel();
   const fused = fuseTransformer(plain);
 
-  test("each matching GELU becomes a FastGelu, Kᵀ is read in place, single-head transposes become reshapes; the rest is left", () => {
-    expect({ gelu: fused.gelu, keyTranspose: fused.keyTranspose, singleHead: fused.singleHead }).toEqual({ gelu: 2, keyTranspose: 1, singleHead: 2 });
+  test("each matching GELU becomes a FastGelu, Kᵀ is read in place, single-head transposes become reshapes, rotations one operator; the rest is left", () => {
+    expect({ gelu: fused.gelu, keyTranspose: fused.keyTranspose, singleHead: fused.singleHead, rotary: fused.rotary }).toEqual({ gelu: 2, keyTranspose: 1, singleHead: 2, rotary: 2 });
     const after = ops(fused.model!);
     expect(count(after, "FastGelu")).toBe(2);
     // GELU c: its tanh is a graph output too, so its chain stays.
@@ -120,12 +151,15 @@ describe("fuseTransformer", () => {
     // Left: Q's (two heads), the heads' output's, and the widened K's.
     expect(count(after, "Transpose")).toBe(3);
     expect(count(after, "Reshape")).toBe(count(ops(plain), "Reshape") + 2);
+    // One half-width pair of tables for both rotations; the full-width ones, read by nothing now, are gone.
+    expect([count(after, "RotaryEmbedding"), count(after, "Cos"), count(after, "Sin"), count(after, "Neg"), count(after, "Slice")]).toEqual([2, 1, 1, 0, 0]);
+    expect(count(after, "Concat")).toBe(0);
   });
 
-  test("the attention outputs are bit-identical, the GELUs' within float rounding", async () => {
+  test("what only changed layout is bit-identical; the GELUs and the rotated attention within float rounding", async () => {
     const [a, b] = [await outputsOf(plain), await outputsOf(fused.model!)];
-    for (const name of ["attn", "wide", "gelu_c", "tanh_c"]) expect(b[name]).toEqual(a[name]!);
-    for (const name of ["mlp", "gelu_b"]) {
+    for (const name of ["v_heads", "wide", "gelu_c", "tanh_c"]) expect(b[name]).toEqual(a[name]!);
+    for (const name of ["mlp", "gelu_b", "attn"]) {
       expect(b[name]!.length).toBe(a[name]!.length);
       a[name]!.forEach((v, i) => expect(Math.abs(b[name]![i]! - v)).toBeLessThanOrEqual(1e-5 * Math.max(1, Math.abs(v))));
     }
@@ -142,7 +176,7 @@ describe("fuseTransformer", () => {
       // x's axis 2 is 1, but a graph input's shape is not taken as proof (only a Reshape to a constant shape is).
       nodes: [...geluNodes("g", "x", "g", "pow"), { op: "Transpose", inputs: ["x"], outputs: ["t"], attrs: { perm: [0, 2, 1, 3] } }],
     });
-    expect(fuseTransformer(m)).toEqual({ model: null, gelu: 0, keyTranspose: 0, singleHead: 0 });
+    expect(fuseTransformer(m)).toEqual({ model: null, gelu: 0, keyTranspose: 0, singleHead: 0, rotary: 0 });
   });
 });
 
@@ -165,9 +199,9 @@ describe("fusedGraph", () => {
     mkdirSync(dir);
     const model = withExternalWeights(dir, encoderModel());
     const first = fusedGraph(model);
-    expect(first).toEqual({ path: join(dir, fusedGraphName(model)), note: "made (2 tanh GELUs as FastGelu, 1 transposed keys read in place, 2 single-head transposes as reshapes)" });
+    expect(first).toEqual({ path: join(dir, fusedGraphName(model)), note: "made (2 tanh GELUs as FastGelu, 1 transposed keys read in place, 2 single-head transposes as reshapes, 2 rotary embeddings as one operator)" });
     expect(fusedGraph(model)).toEqual({ path: first.path!, note: "reused" });
-    expect((await outputsOf(first.path!)).attn).toEqual((await outputsOf(model)).attn!);
+    expect((await outputsOf(first.path!)).v_heads).toEqual((await outputsOf(model)).v_heads!);
   });
 
   test("a session asks for it on the providers its tuning names, and says so", async () => {
@@ -179,7 +213,7 @@ describe("fusedGraph", () => {
     const off = await createSession(model, "cpu", { fusionsOn: ["cuda"] });
     expect(off.fusions).toBeUndefined();
     const [a, b] = [await on.session.run(input()), await off.session.run(input())];
-    expect(a.attn!.data).toEqual(b.attn!.data);
+    expect(a.v_heads!.data).toEqual(b.v_heads!.data);
     await Promise.all([on.session.release(), off.session.release()]);
   });
 
@@ -193,11 +227,11 @@ describe("fusedGraph", () => {
     utimesSync(blocker, new Date(0), new Date(0));
     const got = fusedGraph(model);
     expect(got.path).toBeUndefined();
-    expect(got.note).toStartWith("2 tanh GELUs as FastGelu, 1 transposed keys read in place, 2 single-head transposes as reshapes, in memory (not saved:");
+    expect(got.note).toStartWith("2 tanh GELUs as FastGelu, 1 transposed keys read in place, 2 single-head transposes as reshapes, 2 rotary embeddings as one operator, in memory (not saved:");
     const created = await createSession(model, "cpu", { fusionsOn: ["cpu"] });
     expect(created.fusions).toStartWith("2 tanh GELUs");
     const out = await created.session.run(input());
-    expect(out.attn!.data).toEqual((await outputsOf(model)).attn!);
+    expect(out.v_heads!.data).toEqual((await outputsOf(model)).v_heads!);
     await created.session.release();
   });
 
