@@ -78,6 +78,8 @@ export interface Config {
   runtimeDir: string;
   /** Keep each local model's optimised graph beside it (made on first load) and load that. */
   optimisedGraph: boolean;
+  /** Load the embedding model's fused graph on the providers its engine fuses on (SWITCHYARD_FUSED_GRAPH). */
+  fusedGraph: boolean;
   /** Threads that tokenise embeddings input off the event loop (0: in the main thread). */
   embeddingTokenizerThreads: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
@@ -312,6 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
     // Default: one per 8 cores, 1 to 4 (EmbeddingGemma's tokenizer: ~0.25 ms per 50-token text).
     embeddingTokenizerThreads: int(env, "SWITCHYARD_EMBEDDING_TOKENIZER_THREADS", Math.max(1, Math.min(4, Math.floor(availableParallelism() / 8))), 0, 64),
     optimisedGraph: oneOf(env, "SWITCHYARD_OPTIMISED_GRAPH", ["on", "off"] as const, "on") === "on",
+    fusedGraph: oneOf(env, "SWITCHYARD_FUSED_GRAPH", ["on", "off"] as const, "on") === "on",
     runtimeDir: resolve(str(env, "SWITCHYARD_RUNTIME_DIR") ?? join(str(env, "SWITCHYARD_DATA_DIR") ?? "./data", "runtime")),
     logLevel: oneOf(env, "SWITCHYARD_LOG_LEVEL", ["debug", "info", "warn", "error", "silent"] as const, "info"),
     databaseUrl: postgresUrl(env, "SWITCHYARD_DATABASE_URL"),

@@ -14,7 +14,7 @@ export const POLL_INTERVAL_MS = 5_000;
 
 /** What loading a local engine uses: its settings, metrics and log, and the execution provider. */
 export interface EngineLoadDeps {
-  config: Pick<Config, "engineQueueAccountPercent" | "optimisedGraph" | "embeddingTokenizerThreads">;
+  config: Pick<Config, "engineQueueAccountPercent" | "optimisedGraph" | "fusedGraph" | "embeddingTokenizerThreads">;
   metrics: MetricsRegistry;
   log: Log;
   /** The execution provider of the local models, decided on first use. */

@@ -17,7 +17,7 @@ export const embeddingLoader: EngineLoader<EmbeddingEngine> = {
     EmbeddingEngine.load(
       dir, providerFor(s), s.metrics,
       { maxQueuePerAccount: accountShare(DEFAULT_BATCHING.maxQueue, s.config.engineQueueAccountPercent) },
-      "worker", { ...EMBEDDING_SESSION_TUNING, optimisedGraph: s.config.optimisedGraph }, s.config.embeddingTokenizerThreads,
+      "worker", { ...EMBEDDING_SESSION_TUNING, optimisedGraph: s.config.optimisedGraph, ...(s.config.fusedGraph ? {} : { fusionsOn: [] }) }, s.config.embeddingTokenizerThreads,
     ),
 };
 
