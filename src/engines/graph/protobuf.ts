@@ -83,19 +83,14 @@ export function integers(buf: Uint8Array, fields: Field[], no: number): number[]
   const out: number[] = [];
   for (const f of fields) {
     if (f.no !== no) continue;
-    if (f.wire === VARINT) out.push(signed64(f.value));
+    if (f.wire === VARINT) out.push(f.value);
     else if (f.wire === BYTES) for (let at = f.from; at < f.to; ) {
       let v: number;
       [v, at] = varint(buf, at);
-      out.push(signed64(v));
+      out.push(v);
     }
   }
   return out;
-}
-
-/** A varint read as an unsigned number, as the int64 it encodes (negatives come as such already: varint). */
-function signed64(v: number): number {
-  return v >= 2 ** 63 ? v - 2 ** 64 : v;
 }
 
 /** Bytes of new fields, gathered and joined once. */
