@@ -67,7 +67,7 @@ export interface SessionTuning {
   /**
    * Providers on which a transformer encoder's graph is loaded with the fusions ORT does not make
    * itself (graph/transformer-fusions.ts; the graph is kept beside the model). On embedding-300m
-   * on CPU: 1.076x the plain graph's tokens/s in bare ORT (batch 32). CUDA is unmeasured, and
+   * on CPU: 1.04–1.08x the plain graph's tokens/s in bare ORT (batch 32). CUDA is unmeasured, and
    * keeps the plain graph.
    */
   fusionsOn?: readonly ("cpu" | "cuda")[];

@@ -44,8 +44,8 @@ test("negative integers (axis −1, written as 10-byte varints) read as themselv
   const g = readModel(bytes);
   expect(g.nodes[0]!.ints.get("axis")).toBe(-1);
   expect(attributeInts(g.nodes[1]!.attributes.get("perm")!)).toEqual([-1, 0]);
-  const n = onnx.NodeProto.decode(nodeBytes({ name: "m", opType: "FusedMatMul", domain: "com.microsoft", inputs: ["a", "b"], outputs: ["c"], attributes: [intAttributeBytes("transB", 1), floatAttributeBytes("alpha", 0.25)] }));
-  expect(onnx.NodeProto.toObject(n, { longs: Number }).attribute).toEqual([{ name: "transB", type: 2, i: 1 }, { name: "alpha", type: 1, f: 0.25 }]);
+  const n = onnx.NodeProto.decode(nodeBytes({ name: "m", opType: "FusedMatMul", domain: "com.microsoft", inputs: ["a", "b"], outputs: ["c"], attributes: [intAttributeBytes("transB", 1), floatAttributeBytes("alpha", 0.25), intAttributeBytes("axis", -1)] }));
+  expect(onnx.NodeProto.toObject(n, { longs: Number }).attribute).toEqual([{ name: "transB", type: 2, i: 1 }, { name: "alpha", type: 1, f: 0.25 }, { name: "axis", type: 2, i: -1 }]);
   importOpset(g, "com.microsoft", 1);
   importOpset(g, "com.microsoft", 1);
   expect(decode(writeModel(g)).opsetImport).toEqual([{ domain: "", version: 17 }, { domain: "com.microsoft", version: 1 }]);

@@ -186,7 +186,7 @@ export function intsAttributeBytes(name: string, values: readonly number[]): Uin
   return w.int(20, ATTRIBUTE_INTS).finish();
 }
 
-/** An integer attribute's bytes (a non-negative value: a flag, an axis count). */
+/** An integer attribute's bytes. */
 export function intAttributeBytes(name: string, value: number): Uint8Array {
   return new Writer().string(1, name).int(3, value).int(20, ATTRIBUTE_INT).finish();
 }

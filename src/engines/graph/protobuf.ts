@@ -104,9 +104,19 @@ export class Writer {
     return this;
   }
 
+  /** A negative value is written as the int64 it is: 2^64 + v, in 10 bytes. */
   private varint(v: number): void {
     const out: number[] = [];
-    if (v < 0) throw new ProtobufError("negative varints are not written here");
+    if (v < 0) {
+      let u = BigInt.asUintN(64, BigInt(v));
+      while (u >= 128n) {
+        out.push(Number(u & 0x7fn) | 0x80);
+        u >>= 7n;
+      }
+      out.push(Number(u));
+      this.raw(Uint8Array.from(out));
+      return;
+    }
     while (v >= 128) {
       out.push((v % 128) | 0x80);
       v = Math.floor(v / 128);

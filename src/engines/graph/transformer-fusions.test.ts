@@ -141,8 +141,8 @@ describe("fuseTransformer", () => {
   const plain = encoderModel();
   const fused = fuseTransformer(plain);
 
-  test("each matching GELU becomes a FastGelu, Kᵀ is read in place, single-head transposes become reshapes, rotations one operator; the rest is left", () => {
-    expect({ gelu: fused.gelu, keyTranspose: fused.keyTranspose, singleHead: fused.singleHead, rotary: fused.rotary }).toEqual({ gelu: 2, keyTranspose: 1, singleHead: 2, rotary: 2 });
+  test("each matching GELU becomes a FastGelu, Kᵀ is read in place, single-head transposes become reshapes, rotations and RMS norms one operator each; the rest is left", () => {
+    expect({ gelu: fused.gelu, keyTranspose: fused.keyTranspose, singleHead: fused.singleHead, rotary: fused.rotary, rmsNorm: fused.rmsNorm }).toEqual({ gelu: 2, keyTranspose: 1, singleHead: 2, rotary: 2, rmsNorm: 1 });
     const after = ops(fused.model!);
     expect(count(after, "FastGelu")).toBe(2);
     // GELU c: its tanh is a graph output too, so its chain stays.
@@ -154,6 +154,7 @@ describe("fuseTransformer", () => {
     // One half-width pair of tables for both rotations; the full-width ones, read by nothing now, are gone.
     expect([count(after, "RotaryEmbedding"), count(after, "Cos"), count(after, "Sin"), count(after, "Neg"), count(after, "Slice")]).toEqual([2, 1, 1, 0, 0]);
     expect(count(after, "Concat")).toBe(0);
+    expect([count(after, "SimplifiedLayerNormalization"), count(after, "ReduceMean"), count(after, "Reciprocal")]).toEqual([1, 0, 0]);
   });
 
   test("what only changed layout is bit-identical; the GELUs and the rotated attention within float rounding", async () => {
@@ -176,7 +177,7 @@ describe("fuseTransformer", () => {
       // x's axis 2 is 1, but a graph input's shape is not taken as proof (only a Reshape to a constant shape is).
       nodes: [...geluNodes("g", "x", "g", "pow"), { op: "Transpose", inputs: ["x"], outputs: ["t"], attrs: { perm: [0, 2, 1, 3] } }],
     });
-    expect(fuseTransformer(m)).toEqual({ model: null, gelu: 0, keyTranspose: 0, singleHead: 0, rotary: 0 });
+    expect(fuseTransformer(m)).toEqual({ model: null, gelu: 0, keyTranspose: 0, singleHead: 0, rotary: 0, rmsNorm: 0 });
   });
 });
 
@@ -198,8 +199,11 @@ describe("fusedGraph", () => {
     const dir = join(tmp, "kept");
     mkdirSync(dir);
     const model = withExternalWeights(dir, encoderModel());
+    // The first version's graph (before RMS norms were fused) goes once this one is saved.
+    writeFileSync(join(dir, "model.fused.onnx"), "x");
     const first = fusedGraph(model);
-    expect(first).toEqual({ path: join(dir, fusedGraphName(model)), note: "made (2 tanh GELUs as FastGelu, 1 transposed keys read in place, 2 single-head transposes as reshapes, 2 rotary embeddings as one operator)" });
+    expect(() => readFileSync(join(dir, "model.fused.onnx"))).toThrow();
+    expect(first).toEqual({ path: join(dir, fusedGraphName(model)), note: "made (2 tanh GELUs as FastGelu, 1 transposed keys read in place, 2 single-head transposes as reshapes, 2 rotary embeddings as one operator, 1 RMS norms as one operator)" });
     expect(fusedGraph(model)).toEqual({ path: first.path!, note: "reused" });
     expect((await outputsOf(first.path!)).v_heads).toEqual((await outputsOf(model)).v_heads!);
   });
@@ -227,7 +231,7 @@ describe("fusedGraph", () => {
     utimesSync(blocker, new Date(0), new Date(0));
     const got = fusedGraph(model);
     expect(got.path).toBeUndefined();
-    expect(got.note).toStartWith("2 tanh GELUs as FastGelu, 1 transposed keys read in place, 2 single-head transposes as reshapes, 2 rotary embeddings as one operator, in memory (not saved:");
+    expect(got.note).toStartWith("2 tanh GELUs as FastGelu, 1 transposed keys read in place, 2 single-head transposes as reshapes, 2 rotary embeddings as one operator, 1 RMS norms as one operator, in memory (not saved:");
     const created = await createSession(model, "cpu", { fusionsOn: ["cpu"] });
     expect(created.fusions).toStartWith("2 tanh GELUs");
     const out = await created.session.run(input());
