@@ -133,7 +133,6 @@ export async function createSession(modelPath: string, provider: "cpu" | "cuda",
   const ort = await loadOrt();
   const base = baseSessionOptions(tuning);
   const graphFor = graphChooser(modelPath, tuning);
-  const plain = { path: modelPath };
   // A graph only in memory (its folder could not be written) has no optimised graph saved beside it.
   const openSource = async (source: GraphSource, p: "cpu" | "cuda", options: Ort.InferenceSession.SessionOptions): Promise<{ session: Ort.InferenceSession; graph?: string }> => {
     if (source.bytes) return { session: await ort.InferenceSession.create(source.bytes, externalDataIn(source.dir, options)) };
@@ -145,12 +144,12 @@ export async function createSession(modelPath: string, provider: "cpu" | "cuda",
   const load = async (p: "cpu" | "cuda", options: Ort.InferenceSession.SessionOptions): Promise<{ session: Ort.InferenceSession; graph?: string; notes: GraphNotes }> => {
     const { source, kind } = graphFor(p);
     const note = (text: string | undefined): GraphNotes => (kind && text ? { [kind]: text } : {});
-    if (source.path === modelPath) return { ...(await openSource(source, p, options)), notes: note(source.note) };
     try {
       return { ...(await openSource(source, p, options)), notes: note(source.note) };
     } catch (e) {
+      if (source.path === modelPath) throw e;
       const why = String((e as Error)?.message ?? e).split("\n")[0]!.slice(0, 200);
-      return { ...(await openSource(plain, p, options)), notes: note(`derived graph failed to load (${why}); the model's own graph`) };
+      return { ...(await openSource({ path: modelPath }, p, options)), notes: note(`derived graph failed to load (${why}); the model's own graph`) };
     }
   };
   if (provider === "cuda") {

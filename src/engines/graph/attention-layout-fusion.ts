@@ -15,9 +15,8 @@
  *   their dimensions.
  */
 import { attributeInts, floatAttributeBytes, intAttributeBytes, type Initializer } from "./onnx-graph";
-import { int64sOf, node, type RewriteContext } from "./rewrite-context";
+import { CONTRIB, int64sOf, node, type RewriteContext } from "./rewrite-context";
 
-const MS = "com.microsoft";
 /** Reductions that keep their dimensions unless keepdims = 0. */
 const REDUCTIONS = new Set(["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare"]);
 const UNARY = new Set(["Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Tanh", "Sigmoid", "Relu", "Erf", "Identity", "Cast"]);
@@ -39,7 +38,7 @@ export function fuseKeyTranspose(cx: RewriteContext): number {
     const s = scale ? withScalar(scale) : null;
     const end = s && s[0] === mm.outputs[0] && free(scale!) ? scale! : mm;
     const alpha = end === mm ? 1 : s![1];
-    const fused = node(fresh(`key_transposed_matmul_${count}`), "FusedMatMul", MS, [mm.inputs[0]!, tr.inputs[0]!], [end.outputs[0]!], [intAttributeBytes("transA", 0), intAttributeBytes("transB", 1), floatAttributeBytes("alpha", alpha)]);
+    const fused = node(fresh(`key_transposed_matmul_${count}`), "FusedMatMul", CONTRIB, [mm.inputs[0]!, tr.inputs[0]!], [end.outputs[0]!], [intAttributeBytes("transA", 0), intAttributeBytes("transB", 1), floatAttributeBytes("alpha", alpha)]);
     replace(end === mm ? [tr, mm] : [tr, mm, scale!], end, fused);
     count++;
   }

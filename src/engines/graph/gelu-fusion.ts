@@ -8,10 +8,9 @@
  * whose intermediate values are read elsewhere, is left.
  */
 import type { GraphNode } from "./onnx-graph";
-import { near, node, scalarOf, type RewriteContext } from "./rewrite-context";
+import { CONTRIB, near, node, scalarOf, type RewriteContext } from "./rewrite-context";
 
 const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
-const MS = "com.microsoft";
 
 /** Replaces each matching GELU; returns how many. */
 export function fuseGelu(cx: RewriteContext): number {
@@ -56,7 +55,7 @@ export function fuseGelu(cx: RewriteContext): number {
     if (!h || h[0] !== found.x || !near(h[1], 0.5)) continue;
     const nodes = [...found.nodes, sum, inner!, t, plusOne, half!, out!];
     if (!free(...nodes)) continue;
-    replace(nodes, out!, node(fresh(`fast_gelu_${count}`), "FastGelu", MS, [found.x], [out!.outputs[0]!], []));
+    replace(nodes, out!, node(fresh(`fast_gelu_${count}`), "FastGelu", CONTRIB, [found.x], [out!.outputs[0]!], []));
     count++;
   }
 

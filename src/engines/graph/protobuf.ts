@@ -104,24 +104,16 @@ export class Writer {
     return this;
   }
 
-  /** A negative value is written as the int64 it is: 2^64 + v, in 10 bytes. */
+  /** An integer; a negative one as the int64 it is, 2^64 + v in 10 bytes (hence BigInt: past 2^53). */
   private varint(v: number): void {
     const out: number[] = [];
-    if (v < 0) {
-      let u = BigInt.asUintN(64, BigInt(v));
-      while (u >= 128n) {
-        out.push(Number(u & 0x7fn) | 0x80);
-        u >>= 7n;
+    for (let u = BigInt.asUintN(64, BigInt(v)); ; u >>= 7n) {
+      if (u < 128n) {
+        out.push(Number(u));
+        break;
       }
-      out.push(Number(u));
-      this.raw(Uint8Array.from(out));
-      return;
+      out.push(Number(u & 0x7fn) | 0x80);
     }
-    while (v >= 128) {
-      out.push((v % 128) | 0x80);
-      v = Math.floor(v / 128);
-    }
-    out.push(v);
     this.raw(Uint8Array.from(out));
   }
 

@@ -5,6 +5,9 @@
  */
 import { nodeBytes, FLOAT, INT64, type GraphNode, type Initializer, type OnnxGraph } from "./onnx-graph";
 
+/** ONNX Runtime's contrib operators' domain (FastGelu, FusedMatMul, RotaryEmbedding). */
+export const CONTRIB = "com.microsoft";
+
 export const near = (x: number | null, want: number) => x !== null && Math.abs(x - want) <= 1e-6 * Math.max(1, Math.abs(want));
 
 /** A float32 value of an initializer holding exactly one (any rank), else null. */

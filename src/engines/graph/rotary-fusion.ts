@@ -15,9 +15,8 @@
  * way. Any other form of the rotation, or positions not proved to be 0, 1, … by row, is left.
  */
 import { attributeInts, type GraphNode } from "./onnx-graph";
-import { int64sOf, node, scalarOf, type RewriteContext } from "./rewrite-context";
+import { CONTRIB, int64sOf, node, scalarOf, type RewriteContext } from "./rewrite-context";
 
-const MS = "com.microsoft";
 
 export interface RotaryFusion {
   count: number;
@@ -121,7 +120,7 @@ export function fuseRotary(cx: RewriteContext): RotaryFusion {
     const first = !halves.has(m.f);
     if (first) halves.set(m.f, [fresh("rotary_cos_half"), fresh("rotary_sin_half")]);
     const [cos, sin] = halves.get(m.f)!;
-    const rope = node(fresh(`rotary_embedding_${count}`), "RotaryEmbedding", MS, [m.x, start, cos, sin], [add.outputs[0]!], []);
+    const rope = node(fresh(`rotary_embedding_${count}`), "RotaryEmbedding", CONTRIB, [m.x, start, cos, sin], [add.outputs[0]!], []);
     // The half-width tables go just before the first rotation that reads them (f is made before any).
     const tables = first ? [node(fresh(`${cos}_node`), "Cos", "", [m.f], [cos], []), node(fresh(`${sin}_node`), "Sin", "", [m.f], [sin], [])] : [];
     replace(m.nodes, add, ...tables, rope);

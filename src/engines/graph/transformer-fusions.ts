@@ -16,7 +16,7 @@
  * rewritten.
  */
 import { importOpset, int64Initializer, readModel, writeModel } from "./onnx-graph";
-import { rewriteContext } from "./rewrite-context";
+import { CONTRIB, rewriteContext } from "./rewrite-context";
 import { fuseGelu } from "./gelu-fusion";
 import { fuseKeyTranspose, fuseSingleHeadTransposes } from "./attention-layout-fusion";
 import { fuseRotary } from "./rotary-fusion";
@@ -32,7 +32,6 @@ export interface FusionResult {
   rmsNorm: number;
 }
 
-const MS = "com.microsoft";
 
 export function fuseTransformer(modelBytes: Uint8Array): FusionResult {
   const g = readModel(modelBytes);
@@ -47,7 +46,7 @@ export function fuseTransformer(modelBytes: Uint8Array): FusionResult {
   if (single.shape) g.initializers.push(int64Initializer(single.shape, [4], [0, 1, -1, 0]));
   if (rope.start) g.initializers.push(int64Initializer(rope.start, [1], [0]));
   // The new FastGelu, FusedMatMul and RotaryEmbedding nodes are ORT's contrib operators.
-  if (gelu + keyTranspose + rope.count > 0) importOpset(g, MS, 1);
+  if (gelu + keyTranspose + rope.count > 0) importOpset(g, CONTRIB, 1);
   g.nodes = cx.rewritten(rope.maybeUnread);
   return { model: writeModel(g), ...result };
 }
